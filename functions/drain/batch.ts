@@ -1,0 +1,67 @@
+import { isDeadLetter, recordSize, toRow } from './records.js';
+import type { DeadLetter, DeadLetters, KafkaRecord, RowToWrite, Sink } from './types.js';
+
+export interface WrittenBatch {
+  readonly rows: number;
+  readonly deadLetters: number;
+}
+
+/**
+ * One batch's way to durability: decode every record, write the rows, dead-letter what could not be
+ * decoded or was rejected, and resolve only when all of it is durable. Throws (and so leaves the
+ * checkpoint where it was) when the sink or the dead-letter topic fails.
+ */
+export async function writeBatch(
+  records: readonly KafkaRecord[],
+  ports: { sink: Sink; deadLetters: DeadLetters; fault?: (point: string) => void },
+  ingestedAt: Date,
+  signal?: AbortSignal,
+): Promise<WrittenBatch> {
+  const rows: RowToWrite[] = [];
+  const letters: DeadLetter[] = [];
+  for (const record of records) {
+    const result = toRow(record, ingestedAt);
+    if (isDeadLetter(result)) letters.push(result);
+    else rows.push(result);
+  }
+
+  let written = 0;
+  if (rows.length > 0) {
+    const results = await ports.sink.write(rows, signal);
+    results.forEach((result, i) => {
+      if (result.ok) written++;
+      else letters.push({ record: rows[i]!.record, kind: 'rejected', message: result.reason });
+    });
+  }
+  ports.fault?.('after-write');
+  if (letters.length > 0) {
+    // Dead letters keep offset order so that a reader of the topic sees them as Kafka had them.
+    letters.sort((a, b) => a.record.offset - b.record.offset);
+    await ports.deadLetters.publish(letters);
+  }
+  ports.fault?.('after-dead-letter-before-commit');
+  return { rows: written, deadLetters: letters.length };
+}
+
+/** Splits a partition's records into batches of at most `maxRecords` records and about `maxBytes`. */
+export function splitBatches(
+  records: readonly KafkaRecord[],
+  maxRecords: number,
+  maxBytes: number,
+): KafkaRecord[][] {
+  const batches: KafkaRecord[][] = [];
+  let current: KafkaRecord[] = [];
+  let bytes = 0;
+  for (const record of records) {
+    const size = recordSize(record);
+    if (current.length > 0 && (current.length >= maxRecords || bytes + size > maxBytes)) {
+      batches.push(current);
+      current = [];
+      bytes = 0;
+    }
+    current.push(record);
+    bytes += size;
+  }
+  if (current.length > 0) batches.push(current);
+  return batches;
+}

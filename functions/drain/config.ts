@@ -1,0 +1,217 @@
+import { ConfigError } from './errors.js';
+import type { LogLevel } from './logger.js';
+
+export type WriteMode = 'insert-all' | 'merge' | 'storage-write';
+export type SaslMechanism = 'plain' | 'scram-sha-256' | 'scram-sha-512';
+
+export interface DrainConfig {
+  readonly pipelineId: string;
+  readonly project: string;
+  readonly kafka: {
+    readonly brokers: readonly string[];
+    readonly topics: readonly string[];
+    readonly ssl: boolean;
+    readonly sasl: {
+      readonly mechanism: SaslMechanism;
+      readonly username: string;
+      readonly password: string;
+    } | null;
+  };
+  readonly bigquery: {
+    readonly dataset: string;
+    readonly table: string;
+    readonly schemaFile: string;
+    readonly writeMode: WriteMode;
+    readonly location: string | null;
+    readonly apiEndpoint: string | null;
+  };
+  /** Local emulators (host:port); null in production. */
+  readonly emulators: { readonly firestore: string | null; readonly pubsub: string | null };
+  readonly deadLetterTopic: string;
+  readonly alertTopic: string | null;
+  readonly budgetSeconds: number;
+  readonly batchMaxRecords: number;
+  readonly batchMaxBytes: number;
+  readonly leaseTtlSeconds: number;
+  readonly idleAlertSeconds: number;
+  readonly retentionGapPolicy: 'fail' | 'skip';
+  readonly rulesModule: string | null;
+  readonly logLevel: LogLevel;
+  readonly execution: string;
+  readonly taskIndex: number;
+  readonly taskCount: number;
+  /** Test-only: a named point at which the process kills itself (crash tests). Never set in production. */
+  readonly faultPoint: string | null;
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+/**
+ * The one place for defaults and checks. Returns a frozen config or throws a ConfigError that names the
+ * variable. Takes the environment as a parameter so that it is tested table-driven.
+ */
+export function parseConfig(env: Env): DrainConfig {
+  const read = reader(env);
+  const saslMechanism = read.oneOf('KAFKA_SASL_MECHANISM', ['plain', 'scram-sha-256', 'scram-sha-512'], null);
+  const sasl =
+    saslMechanism === null
+      ? null
+      : {
+          mechanism: saslMechanism,
+          username: read.required('KAFKA_SASL_USERNAME'),
+          password: read.required('KAFKA_SASL_PASSWORD'),
+        };
+  if (saslMechanism === null) {
+    for (const name of ['KAFKA_SASL_USERNAME', 'KAFKA_SASL_PASSWORD']) {
+      if (read.optional(name) !== null) throw new ConfigError(name, 'is set but KAFKA_SASL_MECHANISM is not');
+    }
+  }
+
+  const writeMode = read.oneOf('BQ_WRITE_MODE', ['insert-all', 'merge', 'storage-write'], 'insert-all');
+  if (writeMode !== 'insert-all') {
+    throw new ConfigError('BQ_WRITE_MODE', `"${writeMode}" is not available yet; use insert-all`);
+  }
+
+  const budgetSeconds = read.integer('DRAIN_BUDGET_SECONDS', 240, 5, 7 * 24 * 3600);
+  const leaseTtlSeconds = read.integer('LEASE_TTL_SECONDS', 60, 3, 3600);
+  // A crashed run keeps its partitions blocked until its leases expire; a TTL longer than a whole run
+  // would make the next scheduled run skip them.
+  if (leaseTtlSeconds > budgetSeconds) {
+    throw new ConfigError(
+      'LEASE_TTL_SECONDS',
+      `(${leaseTtlSeconds}) must not exceed DRAIN_BUDGET_SECONDS (${budgetSeconds}): a crashed run would block its partitions past the next run`,
+    );
+  }
+
+  const taskCount = read.integer('CLOUD_RUN_TASK_COUNT', 1, 1, 10_000);
+  const taskIndex = read.integer('CLOUD_RUN_TASK_INDEX', 0, 0, 9_999);
+  if (taskIndex >= taskCount) {
+    throw new ConfigError(
+      'CLOUD_RUN_TASK_INDEX',
+      `(${taskIndex}) must be below CLOUD_RUN_TASK_COUNT (${taskCount})`,
+    );
+  }
+
+  const apiEndpoint = read.optional('BIGQUERY_API_ENDPOINT');
+  if (apiEndpoint !== null && !/^https?:\/\/[^/]+/.test(apiEndpoint)) {
+    throw new ConfigError('BIGQUERY_API_ENDPOINT', `"${apiEndpoint}" is not an http(s) URL`);
+  }
+
+  const config: DrainConfig = {
+    pipelineId: read.matching(
+      'PIPELINE_ID',
+      /^[a-zA-Z0-9_-]{1,100}$/,
+      'letters, digits, _ and -, at most 100',
+    ),
+    project: read.required('GOOGLE_CLOUD_PROJECT'),
+    kafka: {
+      brokers: read.list('KAFKA_BROKERS', /^[^\s:]+:\d{1,5}$/, 'host:port'),
+      topics: read.list('KAFKA_TOPICS', /^[a-zA-Z0-9._-]{1,249}$/, 'a Kafka topic name'),
+      ssl: read.boolean('KAFKA_SSL', false),
+      sasl,
+    },
+    bigquery: {
+      dataset: read.matching('BQ_DATASET', /^[a-zA-Z0-9_]{1,1024}$/, 'letters, digits and _'),
+      table: read.matching('BQ_TABLE', /^[a-zA-Z0-9_]{1,1024}$/, 'letters, digits and _'),
+      schemaFile: read.required('BQ_SCHEMA_FILE'),
+      writeMode,
+      location: read.optional('BQ_LOCATION'),
+      apiEndpoint,
+    },
+    emulators: {
+      firestore: read.matching('FIRESTORE_EMULATOR_HOST', /^[^\s:/]+:\d{1,5}$/, 'host:port', true),
+      pubsub: read.matching('PUBSUB_EMULATOR_HOST', /^[^\s:/]+:\d{1,5}$/, 'host:port', true),
+    },
+    deadLetterTopic: read.matching(
+      'DEAD_LETTER_TOPIC',
+      /^[a-zA-Z][a-zA-Z0-9._~%+-]{2,254}$/,
+      'a Pub/Sub topic id',
+    ),
+    alertTopic: read.optional('ALERT_TOPIC'),
+    budgetSeconds,
+    batchMaxRecords: read.integer('BATCH_MAX_RECORDS', 500, 1, 50_000),
+    batchMaxBytes: read.integer('BATCH_MAX_BYTES', 5 * 1024 * 1024, 1024, 100 * 1024 * 1024),
+    leaseTtlSeconds,
+    idleAlertSeconds: read.integer('IDLE_ALERT_SECONDS', 300, 1, 30 * 24 * 3600),
+    retentionGapPolicy: read.oneOf('RETENTION_GAP_POLICY', ['fail', 'skip'], 'fail'),
+    rulesModule: read.optional('RULES_MODULE'),
+    logLevel: read.oneOf('LOG_LEVEL', ['debug', 'info', 'warning', 'error'], 'info'),
+    execution: read.optional('CLOUD_RUN_EXECUTION') ?? 'local',
+    taskIndex,
+    taskCount,
+    faultPoint: read.optional('KBD_FAULT_POINT'),
+  };
+  return deepFreeze(config);
+}
+
+function reader(env: Env) {
+  function optional(name: string): string | null {
+    const value = env[name]?.trim();
+    return value === undefined || value === '' ? null : value;
+  }
+  function required(name: string): string {
+    const value = optional(name);
+    if (value === null) throw new ConfigError(name, 'is required');
+    return value;
+  }
+  return {
+    optional,
+    required,
+    matching<O extends boolean = false>(
+      name: string,
+      pattern: RegExp,
+      what: string,
+      isOptional?: O,
+    ): O extends true ? string | null : string {
+      type Result = O extends true ? string | null : string;
+      const value = isOptional ? optional(name) : required(name);
+      if (value === null) return null as Result;
+      if (!pattern.test(value)) throw new ConfigError(name, `"${value}" is not valid (${what})`);
+      return value as Result;
+    },
+    list(name: string, pattern: RegExp, what: string): string[] {
+      const items = required(name)
+        .split(',')
+        .map((s) => s.trim())
+        .filter((s) => s !== '');
+      if (items.length === 0) throw new ConfigError(name, 'is required');
+      for (const item of items) {
+        if (!pattern.test(item)) throw new ConfigError(name, `"${item}" is not valid (${what})`);
+      }
+      if (new Set(items).size !== items.length) throw new ConfigError(name, 'lists an entry twice');
+      return items;
+    },
+    integer(name: string, fallback: number, min: number, max: number): number {
+      const raw = optional(name);
+      if (raw === null) return fallback;
+      if (!/^-?\d+$/.test(raw)) throw new ConfigError(name, `"${raw}" is not a whole number`);
+      const value = Number(raw);
+      if (value < min || value > max)
+        throw new ConfigError(name, `(${value}) must be between ${min} and ${max}`);
+      return value;
+    },
+    boolean(name: string, fallback: boolean): boolean {
+      const raw = optional(name)?.toLowerCase() ?? null;
+      if (raw === null) return fallback;
+      if (['true', '1', 'yes'].includes(raw)) return true;
+      if (['false', '0', 'no'].includes(raw)) return false;
+      throw new ConfigError(name, `"${raw}" is not true or false`);
+    },
+    oneOf<T extends string, D extends T | null>(name: string, allowed: readonly T[], fallback: D): T | D {
+      const raw = optional(name);
+      if (raw === null) return fallback;
+      if (!(allowed as readonly string[]).includes(raw)) {
+        throw new ConfigError(name, `"${raw}" is not one of ${allowed.join(', ')}`);
+      }
+      return raw as T;
+    },
+  };
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === 'object') {
+    for (const inner of Object.values(value)) deepFreeze(inner);
+    Object.freeze(value);
+  }
+  return value;
+}

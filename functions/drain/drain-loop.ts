@@ -1,0 +1,379 @@
+import { ownedBy, partitionId } from './assignment.js';
+import { splitBatches, writeBatch } from './batch.js';
+import { asError, FencedError } from './errors.js';
+import type { Logger } from './logger.js';
+import type {
+  Checkpoints,
+  DeadLetters,
+  FetchedBatch,
+  Lease,
+  PartitionSummary,
+  Position,
+  RunSummary,
+  Sink,
+  Source,
+  SourceReader,
+  StopReason,
+  Watermarks,
+} from './types.js';
+
+export interface DrainPorts {
+  readonly source: Source;
+  readonly checkpoints: Checkpoints;
+  readonly sink: Sink;
+  readonly deadLetters: DeadLetters;
+}
+
+export interface DrainOptions {
+  readonly pipelineId: string;
+  readonly runId: string;
+  readonly execution: string;
+  readonly taskIndex: number;
+  readonly taskCount: number;
+  readonly topics: readonly string[];
+  readonly budgetMs: number;
+  readonly leaseTtlMs: number;
+  readonly batchMaxRecords: number;
+  readonly batchMaxBytes: number;
+  readonly retentionGapPolicy: 'fail' | 'skip';
+  /** After a stop is asked for, how long the batch in flight may take to settle before it is abandoned. */
+  readonly settleMs: number;
+}
+
+export interface DrainContext {
+  readonly logger: Logger;
+  readonly now: () => number;
+  /** Aborts on SIGTERM/SIGINT. */
+  readonly signal: AbortSignal;
+  /** Test-only crash points; a no-op in production. */
+  readonly fault?: (point: string) => void;
+  readonly onProgress?: (progress: { recordsRead: number; lag: Map<string, number> }) => void;
+}
+
+interface Owned {
+  lease: Lease;
+  summary: PartitionSummary;
+  /** The checkpoint as last committed. */
+  position: number;
+  /** The end offset seen at start: this run reads up to here and no further. */
+  end: number;
+  done: boolean;
+  committing: boolean;
+  lastRenewedAt: number;
+}
+
+/**
+ * One bounded run: lease this task's partitions, drain each from its checkpoint up to the end offset seen
+ * at start, and commit each batch only after its rows and dead letters are durable. Stops when caught up,
+ * at the budget, or on the signal; always releases what it leased.
+ */
+export async function runDrain(
+  ports: DrainPorts,
+  options: DrainOptions,
+  context: DrainContext,
+): Promise<RunSummary> {
+  const { logger, now } = context;
+  const startedAt = now();
+  const owner = options.runId;
+  const owned = new Map<string, Owned>();
+  const summaries: PartitionSummary[] = [];
+  const totals = { recordsRead: 0, rowsWritten: 0, deadLettered: 0, commits: 0 };
+  let stopReason: StopReason = 'caught_up';
+  let failure: Error | undefined;
+
+  // `stop` ends fetching (budget or signal); `hardStop` abandons the batch in flight after the grace.
+  const stop = new AbortController();
+  const hardStop = new AbortController();
+  const requestStop = (reason: StopReason): void => {
+    if (stop.signal.aborted) return;
+    stopReason = reason;
+    stop.abort();
+    hardStopTimer = setTimeout(() => hardStop.abort(), options.settleMs);
+  };
+  let hardStopTimer: NodeJS.Timeout | undefined;
+  const onSignal = (): void => requestStop('signal');
+  if (context.signal.aborted) onSignal();
+  context.signal.addEventListener('abort', onSignal, { once: true });
+  const budgetTimer = setTimeout(() => requestStop('budget'), options.budgetMs);
+  const renewTimer = setInterval(() => void renewLeases(), Math.max(100, Math.floor(options.leaseTtlMs / 3)));
+
+  let reader: SourceReader | undefined;
+  try {
+    const watermarks = ownedBy(
+      await ports.source.watermarks(options.topics),
+      options.taskIndex,
+      options.taskCount,
+    );
+    const positions: Position[] = [];
+    for (const mark of watermarks) {
+      if (stop.signal.aborted) break;
+      const position = await leasePartition(mark);
+      if (position !== undefined) positions.push(position);
+    }
+    if (positions.length > 0 && !stop.signal.aborted) {
+      reader = await ports.source.open(positions);
+      await drainOpenPartitions(reader);
+    }
+  } catch (thrown) {
+    failure = asError(thrown);
+    stopReason = 'error';
+    logger.error('run failed', { error: failure });
+  } finally {
+    clearTimeout(budgetTimer);
+    clearInterval(renewTimer);
+    context.signal.removeEventListener('abort', onSignal);
+    await reader?.close().catch((error: unknown) => logger.warn('closing the source failed', { error }));
+    await releaseAll();
+    clearTimeout(hardStopTimer);
+  }
+
+  const summary: RunSummary = {
+    event: 'run_summary',
+    pipeline: options.pipelineId,
+    runId: options.runId,
+    execution: options.execution,
+    taskIndex: options.taskIndex,
+    taskCount: options.taskCount,
+    stopReason,
+    ...totals,
+    alerts: 0,
+    durationMs: now() - startedAt,
+    partitions: summaries,
+    ...(failure ? { error: failure.message } : {}),
+  };
+  await ports.checkpoints
+    .recordRun(summary)
+    .catch((error: unknown) => logger.warn('recording the run summary failed', { error }));
+  return summary;
+
+  async function leasePartition(mark: Watermarks): Promise<Position | undefined> {
+    const id = partitionId(mark);
+    const summary: PartitionSummary = {
+      topic: mark.topic,
+      partition: mark.partition,
+      from: null,
+      to: null,
+      lag: null,
+      read: 0,
+      rowsWritten: 0,
+      deadLettered: 0,
+    };
+    summaries.push(summary);
+    const lease = await ports.checkpoints.acquire(mark, owner, options.leaseTtlMs);
+    if (lease === undefined) {
+      summary.skipped = 'leased_elsewhere';
+      logger.info('partition leased by another run; skipped', {
+        topic: mark.topic,
+        partition: mark.partition,
+      });
+      return undefined;
+    }
+    let start = lease.nextOffset ?? mark.logStart;
+    const entry: Owned = {
+      lease,
+      summary,
+      position: start,
+      end: mark.end,
+      done: false,
+      committing: false,
+      lastRenewedAt: now(),
+    };
+    owned.set(id, entry);
+    const log = logger.child({ topic: mark.topic, partition: mark.partition });
+
+    if (start < mark.logStart) {
+      // Records in [start, logStart) were deleted by retention before we read them. Never a silent jump.
+      log.error('retention gap: records were deleted before they were drained', {
+        kind: 'retention_gap',
+        lostFrom: start,
+        lostTo: mark.logStart,
+        policy: options.retentionGapPolicy,
+      });
+      if (options.retentionGapPolicy === 'fail') {
+        summary.from = summary.to = start;
+        summary.lag = mark.end - start;
+        summary.skipped = 'error';
+        entry.done = true;
+        return undefined;
+      }
+      entry.lease = await commit(entry, {
+        fromOffset: start,
+        nextOffset: mark.logStart,
+        rows: 0,
+        deadLetters: 0,
+        lastRecordTimestamp: null,
+      });
+      start = mark.logStart;
+    }
+    if (start > mark.end) {
+      log.error('checkpoint is past the end of the partition (topic recreated?); partition skipped', {
+        checkpoint: start,
+        end: mark.end,
+      });
+      summary.from = summary.to = start;
+      summary.lag = 0;
+      summary.skipped = 'error';
+      entry.done = true;
+      return undefined;
+    }
+    summary.from = summary.to = start;
+    summary.lag = mark.end - start;
+    entry.position = start;
+    if (start >= mark.end) {
+      entry.done = true; // nothing to read: an idle partition costs one lease round trip
+      return undefined;
+    }
+    return { topic: mark.topic, partition: mark.partition, offset: start };
+  }
+
+  async function drainOpenPartitions(source: SourceReader): Promise<void> {
+    while (!stop.signal.aborted && [...owned.values()].some((p) => !p.done)) {
+      const fetched = await source.next(stop.signal);
+      if (fetched === undefined) break;
+      const entry = owned.get(partitionId(fetched));
+      if (entry === undefined || entry.done) continue;
+      await drainFetched(entry, fetched);
+      if (entry.position >= entry.end && !entry.done) {
+        entry.done = true;
+        source.finish(fetched);
+      }
+      context.onProgress?.({ recordsRead: totals.recordsRead, lag: lagByPartition() });
+    }
+  }
+
+  async function drainFetched(entry: Owned, fetched: FetchedBatch): Promise<void> {
+    // Only what lies between the checkpoint and the end seen at start belongs to this run.
+    const records = fetched.records.filter((r) => r.offset >= entry.position && r.offset < entry.end);
+    const batches = splitBatches(records, options.batchMaxRecords, options.batchMaxBytes);
+    const endOfFetch = Math.min(fetched.nextOffset, entry.end);
+    if (batches.length === 0 && endOfFetch > entry.position) {
+      // Offsets with no records (compaction, transaction markers): the checkpoint moves past them.
+      entry.lease = await commit(entry, {
+        fromOffset: entry.position,
+        nextOffset: endOfFetch,
+        rows: 0,
+        deadLetters: 0,
+        lastRecordTimestamp: null,
+      });
+      return;
+    }
+    for (const [i, records] of batches.entries()) {
+      if (entry.done) return; // fenced while this fetch was being written
+      const last = records[records.length - 1]!;
+      const nextOffset = i === batches.length - 1 ? Math.max(last.offset + 1, endOfFetch) : last.offset + 1;
+      const log = logger.child({
+        topic: fetched.topic,
+        partition: fetched.partition,
+        from: entry.position,
+        to: nextOffset,
+      });
+      const began = now();
+      entry.committing = true;
+      try {
+        const written = await writeBatch(
+          records,
+          { ...ports, fault: context.fault },
+          new Date(now()),
+          hardStop.signal,
+        );
+        if (hardStop.signal.aborted) {
+          log.warn('batch abandoned at shutdown; it will be read again by the next run');
+          return;
+        }
+        entry.lease = await commit(entry, {
+          fromOffset: entry.position,
+          nextOffset,
+          rows: written.rows,
+          deadLetters: written.deadLetters,
+          lastRecordTimestamp: last.timestamp,
+        });
+        context.fault?.('after-commit');
+        totals.recordsRead += records.length;
+        totals.rowsWritten += written.rows;
+        totals.deadLettered += written.deadLetters;
+        entry.summary.read += records.length;
+        entry.summary.rowsWritten += written.rows;
+        entry.summary.deadLettered += written.deadLetters;
+        log.debug('batch committed', { records: records.length, ...written, durationMs: now() - began });
+      } catch (error) {
+        if (error instanceof FencedError) {
+          log.warn('lease lost; this run no longer touches the partition', {
+            error,
+            durationMs: now() - began,
+          });
+          entry.done = true;
+          entry.summary.skipped = 'fenced';
+          return;
+        }
+        entry.summary.skipped = 'error';
+        throw error;
+      } finally {
+        entry.committing = false;
+      }
+    }
+  }
+
+  async function commit(
+    entry: Owned,
+    batch: {
+      fromOffset: number;
+      nextOffset: number;
+      rows: number;
+      deadLetters: number;
+      lastRecordTimestamp: number | null;
+    },
+  ): Promise<Lease> {
+    const lease = await ports.checkpoints.commit({ lease: entry.lease, ...batch }, options.leaseTtlMs);
+    totals.commits++;
+    entry.position = batch.nextOffset;
+    entry.lastRenewedAt = now();
+    entry.summary.to = batch.nextOffset;
+    entry.summary.lag = Math.max(0, entry.end - batch.nextOffset);
+    return lease;
+  }
+
+  async function renewLeases(): Promise<void> {
+    for (const entry of owned.values()) {
+      if (entry.done || entry.committing || now() - entry.lastRenewedAt < options.leaseTtlMs / 3) continue;
+      entry.lastRenewedAt = now();
+      try {
+        entry.lease = await ports.checkpoints.renew(entry.lease, options.leaseTtlMs);
+      } catch (error) {
+        if (error instanceof FencedError) {
+          logger.warn('lease lost at renewal', {
+            topic: entry.lease.topic,
+            partition: entry.lease.partition,
+          });
+          entry.done = true;
+          entry.summary.skipped = 'fenced';
+          reader?.finish(entry.lease);
+        } else {
+          logger.warn('lease renewal failed; will retry', {
+            error,
+            topic: entry.lease.topic,
+            partition: entry.lease.partition,
+          });
+        }
+      }
+    }
+  }
+
+  async function releaseAll(): Promise<void> {
+    for (const entry of owned.values()) {
+      if (entry.summary.skipped === 'fenced') continue;
+      await ports.checkpoints
+        .release(entry.lease)
+        .catch((error: unknown) =>
+          logger.warn('releasing a lease failed; it will expire', {
+            error,
+            topic: entry.lease.topic,
+            partition: entry.lease.partition,
+          }),
+        );
+    }
+  }
+
+  function lagByPartition(): Map<string, number> {
+    return new Map([...owned].map(([id, p]) => [id, Math.max(0, p.end - p.position)]));
+  }
+}

@@ -1,0 +1,60 @@
+import type { DeadLetter, JsonValue, KafkaRecord, Row, RowToWrite } from './types.js';
+
+/** The metadata columns every target row carries, next to the user columns. */
+export const metadataColumns = [
+  '_kafka_topic',
+  '_kafka_partition',
+  '_kafka_offset',
+  '_kafka_timestamp',
+  '_kafka_key',
+  '_ingested_at',
+] as const;
+
+export function rowKey(record: { topic: string; partition: number; offset: number }): string {
+  return `${record.topic}:${record.partition}:${record.offset}`;
+}
+
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * Record value → row, or the reason it cannot be one. Decoding is strict (invalid UTF-8 is a dead
+ * letter, not a replacement character), and the value must be a JSON object whose keys do not collide
+ * with the metadata columns.
+ */
+export function toRow(record: KafkaRecord, ingestedAt: Date): RowToWrite | DeadLetter {
+  if (record.value === null) return { record, kind: 'decode', message: 'record value is null (tombstone)' };
+  let parsed: JsonValue;
+  try {
+    parsed = JSON.parse(strictUtf8.decode(record.value)) as JsonValue;
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    return { record, kind: 'decode', message: `value is not UTF-8 JSON: ${message}` };
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+    return { record, kind: 'decode', message: 'value is not a JSON object' };
+  }
+  for (const column of metadataColumns) {
+    if (Object.hasOwn(parsed, column)) {
+      return { record, kind: 'schema', message: `field ${column} is reserved for metadata` };
+    }
+  }
+  const row: Row = {
+    ...parsed,
+    _kafka_topic: record.topic,
+    _kafka_partition: record.partition,
+    _kafka_offset: record.offset,
+    _kafka_timestamp: new Date(record.timestamp).toISOString(),
+    _kafka_key: record.key === null ? null : record.key.toString('base64'),
+    _ingested_at: ingestedAt.toISOString(),
+  };
+  return { rowKey: rowKey(record), record, row };
+}
+
+export function isDeadLetter(value: RowToWrite | DeadLetter): value is DeadLetter {
+  return 'kind' in value;
+}
+
+/** Bytes a record weighs for batching: what we read, not what we write. */
+export function recordSize(record: KafkaRecord): number {
+  return (record.value?.length ?? 0) + (record.key?.length ?? 0) + 64;
+}

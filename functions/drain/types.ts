@@ -1,0 +1,162 @@
+/**
+ * The drain's vocabulary and its ports.
+ *
+ * Glossary
+ * - partition: one Kafka topic partition, named `topic~partition` in Firestore.
+ * - checkpoint: the partition's `nextOffset`, the first offset not yet durable. Everything below it is in
+ *   the target table or acknowledged by the dead-letter topic. Only ever moves forward (G6).
+ * - lease: the right of one run (the lease owner) to drain a partition until `leaseExpiresAt`.
+ * - epoch: a counter bumped each time a lease is acquired. Every checkpoint commit names the epoch it was
+ *   granted under; a commit from an older epoch is refused (a fencing token, G3).
+ * - batch: consecutive records of one partition, read, written and committed together.
+ * - dead letter: a record that cannot become a row (bad JSON, rejected by BigQuery, ...), published with
+ *   its reason and its origin to the dead-letter topic instead of the table.
+ * - episode: the time an alert condition holds, from `open` to `resolved`; one alert each way.
+ * - run: one bounded drain by one Cloud Run task (or one CLI invocation).
+ */
+
+export interface PartitionRef {
+  readonly topic: string;
+  readonly partition: number;
+}
+
+/** Offsets are carried as bigint-safe decimal strings by Kafka; we use numbers (safe up to 2^53). */
+export interface KafkaRecord extends PartitionRef {
+  readonly offset: number;
+  /** Milliseconds since the epoch, as Kafka stamped the record. */
+  readonly timestamp: number;
+  readonly key: Buffer | null;
+  readonly value: Buffer | null;
+  readonly headers: Readonly<Record<string, string>>;
+}
+
+/** What one fetch from the source returns: records of one partition and where reading goes on from. */
+export interface FetchedBatch extends PartitionRef {
+  readonly records: readonly KafkaRecord[];
+  /**
+   * The offset after this batch. It can be past the last record's offset + 1 when Kafka skips offsets
+   * (compaction, transaction markers).
+   */
+  readonly nextOffset: number;
+}
+
+export interface Watermarks extends PartitionRef {
+  /** The earliest offset still in the log. */
+  readonly logStart: number;
+  /** The offset the next produced record will get (the high watermark). */
+  readonly end: number;
+}
+
+export interface Position extends PartitionRef {
+  readonly offset: number;
+}
+
+/** The source port: Kafka. */
+export interface Source {
+  watermarks(topics: readonly string[]): Promise<Watermarks[]>;
+  /** Starts reading exactly these partitions from exactly these offsets. */
+  open(positions: readonly Position[]): Promise<SourceReader>;
+}
+
+export interface SourceReader {
+  /** The next batch of any open partition; undefined once `signal` aborts or the reader is closed. */
+  next(signal: AbortSignal): Promise<FetchedBatch | undefined>;
+  /** This partition needs no more records in this run. */
+  finish(partition: PartitionRef): void;
+  close(): Promise<void>;
+}
+
+export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+
+/** A row for the target table: user columns plus the `_kafka_*` metadata columns. */
+export type Row = Record<string, JsonValue>;
+
+export interface RowToWrite {
+  /** `topic:partition:offset`: the insertId and the key a MERGE matches on. */
+  readonly rowKey: string;
+  readonly record: KafkaRecord;
+  readonly row: Row;
+}
+
+export type RowResult = { readonly ok: true } | { readonly ok: false; readonly reason: string };
+
+/** The sink port: BigQuery. Writes are idempotent by rowKey; the result has one entry per row, in order. */
+export interface Sink {
+  write(rows: readonly RowToWrite[], signal?: AbortSignal): Promise<RowResult[]>;
+}
+
+export type DeadLetterKind = 'decode' | 'schema' | 'rule' | 'rejected' | 'oversize';
+
+export interface DeadLetter {
+  readonly record: KafkaRecord;
+  readonly kind: DeadLetterKind;
+  readonly message: string;
+}
+
+/** The dead-letter port: resolves only when every letter is acknowledged by Pub/Sub. */
+export interface DeadLetters {
+  publish(letters: readonly DeadLetter[]): Promise<void>;
+}
+
+/** A lease held on one partition, with the epoch that fences its commits. */
+export interface Lease extends PartitionRef {
+  readonly owner: string;
+  readonly epoch: number;
+  /** The checkpoint at the moment the lease was granted; null when the partition has none yet. */
+  readonly nextOffset: number | null;
+  readonly expiresAt: number;
+}
+
+export interface CheckpointCommit {
+  readonly lease: Lease;
+  /** Where the checkpoint was before this batch. */
+  readonly fromOffset: number;
+  readonly nextOffset: number;
+  readonly rows: number;
+  readonly deadLetters: number;
+  readonly lastRecordTimestamp: number | null;
+}
+
+/** The checkpoints port: Firestore. */
+export interface Checkpoints {
+  /** Undefined when another owner holds an unexpired lease. */
+  acquire(partition: PartitionRef, owner: string, ttlMs: number): Promise<Lease | undefined>;
+  /** Extends the lease; throws a FencedError when it was lost. */
+  renew(lease: Lease, ttlMs: number): Promise<Lease>;
+  /** Advances the checkpoint (and extends the lease); throws a FencedError when the lease was lost. */
+  commit(commit: CheckpointCommit, ttlMs: number): Promise<Lease>;
+  release(lease: Lease): Promise<void>;
+  recordRun(summary: RunSummary): Promise<void>;
+}
+
+export type StopReason = 'caught_up' | 'budget' | 'signal' | 'error';
+
+export interface PartitionSummary extends PartitionRef {
+  from: number | null;
+  to: number | null;
+  /** Records left between `to` and the end offset seen at start (or the latest seen). */
+  lag: number | null;
+  read: number;
+  rowsWritten: number;
+  deadLettered: number;
+  /** Why this partition was not (fully) drained, if it was not. */
+  skipped?: 'leased_elsewhere' | 'fenced' | 'error';
+}
+
+export interface RunSummary {
+  event: 'run_summary';
+  pipeline: string;
+  runId: string;
+  execution: string;
+  taskIndex: number;
+  taskCount: number;
+  stopReason: StopReason;
+  recordsRead: number;
+  rowsWritten: number;
+  deadLettered: number;
+  alerts: number;
+  commits: number;
+  durationMs: number;
+  partitions: PartitionSummary[];
+  error?: string;
+}

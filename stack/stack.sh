@@ -1,0 +1,265 @@
+#!/usr/bin/env bash
+# The local stack: Apache Kafka (KRaft), the Firestore and Pub/Sub emulators, and a BigQuery emulator,
+# all on 127.0.0.1, no Docker. `up` is idempotent: installs what is missing, starts what is not running,
+# waits until each service answers a real request, and writes .stack/env. `down` stops all of it.
+#
+# Everything is started as `java ...` / the emulator binary directly (never through gcloud), each in its
+# own process group, so that stopping it really stops the JVM.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+STACK_DIR=${KBD_STACK_DIR:-$ROOT/.stack}
+CACHE_DIR=${KBD_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kafka-bigquery-drain}
+PROJECT=${KBD_PROJECT:-local-project}
+
+KAFKA_PORT=${KBD_KAFKA_PORT:-19092}
+KAFKA_CONTROLLER_PORT=${KBD_KAFKA_CONTROLLER_PORT:-19093}
+FIRESTORE_PORT=${KBD_FIRESTORE_PORT:-18080}
+PUBSUB_PORT=${KBD_PUBSUB_PORT:-18085}
+BIGQUERY_PORT=${KBD_BIGQUERY_PORT:-19050}
+BIGQUERY_GRPC_PORT=${KBD_BIGQUERY_GRPC_PORT:-19060}
+
+KAFKA_VERSION=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$ROOT/stack/kafka/pom.xml")
+BQ_EMULATOR_VERSION=$(sed -n 's:^require github.com/goccy/bigquery-emulator \(.*\)$:\1:p' "$ROOT/stack/bigquery-emulator/go.mod")
+KAFKA_LIBS=$CACHE_DIR/kafka-$KAFKA_VERSION
+BQ_EMULATOR_BIN=$CACHE_DIR/bigquery-emulator-$BQ_EMULATOR_VERSION
+GCLOUD_PLATFORM=${KBD_GCLOUD_PLATFORM:-/usr/lib/google-cloud-sdk/platform}
+FIRESTORE_JAR=$GCLOUD_PLATFORM/cloud-firestore-emulator/cloud-firestore-emulator.jar
+PUBSUB_JAR=$(ls "$GCLOUD_PLATFORM"/pubsub-emulator/lib/cloud-pubsub-emulator-*-all.jar 2>/dev/null | head -n 1 || true)
+
+LOGS=$STACK_DIR/logs
+PIDS=$STACK_DIR/pids
+SERVICES=(kafka firestore pubsub bigquery)
+
+say() { printf '[stack] %s\n' "$*" >&2; }
+die() { printf '[stack] error: %s\n' "$*" >&2; exit 1; }
+
+port_of() {
+  case $1 in
+    kafka) echo "$KAFKA_PORT" ;; firestore) echo "$FIRESTORE_PORT" ;;
+    pubsub) echo "$PUBSUB_PORT" ;; bigquery) echo "$BIGQUERY_PORT" ;;
+  esac
+}
+port_var_of() {
+  case $1 in
+    kafka) echo KBD_KAFKA_PORT ;; firestore) echo KBD_FIRESTORE_PORT ;;
+    pubsub) echo KBD_PUBSUB_PORT ;; bigquery) echo KBD_BIGQUERY_PORT ;;
+  esac
+}
+
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+running() {
+  local pidfile=$PIDS/$1.pid
+  [[ -f $pidfile ]] && kill -0 "$(cat "$pidfile")" 2>/dev/null
+}
+
+# ---------------------------------------------------------------- install
+
+install_kafka() {
+  if [[ -f $KAFKA_LIBS/.complete ]]; then return; fi
+  say "fetching Apache Kafka $KAFKA_VERSION jars from Maven Central into $KAFKA_LIBS"
+  rm -rf "$KAFKA_LIBS" && mkdir -p "$KAFKA_LIBS"
+  mvn -q -B -f "$ROOT/stack/kafka/pom.xml" dependency:copy-dependencies \
+    -DoutputDirectory="$KAFKA_LIBS" -DincludeScope=runtime >"$LOGS/install-kafka.log" 2>&1 \
+    || { tail -n 30 "$LOGS/install-kafka.log" >&2; die "could not fetch the Kafka jars (log: $LOGS/install-kafka.log)"; }
+  python3 -c 'import sys, zipfile; sys.exit("kafka/Kafka.class" not in zipfile.ZipFile(sys.argv[1]).namelist())' \
+    "$KAFKA_LIBS/kafka_2.13-$KAFKA_VERSION.jar" \
+    || die "kafka_2.13-$KAFKA_VERSION.jar has no kafka.Kafka main class"
+  touch "$KAFKA_LIBS/.complete"
+}
+
+install_bigquery() {
+  if [[ -x $BQ_EMULATOR_BIN ]]; then return; fi
+  say "building github.com/goccy/bigquery-emulator $BQ_EMULATOR_VERSION through the Go module proxy (a few minutes the first time)"
+  # `go install pkg@version` asks the proxy for the module's version list, which it refuses for this
+  # module; building from a pinned go.mod/go.sum needs only the exact versions.
+  (cd "$ROOT/stack/bigquery-emulator" && CGO_ENABLED=0 go build -trimpath -o "$BQ_EMULATOR_BIN.tmp" \
+    github.com/goccy/bigquery-emulator/cmd/bigquery-emulator) >"$LOGS/install-bigquery.log" 2>&1 \
+    || { tail -n 30 "$LOGS/install-bigquery.log" >&2; die "could not build the BigQuery emulator (log: $LOGS/install-bigquery.log)"; }
+  mv "$BQ_EMULATOR_BIN.tmp" "$BQ_EMULATOR_BIN"
+}
+
+check_prerequisites() {
+  command -v java >/dev/null || die "java (17+) is not on PATH"
+  command -v mvn >/dev/null || die "mvn is not on PATH (needed once, to fetch the Kafka jars)"
+  command -v go >/dev/null || die "go is not on PATH (needed once, to build the BigQuery emulator)"
+  [[ -f $FIRESTORE_JAR ]] || die "Firestore emulator not found at $FIRESTORE_JAR (install google-cloud-cli's cloud-firestore-emulator, or set KBD_GCLOUD_PLATFORM)"
+  [[ -n $PUBSUB_JAR && -f $PUBSUB_JAR ]] || die "Pub/Sub emulator not found under $GCLOUD_PLATFORM/pubsub-emulator (install google-cloud-cli's pubsub-emulator)"
+}
+
+# ---------------------------------------------------------------- start
+
+spawn() { # name, command...
+  local name=$1; shift
+  # setsid: own process group, so `down` can kill the JVM and anything it forked.
+  setsid "$@" >"$LOGS/$name.log" 2>&1 < /dev/null &
+  echo $! >"$PIDS/$name.pid"
+}
+
+start_kafka() {
+  local dir=$STACK_DIR/kafka
+  mkdir -p "$dir/data"
+  cat >"$dir/server.properties" <<EOF
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@127.0.0.1:$KAFKA_CONTROLLER_PORT
+listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT,CONTROLLER://127.0.0.1:$KAFKA_CONTROLLER_PORT
+advertised.listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT
+controller.listener.names=CONTROLLER
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+inter.broker.listener.name=PLAINTEXT
+log.dirs=$dir/data
+num.partitions=1
+auto.create.topics.enable=false
+offsets.topic.replication.factor=1
+offsets.topic.num.partitions=4
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+share.coordinator.state.topic.replication.factor=1
+group.initial.rebalance.delay.ms=0
+log.retention.check.interval.ms=5000
+EOF
+  cat >"$dir/log4j2.yaml" <<'EOF'
+Configuration:
+  Appenders:
+    Console:
+      name: STDOUT
+      PatternLayout:
+        pattern: "[%d] %p %m (%c)%n"
+  Loggers:
+    Root:
+      level: WARN
+      AppenderRef:
+        - ref: STDOUT
+    Logger:
+      - name: kafka.server.KafkaRaftServer
+        level: INFO
+      - name: kafka.server.BrokerServer
+        level: INFO
+EOF
+  if [[ ! -f $dir/data/meta.properties ]]; then
+    java -cp "$KAFKA_LIBS/*" kafka.tools.StorageTool format -t "$(java -cp "$KAFKA_LIBS/*" kafka.tools.StorageTool random-uuid)" \
+      -c "$dir/server.properties" --ignore-formatted >"$LOGS/kafka-format.log" 2>&1 \
+      || { cat "$LOGS/kafka-format.log" >&2; die "kafka storage format failed"; }
+  fi
+  spawn kafka java -Xms256m -Xmx1g -Dlog4j2.configurationFile="$dir/log4j2.yaml" -cp "$KAFKA_LIBS/*" kafka.Kafka "$dir/server.properties"
+}
+
+start_firestore() {
+  spawn firestore java -Duser.language=en -Xmx512m -cp "$FIRESTORE_JAR" \
+    com.google.cloud.datastore.emulator.firestore.CloudFirestore start --host=127.0.0.1 --port="$FIRESTORE_PORT"
+}
+
+start_pubsub() {
+  spawn pubsub java -Xmx512m -jar "$PUBSUB_JAR" --host=127.0.0.1 --port="$PUBSUB_PORT"
+}
+
+start_bigquery() {
+  port_open "$BIGQUERY_GRPC_PORT" && die "port $BIGQUERY_GRPC_PORT (KBD_BIGQUERY_GRPC_PORT) is already in use by another process"
+  spawn bigquery "$BQ_EMULATOR_BIN" --project="$PROJECT" --host=127.0.0.1 \
+    --port="$BIGQUERY_PORT" --grpc-port="$BIGQUERY_GRPC_PORT" --log-level=warn
+}
+
+# A real request per service, not just an open port.
+healthy() {
+  case $1 in
+    kafka) node "$ROOT/stack/ping-kafka.mjs" "127.0.0.1:$KAFKA_PORT" >/dev/null 2>&1 ;;
+    firestore) [[ $(curl -sf "http://127.0.0.1:$FIRESTORE_PORT/" 2>/dev/null) == Ok* ]] ;;
+    pubsub) curl -sf "http://127.0.0.1:$PUBSUB_PORT/v1/projects/$PROJECT/topics" >/dev/null 2>&1 ;;
+    bigquery) curl -sf "http://127.0.0.1:$BIGQUERY_PORT/bigquery/v2/projects/$PROJECT/datasets" >/dev/null 2>&1 ;;
+  esac
+}
+
+wait_healthy() {
+  local name=$1 deadline=$((SECONDS + ${KBD_STACK_TIMEOUT:-90}))
+  until healthy "$name"; do
+    if ! running "$name"; then
+      say "$name exited while starting; last lines of $LOGS/$name.log:"
+      tail -n 40 "$LOGS/$name.log" >&2 || true
+      die "$name did not start"
+    fi
+    if ((SECONDS > deadline)); then
+      say "$name did not answer within ${KBD_STACK_TIMEOUT:-90}s; last lines of $LOGS/$name.log:"
+      tail -n 40 "$LOGS/$name.log" >&2 || true
+      die "$name did not become healthy"
+    fi
+    sleep 0.5
+  done
+}
+
+write_env() {
+  cat >"$STACK_DIR/env" <<EOF
+KAFKA_BROKERS=127.0.0.1:$KAFKA_PORT
+FIRESTORE_EMULATOR_HOST=127.0.0.1:$FIRESTORE_PORT
+PUBSUB_EMULATOR_HOST=127.0.0.1:$PUBSUB_PORT
+BIGQUERY_API_ENDPOINT=http://127.0.0.1:$BIGQUERY_PORT
+GOOGLE_CLOUD_PROJECT=$PROJECT
+EOF
+}
+
+up() {
+  mkdir -p "$LOGS" "$PIDS" "$CACHE_DIR"
+  check_prerequisites
+  install_kafka
+  install_bigquery
+  local started=()
+  for s in "${SERVICES[@]}"; do
+    if running "$s"; then continue; fi
+    local port; port=$(port_of "$s")
+    port_open "$port" && die "port $port ($(port_var_of "$s")) is already in use by another process; free it or choose another port"
+    [[ $s == kafka ]] && port_open "$KAFKA_CONTROLLER_PORT" \
+      && die "port $KAFKA_CONTROLLER_PORT (KBD_KAFKA_CONTROLLER_PORT) is already in use by another process"
+    "start_$s"
+    started+=("$s")
+  done
+  for s in "${SERVICES[@]}"; do wait_healthy "$s"; done
+  write_env
+  [[ ${#started[@]} -gt 0 ]] && say "started: ${started[*]}" || say "already running"
+  status
+}
+
+stop_one() {
+  local name=$1 pidfile=$PIDS/$1.pid
+  [[ -f $pidfile ]] || return 0
+  local pid; pid=$(cat "$pidfile")
+  if kill -0 "$pid" 2>/dev/null; then
+    [[ $name == firestore ]] && curl -sf -m 2 -d '' "http://127.0.0.1:$FIRESTORE_PORT/shutdown" >/dev/null 2>&1 || true
+    kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 1 40); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
+    kill -KILL -- "-$pid" 2>/dev/null || true
+  fi
+  rm -f "$pidfile"
+  say "stopped $name"
+}
+
+down() {
+  for s in "${SERVICES[@]}"; do stop_one "$s"; done
+  rm -f "$STACK_DIR/env"
+}
+
+status() {
+  for s in "${SERVICES[@]}"; do
+    if running "$s"; then
+      printf '  %-10s 127.0.0.1:%-6s pid %-8s log %s\n' "$s" "$(port_of "$s")" "$(cat "$PIDS/$s.pid")" "$LOGS/$s.log" >&2
+    else
+      printf '  %-10s not running\n' "$s" >&2
+    fi
+  done
+  [[ -f $STACK_DIR/env ]] && say "environment: $STACK_DIR/env"
+  return 0
+}
+
+# Firestore's data can be wiped without a restart; Pub/Sub, Kafka and BigQuery rely on unique names per test.
+reset() {
+  curl -sf -X DELETE "http://127.0.0.1:$FIRESTORE_PORT/emulator/v1/projects/$PROJECT/databases/(default)/documents" >/dev/null
+  say "firestore data reset"
+}
+
+case ${1:-} in
+  up) up ;;
+  down) down ;;
+  status) status ;;
+  reset) reset ;;
+  *) echo "usage: stack/stack.sh up|down|status|reset" >&2; exit 64 ;;
+esac

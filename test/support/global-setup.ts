@@ -1,0 +1,30 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+const root = join(import.meta.dirname, '..', '..');
+const stack = join(root, 'stack', 'stack.sh');
+
+function running(): boolean {
+  const pids = join(root, '.stack', 'pids');
+  return ['kafka', 'firestore', 'pubsub', 'bigquery'].every((s) => existsSync(join(pids, `${s}.pid`)));
+}
+
+/** Brings the local stack up for integration and end-to-end tests; fails loudly (with logs) if it cannot. */
+export default function setup(): () => void {
+  const wasRunning = running();
+  try {
+    execFileSync('bash', [stack, 'up'], { stdio: ['ignore', 'inherit', 'inherit'], timeout: 20 * 60_000 });
+  } catch (error) {
+    throw new Error(
+      `the local stack did not come up (see the lines above and .stack/logs/): ${String(error)}`,
+    );
+  }
+  const env = readFileSync(join(root, '.stack', 'env'), 'utf8');
+  if (!env.includes('KAFKA_BROKERS=')) throw new Error('.stack/env is incomplete');
+  return () => {
+    if (!wasRunning && process.env.KBD_KEEP_STACK !== '1') {
+      execFileSync('bash', [stack, 'down'], { stdio: 'inherit' });
+    }
+  };
+}
