@@ -361,15 +361,13 @@ export async function runDrain(
   async function releaseAll(): Promise<void> {
     for (const entry of owned.values()) {
       if (entry.summary.skipped === 'fenced') continue;
-      await ports.checkpoints
-        .release(entry.lease)
-        .catch((error: unknown) =>
-          logger.warn('releasing a lease failed; it will expire', {
-            error,
-            topic: entry.lease.topic,
-            partition: entry.lease.partition,
-          }),
-        );
+      await ports.checkpoints.release(entry.lease).catch((error: unknown) =>
+        logger.warn('releasing a lease failed; it will expire', {
+          error,
+          topic: entry.lease.topic,
+          partition: entry.lease.partition,
+        }),
+      );
     }
   }
 

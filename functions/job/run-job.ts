@@ -1,0 +1,75 @@
+import { randomBytes } from 'node:crypto';
+import kafkajs from 'kafkajs';
+import { createFirestoreCheckpoints } from '../checkpoints/firestore-checkpoints.js';
+import { createPubSubDeadLetters } from '../dead-letters/pubsub-dead-letters.js';
+import type { DrainConfig } from '../drain/config.js';
+import { type DrainContext, runDrain } from '../drain/drain-loop.js';
+import type { Logger } from '../drain/logger.js';
+import { defaultRetryPolicy } from '../drain/retry.js';
+import type { RunSummary, Sink } from '../drain/types.js';
+import { createInsertAllSink, ensureTargetTable, insertAllLimits } from '../sinks/bigquery-sink.js';
+import { readUserSchema } from '../sinks/table-schema.js';
+import { createKafkaSource, kafkaClientOptions } from '../sources/kafka-source.js';
+import { createGoogleClients } from './clients.js';
+
+/** How long a batch in flight may settle after SIGTERM or the budget; Cloud Run kills 10 s after SIGTERM. */
+export const settleMs = 6_000;
+
+export interface JobIo {
+  readonly logger: Logger;
+  readonly signal: AbortSignal;
+  readonly fault?: DrainContext['fault'];
+  readonly onProgress?: DrainContext['onProgress'];
+  /** Replaces the BigQuery sink (the benchmark's null sink). */
+  readonly sink?: Sink;
+}
+
+/** Wires the real adapters from a parsed config and runs one bounded drain for this task. */
+export async function runJob(config: DrainConfig, io: JobIo): Promise<RunSummary> {
+  const runId = `${config.execution}-t${config.taskIndex}-${randomBytes(4).toString('hex')}`;
+  const logger = io.logger.child({ pipeline: config.pipelineId, runId });
+  const userSchema = readUserSchema(config.bigquery.schemaFile);
+  const clients = createGoogleClients(config);
+  const kafka = new kafkajs.Kafka(kafkaClientOptions(config, `kafka-bigquery-drain-${config.pipelineId}`));
+  try {
+    let sink = io.sink;
+    if (sink === undefined) {
+      const table = await ensureTargetTable(clients.bigquery, config.bigquery, userSchema);
+      sink = createInsertAllSink(table, { ...insertAllLimits, retry: defaultRetryPolicy, logger });
+    }
+    return await runDrain(
+      {
+        source: createKafkaSource(kafka, {
+          groupPrefix: `kafka-bigquery-drain.${config.pipelineId}.t${config.taskIndex}`,
+          logger,
+        }),
+        checkpoints: createFirestoreCheckpoints(clients.firestore, config.pipelineId),
+        sink,
+        deadLetters: createPubSubDeadLetters(clients.pubsub, {
+          topic: config.deadLetterTopic,
+          pipeline: config.pipelineId,
+          execution: config.execution,
+          retry: defaultRetryPolicy,
+          logger,
+        }),
+      },
+      {
+        pipelineId: config.pipelineId,
+        runId,
+        execution: config.execution,
+        taskIndex: config.taskIndex,
+        taskCount: config.taskCount,
+        topics: config.kafka.topics,
+        budgetMs: config.budgetSeconds * 1000,
+        leaseTtlMs: config.leaseTtlSeconds * 1000,
+        batchMaxRecords: config.batchMaxRecords,
+        batchMaxBytes: config.batchMaxBytes,
+        retentionGapPolicy: config.retentionGapPolicy,
+        settleMs,
+      },
+      { logger, now: Date.now, signal: io.signal, fault: io.fault, onProgress: io.onProgress },
+    );
+  } finally {
+    await clients.close();
+  }
+}

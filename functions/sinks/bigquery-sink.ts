@@ -1,0 +1,193 @@
+import type { BigQuery, Table } from '@google-cloud/bigquery';
+import { DrainError } from '../drain/errors.js';
+import type { Logger } from '../drain/logger.js';
+import { type RetryPolicy, withRetry } from '../drain/retry.js';
+import type { RowResult, RowToWrite, Sink } from '../drain/types.js';
+import {
+  type SchemaField,
+  targetTableClustering,
+  targetTablePartitioning,
+  targetTableSchema,
+} from './table-schema.js';
+
+/** HTTP statuses and BigQuery reasons that are transient; anything else is fatal. */
+const retriableHttpStatus = new Set([408, 429, 500, 502, 503, 504]);
+const retriableReasons = new Set([
+  'backendError',
+  'rateLimitExceeded',
+  'internalError',
+  'timeout',
+  'jobRateLimitExceeded',
+]);
+const retriableNetworkCodes = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EAI_AGAIN',
+  'ENOTFOUND',
+  'UND_ERR_SOCKET',
+]);
+
+export function bigQueryError(error: unknown, what: string): Error {
+  if (error instanceof DrainError || error instanceof TypeError || error instanceof RangeError) return error;
+  const e = error as { code?: unknown; errors?: { reason?: string }[]; cause?: { code?: unknown } };
+  const reason = e.errors?.[0]?.reason;
+  const network =
+    typeof e.code === 'string' ? e.code : typeof e.cause?.code === 'string' ? e.cause.code : undefined;
+  const retriable =
+    (typeof e.code === 'number' && retriableHttpStatus.has(e.code)) ||
+    (reason !== undefined && retriableReasons.has(reason)) ||
+    (network !== undefined && retriableNetworkCodes.has(network)) ||
+    /socket hang up|fetch failed|ECONNREFUSED|ECONNRESET/.test(String((error as Error)?.message));
+  const message = error instanceof Error ? error.message : String(error);
+  return new DrainError(`bigquery ${what}: ${message}`, {
+    retriable,
+    code: String(e.code ?? reason),
+    cause: error,
+  });
+}
+
+/** Creates the target table if it is missing: user columns + metadata, day-partitioned, clustered. */
+export async function ensureTargetTable(
+  bigquery: BigQuery,
+  target: { dataset: string; table: string; location: string | null },
+  userFields: readonly SchemaField[],
+): Promise<Table> {
+  const dataset = bigquery.dataset(target.dataset);
+  const table = dataset.table(target.table);
+  try {
+    const [datasetExists] = await dataset.exists();
+    if (!datasetExists) {
+      await dataset
+        .create(target.location === null ? {} : { location: target.location })
+        .catch(ignoreAlreadyExists);
+    }
+    const [tableExists] = await table.exists();
+    if (!tableExists) {
+      await dataset
+        .createTable(target.table, {
+          schema: { fields: targetTableSchema(userFields) },
+          timePartitioning: { ...targetTablePartitioning },
+          clustering: { fields: [...targetTableClustering] },
+        })
+        .catch(ignoreAlreadyExists);
+    }
+    return table;
+  } catch (error) {
+    throw bigQueryError(error, 'ensure target table');
+  }
+}
+
+function ignoreAlreadyExists(error: unknown): void {
+  if ((error as { code?: unknown }).code !== 409) throw error;
+}
+
+export interface InsertAllOptions {
+  readonly maxRowsPerRequest: number;
+  readonly maxBytesPerRequest: number;
+  readonly retry: RetryPolicy;
+  readonly logger: Logger;
+}
+
+export const insertAllLimits = { maxRowsPerRequest: 500, maxBytesPerRequest: 5 * 1024 * 1024 };
+
+interface InsertError {
+  row?: { insertId?: string };
+  errors?: { reason?: string; message?: string }[];
+}
+
+/**
+ * `insert-all` mode: tabledata.insertAll with insertId `topic:partition:offset`, requests of at most
+ * 500 rows and 5 MB, transient failures retried (whole request or only the rows that failed
+ * transiently), rows BigQuery rejects as invalid returned as such, to become dead letters.
+ */
+export function createInsertAllSink(table: Table, options: InsertAllOptions): Sink {
+  async function insertRequest(
+    rows: readonly RowToWrite[],
+    signal?: AbortSignal,
+  ): Promise<Map<string, RowResult>> {
+    const results = new Map<string, RowResult>();
+    let pending = [...rows];
+    await withRetry(
+      options.retry,
+      async () => {
+        try {
+          await table.insert(
+            pending.map((r) => ({ insertId: r.rowKey, json: r.row })),
+            { raw: true, skipInvalidRows: true, ignoreUnknownValues: false },
+          );
+          for (const r of pending) results.set(r.rowKey, { ok: true });
+          pending = [];
+        } catch (error) {
+          const rowErrors = (error as { name?: string; errors?: InsertError[] }).errors;
+          if ((error as { name?: string }).name !== 'PartialFailureError' || !Array.isArray(rowErrors)) {
+            throw bigQueryError(error, 'insertAll');
+          }
+          const failed = new Map<string, { reason?: string; message?: string }[]>();
+          for (const e of rowErrors) if (e.row?.insertId) failed.set(e.row.insertId, e.errors ?? []);
+          const retry: RowToWrite[] = [];
+          for (const r of pending) {
+            const errors = failed.get(r.rowKey);
+            if (errors === undefined) results.set(r.rowKey, { ok: true });
+            else if (errors.some((x) => x.reason !== undefined && retriableReasons.has(x.reason)))
+              retry.push(r);
+            else results.set(r.rowKey, { ok: false, reason: describe(errors) });
+          }
+          pending = retry;
+          if (pending.length > 0) {
+            throw new DrainError(`bigquery insertAll: ${pending.length} rows failed transiently`, {
+              retriable: true,
+            });
+          }
+        }
+      },
+      (error, attempt, delayMs) =>
+        options.logger.warn('bigquery insertAll failed; retrying', {
+          error,
+          attempt,
+          delayMs,
+          rows: pending.length,
+        }),
+      signal,
+    );
+    return results;
+  }
+
+  return {
+    async write(rows, signal) {
+      const results = new Map<string, RowResult>();
+      for (const request of splitRequests(rows, options.maxRowsPerRequest, options.maxBytesPerRequest)) {
+        for (const [key, result] of await insertRequest(request, signal)) results.set(key, result);
+      }
+      return rows.map((r) => results.get(r.rowKey) ?? { ok: false, reason: 'no result from BigQuery' });
+    },
+  };
+}
+
+function describe(errors: { reason?: string; message?: string }[]): string {
+  const text = errors.map((e) => `${e.reason ?? 'error'}: ${e.message ?? ''}`.trim()).join('; ');
+  return text === '' ? 'rejected by BigQuery' : text;
+}
+
+export function splitRequests(
+  rows: readonly RowToWrite[],
+  maxRows: number,
+  maxBytes: number,
+): RowToWrite[][] {
+  const requests: RowToWrite[][] = [];
+  let current: RowToWrite[] = [];
+  let bytes = 0;
+  for (const row of rows) {
+    const size = Buffer.byteLength(JSON.stringify(row.row)) + row.rowKey.length + 32;
+    if (current.length > 0 && (current.length >= maxRows || bytes + size > maxBytes)) {
+      requests.push(current);
+      current = [];
+      bytes = 0;
+    }
+    current.push(row);
+    bytes += size;
+  }
+  if (current.length > 0) requests.push(current);
+  return requests;
+}

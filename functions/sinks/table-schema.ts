@@ -1,0 +1,71 @@
+import { readFileSync } from 'node:fs';
+import { ConfigError } from '../drain/errors.js';
+
+export interface SchemaField {
+  name: string;
+  type: string;
+  mode?: 'NULLABLE' | 'REQUIRED' | 'REPEATED';
+  description?: string;
+  fields?: SchemaField[];
+}
+
+/** The `_kafka_*` columns every target row carries besides the user's. */
+export const metadataFields: readonly SchemaField[] = [
+  { name: '_kafka_topic', type: 'STRING', mode: 'REQUIRED' },
+  { name: '_kafka_partition', type: 'INT64', mode: 'REQUIRED' },
+  { name: '_kafka_offset', type: 'INT64', mode: 'REQUIRED' },
+  { name: '_kafka_timestamp', type: 'TIMESTAMP', mode: 'REQUIRED' },
+  { name: '_kafka_key', type: 'BYTES', mode: 'NULLABLE' },
+  { name: '_ingested_at', type: 'TIMESTAMP', mode: 'REQUIRED' },
+];
+
+/** Day partitions of the Kafka timestamp: deterministic per record, so that a MERGE can prune them. */
+export const targetTablePartitioning = { type: 'DAY', field: '_kafka_timestamp' } as const;
+export const targetTableClustering = ['_kafka_topic', '_kafka_partition', '_kafka_offset'] as const;
+
+/** Reads a BigQuery JSON schema (an array of fields, or `{ "fields": [...] }`) from BQ_SCHEMA_FILE. */
+export function readUserSchema(path: string): SchemaField[] {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (error) {
+    throw new ConfigError(
+      'BQ_SCHEMA_FILE',
+      `cannot read a JSON schema from ${path}: ${(error as Error).message}`,
+    );
+  }
+  const fields = Array.isArray(parsed) ? parsed : (parsed as { fields?: unknown })?.fields;
+  if (!Array.isArray(fields) || fields.length === 0) {
+    throw new ConfigError('BQ_SCHEMA_FILE', `${path} holds no fields (expected a BigQuery JSON schema)`);
+  }
+  checkFields(fields as SchemaField[], '');
+  return fields as SchemaField[];
+}
+
+function checkFields(fields: SchemaField[], prefix: string): void {
+  const seen = new Set<string>();
+  for (const field of fields) {
+    const path = prefix + String(field?.name);
+    if (typeof field?.name !== 'string' || !/^[A-Za-z_][A-Za-z0-9_]{0,299}$/.test(field.name)) {
+      throw new ConfigError('BQ_SCHEMA_FILE', `field "${path}" has no valid name`);
+    }
+    if (typeof field.type !== 'string')
+      throw new ConfigError('BQ_SCHEMA_FILE', `field "${path}" has no type`);
+    if (seen.has(field.name.toLowerCase()))
+      throw new ConfigError('BQ_SCHEMA_FILE', `field "${path}" is listed twice`);
+    seen.add(field.name.toLowerCase());
+    if (prefix === '' && field.name.startsWith('_kafka_')) {
+      throw new ConfigError('BQ_SCHEMA_FILE', `field "${path}" uses the reserved _kafka_ prefix`);
+    }
+    if (['RECORD', 'STRUCT'].includes(field.type.toUpperCase())) {
+      if (!Array.isArray(field.fields) || field.fields.length === 0) {
+        throw new ConfigError('BQ_SCHEMA_FILE', `RECORD field "${path}" has no fields`);
+      }
+      checkFields(field.fields, `${path}.`);
+    }
+  }
+}
+
+export function targetTableSchema(userFields: readonly SchemaField[]): SchemaField[] {
+  return [...userFields, ...metadataFields];
+}

@@ -1,0 +1,231 @@
+import kafkajs, { type Consumer, type Kafka, type KafkaConfig } from 'kafkajs';
+import type { DrainConfig } from '../drain/config.js';
+import { DrainError } from '../drain/errors.js';
+import type { Logger } from '../drain/logger.js';
+import type {
+  FetchedBatch,
+  KafkaRecord,
+  PartitionRef,
+  Position,
+  Source,
+  SourceReader,
+  Watermarks,
+} from '../drain/types.js';
+import { createBatchQueue } from './batch-queue.js';
+
+const { AssignerProtocol, logLevel } = kafkajs;
+
+/** Kafka errors worth another try (kafkajs marks its own retriable errors); the rest are fatal. */
+function kafkaError(error: unknown, what: string): Error {
+  if (error instanceof DrainError) return error;
+  const retriable = (error as { retriable?: unknown }).retriable === true;
+  const message = error instanceof Error ? error.message : String(error);
+  return new DrainError(`kafka ${what}: ${message}`, {
+    retriable,
+    code: (error as { type?: string }).type,
+    cause: error,
+  });
+}
+
+/** The kafkajs client options our settings produce; a pure function, so that SASL/SSL wiring is unit-tested. */
+export function kafkaClientOptions(config: Pick<DrainConfig, 'kafka'>, clientId: string): KafkaConfig {
+  const { sasl, ssl, brokers } = config.kafka;
+  return {
+    clientId,
+    brokers: [...brokers],
+    ssl,
+    ...(sasl === null
+      ? {}
+      : {
+          sasl: {
+            mechanism: sasl.mechanism,
+            username: sasl.username,
+            password: sasl.password,
+          } as KafkaConfig['sasl'],
+        }),
+    logLevel: logLevel.NOTHING,
+    connectionTimeout: 5_000,
+    retry: { retries: 5, initialRetryTime: 200, maxRetryTime: 5_000 },
+  };
+}
+
+/**
+ * Reads exact offset ranges with kafkajs, which has no `assign()`. Each reader joins a consumer group of
+ * its own (unique per run, so no other member ever shares it), whose assigner hands it exactly the
+ * partitions it leased, positioned beforehand with `admin.setOffsets` at the Firestore checkpoints.
+ * Kafka's committed offsets are never read back as truth and the group is deleted on close.
+ */
+export function createKafkaSource(kafka: Kafka, options: { groupPrefix: string; logger: Logger }): Source {
+  return {
+    async watermarks(topics) {
+      const admin = kafka.admin();
+      try {
+        await admin.connect();
+        const marks: Watermarks[] = [];
+        for (const topic of topics) {
+          const offsets = await admin.fetchTopicOffsets(topic);
+          for (const o of offsets) {
+            marks.push({ topic, partition: o.partition, logStart: Number(o.low), end: Number(o.high) });
+          }
+        }
+        return marks.sort((a, b) => a.topic.localeCompare(b.topic) || a.partition - b.partition);
+      } catch (error) {
+        throw kafkaError(error, 'read watermarks');
+      } finally {
+        await admin.disconnect().catch(() => {});
+      }
+    },
+
+    async open(positions) {
+      const groupId = `${options.groupPrefix}.${Date.now().toString(36)}.${Math.random().toString(36).slice(2, 8)}`;
+      const admin = kafka.admin();
+      try {
+        await admin.connect();
+        for (const [topic, ps] of groupByTopic(positions)) {
+          await admin.setOffsets({
+            groupId,
+            topic,
+            partitions: ps.map((p) => ({ partition: p.partition, offset: String(p.offset) })),
+          });
+        }
+      } catch (error) {
+        await admin.disconnect().catch(() => {});
+        throw kafkaError(error, 'position the reader');
+      }
+      const consumer = kafka.consumer({
+        groupId,
+        partitionAssigners: [explicitAssigner(positions)],
+        allowAutoTopicCreation: false,
+        maxWaitTimeInMs: 500,
+      });
+      return openReader(consumer, admin, groupId, positions, options.logger);
+    },
+  };
+}
+
+async function openReader(
+  consumer: Consumer,
+  admin: ReturnType<Kafka['admin']>,
+  groupId: string,
+  positions: readonly Position[],
+  logger: Logger,
+): Promise<SourceReader> {
+  const queue = createBatchQueue(2);
+  const finished = new Set<string>();
+  const id = (p: PartitionRef) => `${p.topic}:${p.partition}`;
+
+  // Batches that hold only transaction markers or compacted-away records never reach eachBatch;
+  // kafkajs reports them here, and the checkpoint must still move past them.
+  consumer.on(consumer.events.END_BATCH_PROCESS, (event) => {
+    const p = event.payload;
+    if (p.batchSize === 0 && !finished.has(id(p))) {
+      void queue.push({
+        topic: p.topic,
+        partition: p.partition,
+        records: [],
+        nextOffset: Number(p.lastOffset) + 1,
+      });
+    }
+  });
+  consumer.on(consumer.events.CRASH, (event) => {
+    queue.fail(kafkaError(event.payload.error, 'consumer crashed'));
+  });
+
+  try {
+    await consumer.connect();
+    await consumer.subscribe({ topics: [...new Set(positions.map((p) => p.topic))] });
+    await consumer.run({
+      autoCommit: false,
+      eachBatchAutoResolve: false,
+      partitionsConsumedConcurrently: 1,
+      eachBatch: async ({ batch, resolveOffset, heartbeat }) => {
+        if (finished.has(id(batch))) return;
+        const records: KafkaRecord[] = batch.messages.map((m) => ({
+          topic: batch.topic,
+          partition: batch.partition,
+          offset: Number(m.offset),
+          timestamp: Number(m.timestamp),
+          key: m.key,
+          value: m.value,
+          headers: headersAsText(m.headers),
+        }));
+        const fetched: FetchedBatch = {
+          topic: batch.topic,
+          partition: batch.partition,
+          records,
+          nextOffset: Number(batch.lastOffset()) + 1,
+        };
+        // Waits while the drain is busy with earlier batches: backpressure instead of buffering.
+        const accepted = await queue.push(fetched);
+        // Handed over is not durable: durability is the drain's business, through Firestore. Resolving
+        // only moves this reader's in-memory position so that it does not fetch the same batch again.
+        if (accepted) resolveOffset(batch.lastOffset());
+        await heartbeat().catch(() => {});
+      },
+    });
+  } catch (error) {
+    await consumer.disconnect().catch(() => {});
+    await admin.disconnect().catch(() => {});
+    throw kafkaError(error, 'start the reader');
+  }
+
+  let closed = false;
+  return {
+    next: (signal) => queue.take(signal),
+    finish(partition) {
+      finished.add(id(partition));
+      consumer.pause([{ topic: partition.topic, partitions: [partition.partition] }]);
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      queue.close();
+      await consumer
+        .disconnect()
+        .catch((error: unknown) => logger.warn('kafka reader disconnect failed', { error }));
+      await admin.deleteGroups([groupId]).catch(() => {});
+      await admin.disconnect().catch(() => {});
+    },
+  };
+}
+
+/** An assigner that gives the (only) member of the group exactly the partitions this run leased. */
+function explicitAssigner(positions: readonly Position[]) {
+  const assignment: Record<string, number[]> = {};
+  for (const p of positions) (assignment[p.topic] ??= []).push(p.partition);
+  return () => ({
+    name: 'KafkaBigQueryDrainExplicit',
+    version: 1,
+    async assign({ members }: { members: { memberId: string }[] }) {
+      return members.map((member, i) => ({
+        memberId: member.memberId,
+        memberAssignment: AssignerProtocol.MemberAssignment.encode({
+          version: 1,
+          assignment: i === 0 ? assignment : {},
+          userData: Buffer.alloc(0),
+        }),
+      }));
+    },
+    protocol({ topics }: { topics: string[] }) {
+      return {
+        name: 'KafkaBigQueryDrainExplicit',
+        metadata: AssignerProtocol.MemberMetadata.encode({ version: 1, topics, userData: Buffer.alloc(0) }),
+      };
+    },
+  });
+}
+
+function groupByTopic(positions: readonly Position[]): Map<string, Position[]> {
+  const byTopic = new Map<string, Position[]>();
+  for (const p of positions) byTopic.set(p.topic, [...(byTopic.get(p.topic) ?? []), p]);
+  return byTopic;
+}
+
+function headersAsText(headers: kafkajs.IHeaders | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers ?? {})) {
+    if (value === undefined) continue;
+    out[name] = Array.isArray(value) ? value.map(String).join(',') : String(value);
+  }
+  return out;
+}
