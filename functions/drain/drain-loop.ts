@@ -259,6 +259,7 @@ export async function runDrain(
     }
     for (const [i, records] of batches.entries()) {
       if (entry.done) return; // fenced while this fetch was being written
+      if (stop.signal.aborted) return; // settle the batch in flight, start no other
       const last = records[records.length - 1]!;
       const nextOffset = i === batches.length - 1 ? Math.max(last.offset + 1, endOfFetch) : last.offset + 1;
       const log = logger.child({

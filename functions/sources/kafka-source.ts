@@ -192,7 +192,7 @@ async function openReader(
 /** An assigner that gives the (only) member of the group exactly the partitions this run leased. */
 function explicitAssigner(positions: readonly Position[]) {
   const assignment: Record<string, number[]> = {};
-  for (const p of positions) (assignment[p.topic] ??= []).push(p.partition);
+  for (const [topic, ps] of groupByTopic(positions)) assignment[topic] = ps.map((p) => p.partition);
   return () => ({
     name: 'KafkaBigQueryDrainExplicit',
     version: 1,

@@ -1,0 +1,192 @@
+/**
+ * In-memory ports for unit tests of the pure drain loop only. They keep the contract the real adapters
+ * keep (fencing by owner and epoch, continuity of commits, acknowledged dead letters), nothing more.
+ */
+import { partitionId } from '../../functions/drain/assignment.js';
+import { FencedError } from '../../functions/drain/errors.js';
+import type {
+  CheckpointCommit,
+  Checkpoints,
+  DeadLetter,
+  DeadLetters,
+  FetchedBatch,
+  KafkaRecord,
+  Lease,
+  PartitionRef,
+  RowResult,
+  RowToWrite,
+  RunSummary,
+  Sink,
+  Source,
+  SourceReader,
+} from '../../functions/drain/types.js';
+
+export function record(topic: string, partition: number, offset: number, value: unknown): KafkaRecord {
+  return {
+    topic,
+    partition,
+    offset,
+    timestamp: 1_700_000_000_000 + offset,
+    key: null,
+    value: typeof value === 'string' ? Buffer.from(value) : Buffer.from(JSON.stringify(value)),
+    headers: {},
+  };
+}
+
+export function createMemorySource(log: Map<string, KafkaRecord[]>, options: { fetchSize?: number } = {}) {
+  const fetchSize = options.fetchSize ?? 10;
+  let opened = 0;
+  const source: Source & { opened(): number } = {
+    opened: () => opened,
+    async watermarks(topics) {
+      return [...log.entries()]
+        .map(([id, records]) => {
+          const [topic, partition] = id.split('~') as [string, string];
+          return {
+            topic,
+            partition: Number(partition),
+            logStart: records[0]?.offset ?? 0,
+            end: records.length === 0 ? 0 : records[records.length - 1]!.offset + 1,
+          };
+        })
+        .filter((m) => topics.includes(m.topic));
+    },
+    async open(positions) {
+      opened++;
+      const cursors = new Map(positions.map((p) => [partitionId(p), p.offset]));
+      const reader: SourceReader = {
+        async next(signal) {
+          for (;;) {
+            if (signal.aborted) return undefined;
+            for (const [id, offset] of cursors) {
+              const records = (log.get(id) ?? []).filter((r) => r.offset >= offset).slice(0, fetchSize);
+              if (records.length === 0) continue;
+              const next = records[records.length - 1]!.offset + 1;
+              cursors.set(id, next);
+              const [topic, partition] = id.split('~') as [string, string];
+              const batch: FetchedBatch = { topic, partition: Number(partition), records, nextOffset: next };
+              return batch;
+            }
+            // Nothing left: wait like a long poll, until aborted.
+            await new Promise((resolve) => setTimeout(resolve, 5));
+          }
+        },
+        finish(p) {
+          cursors.delete(partitionId(p));
+        },
+        async close() {},
+      };
+      return reader;
+    },
+  };
+  return source;
+}
+
+interface MemoryPartition {
+  nextOffset: number | null;
+  leaseOwner: string | null;
+  leaseEpoch: number;
+  leaseExpiresAt: number;
+}
+
+export function createMemoryCheckpoints(now: () => number) {
+  const partitions = new Map<string, MemoryPartition>();
+  const commits: CheckpointCommit[] = [];
+  const runs: RunSummary[] = [];
+  const held = (p: MemoryPartition | undefined, lease: Lease) => {
+    if (!p || p.leaseOwner !== lease.owner || p.leaseEpoch !== lease.epoch || p.leaseExpiresAt <= now()) {
+      throw new FencedError(`lease on ${partitionId(lease)} lost`);
+    }
+    return p;
+  };
+  const checkpoints: Checkpoints & {
+    partitions: typeof partitions;
+    commits: typeof commits;
+    runs: typeof runs;
+    checkpoint(p: PartitionRef): number | null;
+  } = {
+    partitions,
+    commits,
+    runs,
+    checkpoint: (p) => partitions.get(partitionId(p))?.nextOffset ?? null,
+    async acquire(partition, owner, ttlMs) {
+      const p = partitions.get(partitionId(partition)) ?? {
+        nextOffset: null,
+        leaseOwner: null,
+        leaseEpoch: 0,
+        leaseExpiresAt: 0,
+      };
+      if (p.leaseOwner !== null && p.leaseOwner !== owner && p.leaseExpiresAt > now()) return undefined;
+      p.leaseOwner = owner;
+      p.leaseEpoch++;
+      p.leaseExpiresAt = now() + ttlMs;
+      partitions.set(partitionId(partition), p);
+      return {
+        ...partition,
+        owner,
+        epoch: p.leaseEpoch,
+        nextOffset: p.nextOffset,
+        expiresAt: p.leaseExpiresAt,
+      };
+    },
+    async renew(lease, ttlMs) {
+      const p = held(partitions.get(partitionId(lease)), lease);
+      p.leaseExpiresAt = now() + ttlMs;
+      return { ...lease, expiresAt: p.leaseExpiresAt };
+    },
+    async commit(commit, ttlMs) {
+      const p = held(partitions.get(partitionId(commit.lease)), commit.lease);
+      if (p.nextOffset !== null && p.nextOffset !== commit.fromOffset)
+        throw new FencedError('checkpoint moved');
+      p.nextOffset = commit.nextOffset;
+      p.leaseExpiresAt = now() + ttlMs;
+      commits.push(commit);
+      return { ...commit.lease, nextOffset: commit.nextOffset, expiresAt: p.leaseExpiresAt };
+    },
+    async release(lease) {
+      const p = partitions.get(partitionId(lease));
+      if (p && p.leaseOwner === lease.owner && p.leaseEpoch === lease.epoch) p.leaseOwner = null;
+    },
+    async recordRun(summary) {
+      runs.push(summary);
+    },
+  };
+  return checkpoints;
+}
+
+export function createMemorySink(options: { reject?: (row: RowToWrite) => string | undefined } = {}) {
+  const rows: RowToWrite[] = [];
+  let failure: Error | undefined;
+  const sink: Sink & { rows: RowToWrite[]; failWith(error: Error | undefined): void } = {
+    rows,
+    failWith: (error) => {
+      failure = error;
+    },
+    async write(batch) {
+      if (failure) throw failure;
+      return batch.map((row): RowResult => {
+        const reason = options.reject?.(row);
+        if (reason !== undefined) return { ok: false, reason };
+        rows.push(row);
+        return { ok: true };
+      });
+    },
+  };
+  return sink;
+}
+
+export function createMemoryDeadLetters() {
+  const letters: DeadLetter[] = [];
+  let failure: Error | undefined;
+  const deadLetters: DeadLetters & { letters: DeadLetter[]; failWith(error: Error | undefined): void } = {
+    letters,
+    failWith: (error) => {
+      failure = error;
+    },
+    async publish(batch) {
+      if (failure) throw failure;
+      letters.push(...batch);
+    },
+  };
+  return deadLetters;
+}

@@ -1,0 +1,247 @@
+import { describe, expect, test } from 'vitest';
+import { type DrainOptions, runDrain } from '../../functions/drain/drain-loop.js';
+import { DrainError } from '../../functions/drain/errors.js';
+import { createMemoryLogger } from '../../functions/drain/logger.js';
+import type { KafkaRecord } from '../../functions/drain/types.js';
+import {
+  createMemoryCheckpoints,
+  createMemoryDeadLetters,
+  createMemorySink,
+  createMemorySource,
+  record,
+} from '../support/memory-ports.js';
+
+const options: DrainOptions = {
+  pipelineId: 'p',
+  runId: 'run-1',
+  execution: 'local',
+  taskIndex: 0,
+  taskCount: 1,
+  topics: ['t'],
+  budgetMs: 10_000,
+  leaseTtlMs: 5_000,
+  batchMaxRecords: 4,
+  batchMaxBytes: 1_000_000,
+  retentionGapPolicy: 'fail',
+  settleMs: 1_000,
+};
+
+function logOf(
+  partitions: number,
+  perPartition: number,
+  value = (o: number) => ({ n: o }) as unknown,
+): Map<string, KafkaRecord[]> {
+  const log = new Map<string, KafkaRecord[]>();
+  for (let p = 0; p < partitions; p++) {
+    log.set(
+      `t~${p}`,
+      Array.from({ length: perPartition }, (_, o) => record('t', p, o, value(o))),
+    );
+  }
+  return log;
+}
+
+function setup(log: Map<string, KafkaRecord[]>) {
+  const checkpoints = createMemoryCheckpoints(Date.now);
+  const ports = {
+    source: createMemorySource(log),
+    checkpoints,
+    sink: createMemorySink(),
+    deadLetters: createMemoryDeadLetters(),
+  };
+  const logger = createMemoryLogger();
+  const context = { logger, now: Date.now, signal: new AbortController().signal };
+  return { ports, checkpoints, logger, context };
+}
+
+describe('runDrain', () => {
+  test('drains every partition to the end seen at start, in offset order, and stops caught_up', async () => {
+    const { ports, checkpoints, context } = setup(logOf(3, 10));
+    const summary = await runDrain(ports, options, context);
+
+    expect(summary.stopReason).toBe('caught_up');
+    expect(summary.recordsRead).toBe(30);
+    expect(summary.rowsWritten).toBe(30);
+    for (let p = 0; p < 3; p++) {
+      expect(checkpoints.checkpoint({ topic: 't', partition: p })).toBe(10);
+      const offsets = ports.sink.rows.filter((r) => r.record.partition === p).map((r) => r.record.offset);
+      expect(offsets).toEqual([...Array(10).keys()]);
+    }
+    // Batches of at most 4 records: 10 records per partition make 3 commits each.
+    expect(checkpoints.commits).toHaveLength(9);
+    expect([...checkpoints.partitions.values()].every((p) => p.leaseOwner === null)).toBe(true);
+    expect(checkpoints.runs).toHaveLength(1);
+  });
+
+  test('a second run starts at the checkpoint and reads nothing twice', async () => {
+    const log = logOf(1, 6);
+    const { ports, context } = setup(log);
+    await runDrain(ports, options, context);
+    log.get('t~0')!.push(record('t', 0, 6, { n: 6 }), record('t', 0, 7, { n: 7 }));
+    const second = await runDrain(ports, { ...options, runId: 'run-2' }, context);
+
+    expect(second.partitions[0]).toMatchObject({ from: 6, to: 8, read: 2 });
+    expect(ports.sink.rows.map((r) => r.record.offset)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+  });
+
+  test('an idle partition costs no read at all', async () => {
+    const { ports, context } = setup(new Map([['t~0', []]]));
+    const summary = await runDrain(ports, options, context);
+    expect(summary.stopReason).toBe('caught_up');
+    expect(ports.source.opened()).toBe(0);
+  });
+
+  test('records that are not JSON objects become decode dead letters; the checkpoint passes them', async () => {
+    const log = logOf(1, 5, (o) => (o === 2 ? '{not json' : o === 3 ? '[1,2]' : { n: o }));
+    const { ports, checkpoints, context } = setup(log);
+    const summary = await runDrain(ports, options, context);
+
+    expect(summary).toMatchObject({ rowsWritten: 3, deadLettered: 2 });
+    expect(ports.deadLetters.letters.map((l) => [l.record.offset, l.kind])).toEqual([
+      [2, 'decode'],
+      [3, 'decode'],
+    ]);
+    expect(checkpoints.checkpoint({ topic: 't', partition: 0 })).toBe(5);
+  });
+
+  test('rows the sink rejects become rejected dead letters', async () => {
+    const { ports, context } = setup(logOf(1, 4));
+    ports.sink = createMemorySink({
+      reject: (row) => (row.record.offset === 1 ? 'invalid: amount' : undefined),
+    });
+    const summary = await runDrain(ports, options, context);
+    expect(summary).toMatchObject({ rowsWritten: 3, deadLettered: 1 });
+    expect(ports.deadLetters.letters[0]).toMatchObject({ kind: 'rejected', message: 'invalid: amount' });
+  });
+
+  test('a sink failure leaves the checkpoint where it was and ends the run with error', async () => {
+    const { ports, checkpoints, context } = setup(logOf(1, 10));
+    ports.sink.failWith(new DrainError('bigquery down', { retriable: false }));
+    const summary = await runDrain(ports, options, context);
+
+    expect(summary.stopReason).toBe('error');
+    expect(summary.error).toContain('bigquery down');
+    expect(checkpoints.checkpoint({ topic: 't', partition: 0 })).toBeNull();
+    expect(checkpoints.commits).toHaveLength(0);
+    expect(checkpoints.partitions.get('t~0')!.leaseOwner).toBeNull();
+  });
+
+  test('a dead-letter publish failure leaves the checkpoint where it was', async () => {
+    const { ports, checkpoints, context } = setup(logOf(1, 4, (o) => (o === 1 ? 'bad' : { n: o })));
+    ports.deadLetters.failWith(new DrainError('pubsub down', { retriable: false }));
+    const summary = await runDrain(ports, options, context);
+
+    expect(summary.stopReason).toBe('error');
+    expect(checkpoints.checkpoint({ topic: 't', partition: 0 })).toBeNull();
+  });
+
+  test('a commit under a stale epoch is refused and the run stops touching that partition', async () => {
+    const { ports, checkpoints, context } = setup(logOf(2, 12));
+    const realWrite = ports.sink.write.bind(ports.sink);
+    let taken = false;
+    ports.sink.write = async (rows) => {
+      if (!taken && rows[0]!.record.partition === 0 && rows[0]!.record.offset === 4) {
+        taken = true;
+        // Another run takes partition 0 over (its lease expired while this one was paused, say).
+        const p = checkpoints.partitions.get('t~0')!;
+        p.leaseOwner = 'other-run';
+        p.leaseEpoch += 1;
+      }
+      return realWrite(rows);
+    };
+    const summary = await runDrain(ports, options, context);
+
+    const p0 = summary.partitions.find((p) => p.partition === 0)!;
+    expect(p0.skipped).toBe('fenced');
+    expect(checkpoints.checkpoint({ topic: 't', partition: 0 })).toBe(4);
+    expect(checkpoints.commits.filter((c) => c.lease.partition === 0)).toHaveLength(1);
+    // The other partition is drained as usual, and the taken-over lease is left to its new owner.
+    expect(checkpoints.checkpoint({ topic: 't', partition: 1 })).toBe(12);
+    expect(checkpoints.partitions.get('t~0')!.leaseOwner).toBe('other-run');
+  });
+
+  test('a partition leased by a live run elsewhere is skipped', async () => {
+    const { ports, checkpoints, context } = setup(logOf(1, 3));
+    await checkpoints.acquire({ topic: 't', partition: 0 }, 'someone-else', 60_000);
+    const summary = await runDrain(ports, options, context);
+    expect(summary.partitions[0]!.skipped).toBe('leased_elsewhere');
+    expect(ports.sink.rows).toHaveLength(0);
+  });
+
+  test('the budget stops fetching, commits what is durable and releases the leases', async () => {
+    const { ports, checkpoints, context } = setup(logOf(1, 10_000));
+    const realWrite = ports.sink.write.bind(ports.sink);
+    ports.sink.write = async (rows) => {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      return realWrite(rows);
+    };
+    const started = Date.now();
+    const summary = await runDrain(ports, { ...options, budgetMs: 300 }, context);
+
+    expect(summary.stopReason).toBe('budget');
+    expect(Date.now() - started).toBeLessThan(300 + options.settleMs);
+    const checkpoint = checkpoints.checkpoint({ topic: 't', partition: 0 })!;
+    expect(checkpoint).toBeGreaterThan(0);
+    expect(checkpoint).toBeLessThan(10_000);
+    expect(ports.sink.rows).toHaveLength(checkpoint);
+    expect(summary.partitions[0]!.lag).toBe(10_000 - checkpoint);
+    expect(checkpoints.partitions.get('t~0')!.leaseOwner).toBeNull();
+  });
+
+  test('the signal stops the run with stopReason signal after the batch in flight is committed', async () => {
+    const { ports, checkpoints, context } = setup(logOf(1, 10_000));
+    const shutdown = new AbortController();
+    const realWrite = ports.sink.write.bind(ports.sink);
+    let writes = 0;
+    ports.sink.write = async (rows) => {
+      if (++writes === 2) shutdown.abort();
+      return realWrite(rows);
+    };
+    const summary = await runDrain(ports, options, { ...context, signal: shutdown.signal });
+
+    expect(summary.stopReason).toBe('signal');
+    // The second batch was in flight when the signal came: it is settled and committed; no other starts,
+    // not even the rest of the same fetch.
+    expect(checkpoints.checkpoint({ topic: 't', partition: 0 })).toBe(8);
+    expect(ports.sink.rows).toHaveLength(8);
+  });
+
+  test('a checkpoint below the log start is a retention gap: the fail policy leaves the partition alone', async () => {
+    const log = logOf(1, 10);
+    const { ports, checkpoints, logger, context } = setup(log);
+    await runDrain(ports, { ...options, batchMaxRecords: 100 }, context);
+    log.set(
+      't~0',
+      Array.from({ length: 10 }, (_, i) => record('t', 0, 20 + i, { n: 20 + i })),
+    );
+    const summary = await runDrain(ports, { ...options, runId: 'run-2' }, context);
+
+    expect(summary.partitions[0]!.skipped).toBe('error');
+    expect(checkpoints.checkpoint({ topic: 't', partition: 0 })).toBe(10);
+    expect(logger.lines.find((l) => l.kind === 'retention_gap')).toMatchObject({ lostFrom: 10, lostTo: 20 });
+  });
+
+  test('the skip policy records the lost range and continues from the log start', async () => {
+    const log = logOf(1, 10);
+    const { ports, checkpoints, context } = setup(log);
+    await runDrain(ports, { ...options, batchMaxRecords: 100 }, context);
+    log.set(
+      't~0',
+      Array.from({ length: 10 }, (_, i) => record('t', 0, 20 + i, { n: 20 + i })),
+    );
+    await runDrain(ports, { ...options, runId: 'run-2', retentionGapPolicy: 'skip' }, context);
+
+    expect(checkpoints.checkpoint({ topic: 't', partition: 0 })).toBe(30);
+    expect(checkpoints.commits.find((c) => c.fromOffset === 10)).toMatchObject({ nextOffset: 20, rows: 0 });
+  });
+
+  test('only partitions that hash to this task are touched', async () => {
+    const { ports, context } = setup(logOf(8, 1));
+    const a = await runDrain(ports, { ...options, taskIndex: 0, taskCount: 2 }, context);
+    const b = await runDrain(ports, { ...options, runId: 'r2', taskIndex: 1, taskCount: 2 }, context);
+    const touchedA = a.partitions.map((p) => p.partition);
+    const touchedB = b.partitions.map((p) => p.partition);
+    expect([...touchedA, ...touchedB].sort()).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+    expect(touchedA.filter((p) => touchedB.includes(p))).toEqual([]);
+  });
+});

@@ -1,0 +1,152 @@
+import { describe, expect, test } from 'vitest';
+import { deadLetterMessage, truncateUtf8 } from '../../functions/dead-letters/pubsub-dead-letters.js';
+import { ownedBy, stableHash } from '../../functions/drain/assignment.js';
+import { splitBatches } from '../../functions/drain/batch.js';
+import { DrainError } from '../../functions/drain/errors.js';
+import { isDeadLetter, toRow } from '../../functions/drain/records.js';
+import { backoffDelay, withRetry } from '../../functions/drain/retry.js';
+import { splitRequests } from '../../functions/sinks/bigquery-sink.js';
+import { record } from '../support/memory-ports.js';
+
+const at = new Date('2026-01-02T03:04:05.000Z');
+
+describe('toRow', () => {
+  test('adds the metadata columns and the row key', () => {
+    const r = { ...record('orders', 2, 41, { id: 'a', n: 1 }), key: Buffer.from('k1') };
+    const row = toRow(r, at);
+    expect(isDeadLetter(row)).toBe(false);
+    expect(row).toMatchObject({
+      rowKey: 'orders:2:41',
+      row: {
+        id: 'a',
+        n: 1,
+        _kafka_topic: 'orders',
+        _kafka_partition: 2,
+        _kafka_offset: 41,
+        _kafka_timestamp: new Date(r.timestamp).toISOString(),
+        _kafka_key: Buffer.from('k1').toString('base64'),
+        _ingested_at: at.toISOString(),
+      },
+    });
+  });
+
+  test.each([
+    ['{"a":', 'decode', 'not UTF-8 JSON'],
+    ['[1]', 'decode', 'not a JSON object'],
+    ['"text"', 'decode', 'not a JSON object'],
+    ['null', 'decode', 'not a JSON object'],
+    ['{"_kafka_offset":1}', 'schema', 'reserved'],
+  ])('%s is a %s dead letter', (value, kind, message) => {
+    const result = toRow(record('t', 0, 0, value), at);
+    expect(result).toMatchObject({ kind });
+    expect((result as { message: string }).message).toContain(message);
+  });
+
+  test('invalid UTF-8 and tombstones are decode dead letters', () => {
+    expect(toRow({ ...record('t', 0, 0, ''), value: Buffer.from([0x7b, 0xff, 0x7d]) }, at)).toMatchObject({
+      kind: 'decode',
+    });
+    expect(toRow({ ...record('t', 0, 0, ''), value: null }, at)).toMatchObject({
+      kind: 'decode',
+      message: expect.stringContaining('tombstone'),
+    });
+  });
+});
+
+describe('batching', () => {
+  test('splitBatches honours the record and byte limits', () => {
+    const records = Array.from({ length: 10 }, (_, i) => record('t', 0, i, { pad: 'x'.repeat(100) }));
+    expect(splitBatches(records, 4, 1_000_000).map((b) => b.length)).toEqual([4, 4, 2]);
+    const bySize = splitBatches(records, 100, 500);
+    expect(bySize.every((b) => b.length >= 1)).toBe(true);
+    expect(bySize.flat().map((r) => r.offset)).toEqual([...Array(10).keys()]);
+    expect(bySize.length).toBeGreaterThan(2);
+  });
+
+  test('splitRequests keeps requests within 500 rows and the byte limit, in order', () => {
+    const rows = Array.from({ length: 1201 }, (_, i) => ({
+      rowKey: `t:0:${i}`,
+      record: record('t', 0, i, {}),
+      row: { i },
+    }));
+    expect(splitRequests(rows, 500, 5_000_000).map((r) => r.length)).toEqual([500, 500, 201]);
+    const small = splitRequests(rows.slice(0, 10), 500, 100);
+    expect(small.flat().map((r) => r.rowKey)).toEqual(rows.slice(0, 10).map((r) => r.rowKey));
+    expect(small.length).toBeGreaterThan(1);
+  });
+});
+
+describe('assignment', () => {
+  test('the hash is stable and spreads partitions over tasks', () => {
+    expect(stableHash('orders:0')).toBe(stableHash('orders:0'));
+    expect(stableHash('orders:0')).not.toBe(stableHash('orders:1'));
+    const partitions = Array.from({ length: 64 }, (_, partition) => ({ topic: 'orders', partition }));
+    const sizes = [0, 1, 2, 3].map((i) => ownedBy(partitions, i, 4).length);
+    expect(sizes.reduce((a, b) => a + b)).toBe(64);
+    expect(Math.min(...sizes)).toBeGreaterThan(5);
+  });
+});
+
+describe('retry', () => {
+  test('backoff grows, is capped and jittered', () => {
+    const policy = { attempts: 10, initialDelayMs: 100, maxDelayMs: 1000 };
+    expect(backoffDelay(policy, 1, () => 0)).toBe(50);
+    expect(backoffDelay(policy, 1, () => 1)).toBe(100);
+    expect(backoffDelay(policy, 3, () => 1)).toBe(400);
+    expect(backoffDelay(policy, 9, () => 1)).toBe(1000);
+  });
+
+  test('retries only retriable errors, up to the attempts', async () => {
+    const policy = { attempts: 3, initialDelayMs: 1, maxDelayMs: 2 };
+    let calls = 0;
+    await expect(
+      withRetry(policy, async () => {
+        calls++;
+        throw new DrainError('flaky', { retriable: true });
+      }),
+    ).rejects.toThrow('flaky');
+    expect(calls).toBe(3);
+    calls = 0;
+    await expect(
+      withRetry(policy, async () => {
+        calls++;
+        throw new TypeError('bug');
+      }),
+    ).rejects.toThrow('bug');
+    expect(calls).toBe(1);
+    expect(
+      await withRetry(policy, async (attempt) =>
+        attempt < 2 ? Promise.reject(new DrainError('x', { retriable: true })) : 'ok',
+      ),
+    ).toBe('ok');
+  });
+});
+
+describe('dead-letter message', () => {
+  test('carries the original value and its origin as attributes', () => {
+    const r = { ...record('orders', 3, 17, '{bad'), key: Buffer.from('key-1') };
+    const message = deadLetterMessage(
+      { record: r, kind: 'decode', message: 'value is not UTF-8 JSON' },
+      { pipeline: 'p', execution: 'e' },
+    );
+    expect(message.data.toString()).toBe('{bad');
+    expect(message.attributes).toEqual({
+      pipeline: 'p',
+      source_topic: 'orders',
+      source_partition: '3',
+      source_offset: '17',
+      source_timestamp: new Date(r.timestamp).toISOString(),
+      key_base64: Buffer.from('key-1').toString('base64'),
+      error_kind: 'decode',
+      error_message: 'value is not UTF-8 JSON',
+      execution: 'e',
+    });
+  });
+
+  test('attribute values stay within 1024 bytes, cut on a character boundary', () => {
+    const cut = truncateUtf8('é'.repeat(2000), 1024);
+    expect(Buffer.byteLength(cut)).toBeLessThanOrEqual(1024);
+    expect(cut.endsWith('...')).toBe(true);
+    expect(cut).not.toContain('\uFFFD');
+  });
+});
