@@ -115,7 +115,7 @@ export function createInsertAllSink(table: Table, options: InsertAllOptions): Si
         try {
           await table.insert(
             pending.map((r) => ({ insertId: r.rowKey, json: r.row })),
-            { raw: true, skipInvalidRows: true, ignoreUnknownValues: false },
+            { raw: true, skipInvalidRows: true, ignoreUnknownValues: false, partialRetries: 0 },
           );
           for (const r of pending) results.set(r.rowKey, { ok: true });
           pending = [];

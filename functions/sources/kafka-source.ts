@@ -52,8 +52,8 @@ export function kafkaClientOptions(config: Pick<DrainConfig, 'kafka'>, clientId:
 /**
  * Reads exact offset ranges with kafkajs, which has no `assign()`. Each reader joins a consumer group of
  * its own (unique per run, so no other member ever shares it), whose assigner hands it exactly the
- * partitions it leased, positioned beforehand with `admin.setOffsets` at the Firestore checkpoints.
- * Kafka's committed offsets are never read back as truth and the group is deleted on close.
+ * partitions it leased, each positioned with `seek` at its Firestore checkpoint. Nothing is ever
+ * committed to Kafka, Kafka's offsets are never read as truth, and the group is deleted on close.
  */
 export function createKafkaSource(kafka: Kafka, options: { groupPrefix: string; logger: Logger }): Source {
   return {
@@ -78,27 +78,13 @@ export function createKafkaSource(kafka: Kafka, options: { groupPrefix: string; 
 
     async open(positions) {
       const groupId = `${options.groupPrefix}.${Date.now().toString(36)}.${Math.random().toString(36).slice(2, 8)}`;
-      const admin = kafka.admin();
-      try {
-        await admin.connect();
-        for (const [topic, ps] of groupByTopic(positions)) {
-          await admin.setOffsets({
-            groupId,
-            topic,
-            partitions: ps.map((p) => ({ partition: p.partition, offset: String(p.offset) })),
-          });
-        }
-      } catch (error) {
-        await admin.disconnect().catch(() => {});
-        throw kafkaError(error, 'position the reader');
-      }
       const consumer = kafka.consumer({
         groupId,
         partitionAssigners: [explicitAssigner(positions)],
         allowAutoTopicCreation: false,
         maxWaitTimeInMs: 500,
       });
-      return openReader(consumer, admin, groupId, positions, options.logger);
+      return openReader(consumer, kafka.admin(), groupId, positions, options.logger);
     },
   };
 }
@@ -113,19 +99,21 @@ async function openReader(
   const queue = createBatchQueue(2);
   const finished = new Set<string>();
   const id = (p: PartitionRef) => `${p.topic}:${p.partition}`;
+  // Where each partition's next fetch must start. A batch fetched from anywhere else (before the seek
+  // below took effect) is dropped: reading from the wrong offset must never reach the drain.
+  const expected = new Map(positions.map((p) => [id(p), p.offset]));
 
-  // Batches that hold only transaction markers or compacted-away records never reach eachBatch;
-  // kafkajs reports them here, and the checkpoint must still move past them.
+  // Batches that hold only transaction markers or aborted records never reach eachBatch; kafkajs reports
+  // them here, and the checkpoint must still move past them. Trusted only when the batch starts exactly
+  // where this partition stands (a batch fetched before the seek took effect starts elsewhere).
   consumer.on(consumer.events.END_BATCH_PROCESS, (event) => {
     const p = event.payload;
-    if (p.batchSize === 0 && !finished.has(id(p))) {
-      void queue.push({
-        topic: p.topic,
-        partition: p.partition,
-        records: [],
-        nextOffset: Number(p.lastOffset) + 1,
-      });
-    }
+    const at = expected.get(id(p));
+    if (p.batchSize !== 0 || finished.has(id(p)) || p.firstOffset === null || Number(p.firstOffset) !== at)
+      return;
+    const nextOffset = Number(p.lastOffset) + 1;
+    expected.set(id(p), nextOffset);
+    void queue.push({ topic: p.topic, partition: p.partition, records: [], nextOffset });
   });
   consumer.on(consumer.events.CRASH, (event) => {
     queue.fail(kafkaError(event.payload.error, 'consumer crashed'));
@@ -139,7 +127,11 @@ async function openReader(
       eachBatchAutoResolve: false,
       partitionsConsumedConcurrently: 1,
       eachBatch: async ({ batch, resolveOffset, heartbeat }) => {
-        if (finished.has(id(batch))) return;
+        if (
+          finished.has(id(batch)) ||
+          Number((batch as unknown as { fetchedOffset: string }).fetchedOffset) !== expected.get(id(batch))
+        )
+          return;
         const records: KafkaRecord[] = batch.messages.map((m) => ({
           topic: batch.topic,
           partition: batch.partition,
@@ -159,13 +151,18 @@ async function openReader(
         const accepted = await queue.push(fetched);
         // Handed over is not durable: durability is the drain's business, through Firestore. Resolving
         // only moves this reader's in-memory position so that it does not fetch the same batch again.
-        if (accepted) resolveOffset(batch.lastOffset());
+        if (accepted) {
+          expected.set(id(batch), fetched.nextOffset);
+          resolveOffset(batch.lastOffset());
+        }
         await heartbeat().catch(() => {});
       },
     });
+    // Positioning after `run`, as kafkajs's own admin.setOffsets does (without its 5 s wait for a fetch).
+    for (const p of positions)
+      consumer.seek({ topic: p.topic, partition: p.partition, offset: String(p.offset) });
   } catch (error) {
     await consumer.disconnect().catch(() => {});
-    await admin.disconnect().catch(() => {});
     throw kafkaError(error, 'start the reader');
   }
 
@@ -183,8 +180,12 @@ async function openReader(
       await consumer
         .disconnect()
         .catch((error: unknown) => logger.warn('kafka reader disconnect failed', { error }));
-      await admin.deleteGroups([groupId]).catch(() => {});
-      await admin.disconnect().catch(() => {});
+      // Nothing was ever committed for the group (auto-commit is off); deleting it keeps the broker tidy.
+      await admin
+        .connect()
+        .then(() => admin.deleteGroups([groupId]))
+        .catch(() => {})
+        .finally(() => admin.disconnect().catch(() => {}));
     },
   };
 }

@@ -1,0 +1,95 @@
+import { afterAll, expect, test } from 'vitest';
+import { createMemoryLogger } from '../../functions/drain/logger.js';
+import type { FetchedBatch, SourceReader } from '../../functions/drain/types.js';
+import { createKafkaSource } from '../../functions/sources/kafka-source.js';
+import { createTopic, produce, testKafka } from '../support/kafka.js';
+import { uniqueName } from '../support/stack.js';
+
+const kafka = testKafka();
+const source = createKafkaSource(kafka, {
+  groupPrefix: uniqueName('kbd-test'),
+  logger: createMemoryLogger(),
+});
+const readers: SourceReader[] = [];
+afterAll(async () => {
+  for (const r of readers) await r.close();
+});
+
+async function readUntil(
+  reader: SourceReader,
+  done: (batches: FetchedBatch[]) => boolean,
+): Promise<FetchedBatch[]> {
+  const batches: FetchedBatch[] = [];
+  const timeout = AbortSignal.timeout(30_000);
+  while (!done(batches)) {
+    const batch = await reader.next(timeout);
+    if (batch === undefined) throw new Error('reader ended before the expected records arrived');
+    batches.push(batch);
+  }
+  return batches;
+}
+
+test('watermarks report log start and end per partition', async () => {
+  const topic = uniqueName('src');
+  await createTopic(topic, 3);
+  await produce(
+    topic,
+    [0, 0, 1].map((partition, i) => ({ partition, value: `{"i":${i}}` })),
+  );
+  expect(await source.watermarks([topic])).toEqual([
+    { topic, partition: 0, logStart: 0, end: 2 },
+    { topic, partition: 1, logStart: 0, end: 1 },
+    { topic, partition: 2, logStart: 0, end: 0 },
+  ]);
+});
+
+test('reads exactly the leased partitions from exactly the given offsets', async () => {
+  const topic = uniqueName('src');
+  await createTopic(topic, 3);
+  await produce(
+    topic,
+    Array.from({ length: 30 }, (_, i) => ({ partition: i % 3, value: JSON.stringify({ i }), key: `k${i}` })),
+  );
+  // Partition 0 from offset 4, partition 2 from offset 7; partition 1 is not ours.
+  const reader = await source.open([
+    { topic, partition: 0, offset: 4 },
+    { topic, partition: 2, offset: 7 },
+  ]);
+  readers.push(reader);
+  const batches = await readUntil(reader, (bs) => {
+    const got = bs.flatMap((b) => b.records);
+    return (
+      got.filter((r) => r.partition === 0).length >= 6 && got.filter((r) => r.partition === 2).length >= 3
+    );
+  });
+  const records = batches.flatMap((b) => b.records);
+  expect(records.filter((r) => r.partition === 0).map((r) => r.offset)).toEqual([4, 5, 6, 7, 8, 9]);
+  expect(records.filter((r) => r.partition === 2).map((r) => r.offset)).toEqual([7, 8, 9]);
+  expect(records.some((r) => r.partition === 1)).toBe(false);
+  const first = records.find((r) => r.partition === 0 && r.offset === 4)!;
+  expect(JSON.parse(first.value!.toString())).toEqual({ i: 12 });
+  expect(first.key!.toString()).toBe('k12');
+  for (const b of batches) expect(b.nextOffset).toBe(b.records[b.records.length - 1]!.offset + 1);
+
+  // Kafka's own committed offsets are not touched: the group is gone after close.
+  await reader.close();
+  const admin = kafka.admin();
+  await admin.connect();
+  const groups = (await admin.listGroups()).groups.map((g) => g.groupId);
+  await admin.disconnect();
+  expect(groups.filter((g) => g.startsWith('kbd-test'))).toEqual([]);
+});
+
+test('close while the consumer waits on backpressure returns promptly', async () => {
+  const topic = uniqueName('src');
+  await createTopic(topic, 1);
+  await produce(
+    topic,
+    Array.from({ length: 2000 }, (_, i) => ({ partition: 0, value: `{"i":${i}}` })),
+  );
+  const reader = await source.open([{ topic, partition: 0, offset: 0 }]);
+  await reader.next(AbortSignal.timeout(30_000));
+  const started = Date.now();
+  await reader.close();
+  expect(Date.now() - started).toBeLessThan(10_000);
+});
