@@ -21,6 +21,13 @@ export function firestoreError(error: unknown, what: string): Error {
   return new DrainError(`firestore ${what}: ${message}`, { retriable, code: String(code), cause: error });
 }
 
+interface Decision<T> {
+  result: T;
+  /** Fields to write; none means leave the document as it is. */
+  write?: FirebaseFirestore.UpdateData<FirebaseFirestore.DocumentData>;
+  alsoCreate?: [FirebaseFirestore.DocumentReference, FirebaseFirestore.DocumentData][];
+}
+
 interface PartitionDoc {
   topic: string;
   partition: number;
@@ -33,7 +40,8 @@ interface PartitionDoc {
 /**
  * Checkpoints and leases in Firestore: `pipelines/{pipeline}/partitions/{topic}~{partition}`, with a
  * continuity ledger entry per commit under `.../ledger/{fromOffset}` and run summaries under `runs/`.
- * Every write that matters is a transaction that checks the lease owner and epoch first.
+ * Every write that matters is a conditional write (compare-and-swap on the document's version) that
+ * checks the lease owner and epoch first.
  */
 export function createFirestoreCheckpoints(
   db: Firestore,
@@ -55,33 +63,51 @@ export function createFirestoreCheckpoints(
     }
   }
 
-  async function transact<T>(
+  /**
+   * Read, decide, then write only if the document is still the version that was read (a precondition on
+   * its update time), atomically with any ledger entry. Optimistic on purpose: a pessimistic transaction
+   * holds a lock between its read and its commit, and a run frozen in between (GC pause, SIGSTOP, a
+   * suspended VM) would block the run taking over until the lock times out.
+   */
+  async function compareAndSwap<T>(
     what: string,
-    body: (tx: FirebaseFirestore.Transaction) => Promise<T>,
+    ref: FirebaseFirestore.DocumentReference,
+    decide: (data: PartitionDoc | undefined, now: number) => Decision<T>,
   ): Promise<T> {
-    try {
-      return await db.runTransaction(body);
-    } catch (error) {
-      throw firestoreError(error, what);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const snapshot = await ref.get();
+        const decision = decide(snapshot.data() as PartitionDoc | undefined, clock());
+        if (decision.write === undefined) return decision.result;
+        const batch = db.batch();
+        if (snapshot.exists) batch.update(ref, decision.write, { lastUpdateTime: snapshot.updateTime! });
+        else batch.create(ref, decision.write);
+        for (const [doc, data] of decision.alsoCreate ?? []) batch.create(doc, data);
+        await batch.commit();
+        return decision.result;
+      } catch (error) {
+        const code = (error as { code?: unknown }).code;
+        // 9 FAILED_PRECONDITION / 6 ALREADY_EXISTS: someone wrote in between; read again and re-decide.
+        if ((code === 9 || code === 6) && attempt < 10) continue;
+        throw firestoreError(error, what);
+      }
     }
   }
 
   return {
     acquire: (partition, owner, ttlMs) =>
-      transact('acquire lease', async (tx) => {
-        const ref = partitionRef(partition);
-        const data = (await tx.get(ref)).data() as PartitionDoc | undefined;
-        const now = clock();
+      compareAndSwap('acquire lease', partitionRef(partition), (data, now) => {
         const heldByOther =
           data?.leaseOwner != null &&
           data.leaseOwner !== owner &&
           (data.leaseExpiresAt?.toMillis() ?? 0) > now;
-        if (heldByOther) return undefined;
+        if (heldByOther) return { result: undefined };
         const epoch = (data?.leaseEpoch ?? 0) + 1;
         const expiresAt = now + ttlMs;
-        tx.set(
-          ref,
-          {
+        const lease: Lease = { ...partition, owner, epoch, nextOffset: data?.nextOffset ?? null, expiresAt };
+        return {
+          result: lease,
+          write: {
             topic: partition.topic,
             partition: partition.partition,
             nextOffset: data?.nextOffset ?? null,
@@ -90,27 +116,22 @@ export function createFirestoreCheckpoints(
             leaseExpiresAt: Timestamp.fromMillis(expiresAt),
             leaseAcquiredAt: Timestamp.fromMillis(now),
           },
-          { merge: true },
-        );
-        const lease: Lease = { ...partition, owner, epoch, nextOffset: data?.nextOffset ?? null, expiresAt };
-        return lease;
+        };
       }),
 
     renew: (lease, ttlMs) =>
-      transact('renew lease', async (tx) => {
-        const ref = partitionRef(lease);
-        const now = clock();
-        assertHeld((await tx.get(ref)).data() as PartitionDoc | undefined, lease, now);
-        tx.update(ref, { leaseExpiresAt: Timestamp.fromMillis(now + ttlMs) });
-        return { ...lease, expiresAt: now + ttlMs };
+      compareAndSwap('renew lease', partitionRef(lease), (data, now) => {
+        assertHeld(data, lease, now);
+        return {
+          result: { ...lease, expiresAt: now + ttlMs },
+          write: { leaseExpiresAt: Timestamp.fromMillis(now + ttlMs) },
+        };
       }),
 
-    commit: (commit: CheckpointCommit, ttlMs: number) =>
-      transact('commit checkpoint', async (tx) => {
-        const { lease } = commit;
-        const ref = partitionRef(lease);
-        const now = clock();
-        const data = (await tx.get(ref)).data() as PartitionDoc | undefined;
+    commit: (commit: CheckpointCommit, ttlMs: number) => {
+      const { lease } = commit;
+      const ref = partitionRef(lease);
+      return compareAndSwap('commit checkpoint', ref, (data, now) => {
         assertHeld(data, lease, now);
         const current = data!.nextOffset;
         // Continuity: a commit must start exactly where the checkpoint stands, and only move forward.
@@ -124,35 +145,42 @@ export function createFirestoreCheckpoints(
             `a checkpoint never moves backwards (${commit.fromOffset} → ${commit.nextOffset})`,
           );
         }
-        tx.update(ref, {
-          nextOffset: commit.nextOffset,
-          leaseExpiresAt: Timestamp.fromMillis(now + ttlMs),
-          lastProgressAt: Timestamp.fromMillis(now),
-          ...(commit.lastRecordTimestamp === null
-            ? {}
-            : { lastRecordAt: Timestamp.fromMillis(commit.lastRecordTimestamp) }),
-          rowsWritten: FieldValue.increment(commit.rows),
-          deadLettered: FieldValue.increment(commit.deadLetters),
-          commits: FieldValue.increment(1),
-        });
-        tx.create(ref.collection('ledger').doc(String(commit.fromOffset).padStart(20, '0')), {
-          from: commit.fromOffset,
-          to: commit.nextOffset,
-          rows: commit.rows,
-          deadLetters: commit.deadLetters,
-          owner: lease.owner,
-          epoch: lease.epoch,
-          committedAt: Timestamp.fromMillis(now),
-        });
-        return { ...lease, expiresAt: now + ttlMs, nextOffset: commit.nextOffset };
-      }),
+        const ledgerId = `${String(commit.fromOffset).padStart(20, '0')}-${lease.epoch}`;
+        return {
+          result: { ...lease, expiresAt: now + ttlMs, nextOffset: commit.nextOffset },
+          write: {
+            nextOffset: commit.nextOffset,
+            leaseExpiresAt: Timestamp.fromMillis(now + ttlMs),
+            lastProgressAt: Timestamp.fromMillis(now),
+            ...(commit.lastRecordTimestamp === null
+              ? {}
+              : { lastRecordAt: Timestamp.fromMillis(commit.lastRecordTimestamp) }),
+            rowsWritten: FieldValue.increment(commit.rows),
+            deadLettered: FieldValue.increment(commit.deadLetters),
+            commits: FieldValue.increment(1),
+          },
+          alsoCreate: [
+            [
+              ref.collection('ledger').doc(ledgerId),
+              {
+                from: commit.fromOffset,
+                to: commit.nextOffset,
+                rows: commit.rows,
+                deadLetters: commit.deadLetters,
+                owner: lease.owner,
+                epoch: lease.epoch,
+                committedAt: Timestamp.fromMillis(now),
+              },
+            ],
+          ],
+        };
+      });
+    },
 
     release: (lease) =>
-      transact('release lease', async (tx) => {
-        const ref = partitionRef(lease);
-        const data = (await tx.get(ref)).data() as PartitionDoc | undefined;
-        if (data?.leaseOwner !== lease.owner || data.leaseEpoch !== lease.epoch) return;
-        tx.update(ref, { leaseOwner: null, leaseExpiresAt: Timestamp.fromMillis(clock()) });
+      compareAndSwap('release lease', partitionRef(lease), (data, now) => {
+        if (data?.leaseOwner !== lease.owner || data.leaseEpoch !== lease.epoch) return { result: undefined };
+        return { result: undefined, write: { leaseOwner: null, leaseExpiresAt: Timestamp.fromMillis(now) } };
       }),
 
     recordRun: async (summary: RunSummary) => {

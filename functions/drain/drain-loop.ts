@@ -277,6 +277,7 @@ export async function runDrain(
           new Date(now()),
           hardStop.signal,
         );
+        const wroteAt = now();
         if (hardStop.signal.aborted) {
           log.warn('batch abandoned at shutdown; it will be read again by the next run');
           return;
@@ -295,7 +296,13 @@ export async function runDrain(
         entry.summary.read += records.length;
         entry.summary.rowsWritten += written.rows;
         entry.summary.deadLettered += written.deadLetters;
-        log.debug('batch committed', { records: records.length, ...written, durationMs: now() - began });
+        log.debug('batch committed', {
+          records: records.length,
+          ...written,
+          writeMs: wroteAt - began,
+          commitMs: now() - wroteAt,
+          durationMs: now() - began,
+        });
       } catch (error) {
         if (error instanceof FencedError) {
           log.warn('lease lost; this run no longer touches the partition', {

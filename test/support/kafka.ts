@@ -39,3 +39,62 @@ export async function produce(
     await producer.disconnect();
   }
 }
+
+export interface ProducedLog {
+  /** Per partition, per offset: whether the record was produced malformed. */
+  offsets: Map<number, Map<number, boolean>>;
+  total: number;
+}
+
+/**
+ * A producer that keeps writing small batches to every partition until stopped; every `malformedEvery`-th
+ * record is not JSON. Returns exactly which offset got what, from Kafka's own acknowledgements.
+ */
+export function startProducer(
+  topic: string,
+  partitions: number,
+  options: { batch: number; pauseMs: number; malformedEvery: number },
+) {
+  const producer = testKafka().producer();
+  const log: ProducedLog = { offsets: new Map(), total: 0 };
+  let running = true;
+  let counter = 0;
+  const done = (async () => {
+    await producer.connect();
+    try {
+      while (running) {
+        for (let partition = 0; partition < partitions && running; partition++) {
+          const values = Array.from({ length: options.batch }, () => {
+            const i = counter++;
+            const malformed = i % options.malformedEvery === options.malformedEvery - 1;
+            return {
+              malformed,
+              value: malformed ? `{malformed ${i}` : JSON.stringify({ id: `r${i}`, n: i }),
+            };
+          });
+          const [meta] = await producer.send({
+            topic,
+            acks: -1,
+            messages: values.map((v) => ({ partition, value: v.value })),
+          });
+          const base = Number(meta!.baseOffset);
+          const offsets = log.offsets.get(partition) ?? new Map<number, boolean>();
+          values.forEach((v, k) => offsets.set(base + k, v.malformed));
+          log.offsets.set(partition, offsets);
+          log.total += values.length;
+        }
+        await new Promise((resolve) => setTimeout(resolve, options.pauseMs));
+      }
+    } finally {
+      await producer.disconnect();
+    }
+  })();
+  return {
+    log,
+    async stop(): Promise<ProducedLog> {
+      running = false;
+      await done;
+      return log;
+    },
+  };
+}

@@ -1,0 +1,207 @@
+/**
+ * Runs the real CLI as a child process against the local stack, and reads back what it left in
+ * BigQuery, Pub/Sub and Firestore. Every child is tracked: a test that leaves one running fails.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { GoogleClients } from '../../functions/job/clients.js';
+import { createTopic } from './kafka.js';
+import { pullAll } from './pubsub.js';
+import { root, stackEnv, uniqueName } from './stack.js';
+
+export const schemaFields = [
+  { name: 'id', type: 'STRING', mode: 'REQUIRED' },
+  { name: 'n', type: 'INT64', mode: 'NULLABLE' },
+  { name: 'note', type: 'STRING', mode: 'NULLABLE' },
+];
+
+export interface Pipeline {
+  id: string;
+  topic: string;
+  dataset: string;
+  table: string;
+  deadLetterTopic: string;
+  deadLetterSubscription: string;
+  env: Record<string, string>;
+}
+
+/** A fresh pipeline: its own Kafka topic, dataset, dead-letter topic (+ subscription) and Firestore path. */
+export async function createPipeline(
+  clients: GoogleClients,
+  partitions: number,
+  env: Record<string, string> = {},
+): Promise<Pipeline> {
+  const id = uniqueName('e2e').replaceAll('_', '-');
+  const topic = id;
+  const dataset = id.replaceAll('-', '_');
+  const deadLetterTopic = `${id}-dlq`;
+  const deadLetterSubscription = `${id}-dlq-sub`;
+  await createTopic(topic, partitions);
+  const [dlq] = await clients.pubsub.createTopic(deadLetterTopic);
+  await dlq.createSubscription(deadLetterSubscription);
+  const schemaFile = join(tmpdir(), `${id}.schema.json`);
+  writeFileSync(schemaFile, JSON.stringify(schemaFields));
+  const stack = stackEnv();
+  return {
+    id,
+    topic,
+    dataset,
+    table: 'events',
+    deadLetterTopic,
+    deadLetterSubscription,
+    env: {
+      ...(stack as unknown as Record<string, string>),
+      PIPELINE_ID: id,
+      KAFKA_TOPICS: topic,
+      BQ_DATASET: dataset,
+      BQ_TABLE: 'events',
+      BQ_SCHEMA_FILE: schemaFile,
+      DEAD_LETTER_TOPIC: deadLetterTopic,
+      METADATA_SERVER_DETECTION: 'none',
+      DRAIN_BUDGET_SECONDS: '60',
+      LEASE_TTL_SECONDS: '5',
+      ...env,
+    },
+  };
+}
+
+export interface JobProcess {
+  child: ChildProcess;
+  lines: Record<string, unknown>[];
+  stderr: string[];
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  summary(): Record<string, unknown> | undefined;
+}
+
+const children = new Set<ChildProcess>();
+
+export function startJob(env: Record<string, string>): JobProcess {
+  const child = spawn(process.execPath, [join(root, 'bin', 'kafka-bigquery-drain.mjs'), 'run'], {
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.add(child);
+  const lines: Record<string, unknown>[] = [];
+  const stderr: string[] = [];
+  let buffer = '';
+  child.stdout!.on('data', (chunk: Buffer) => {
+    buffer += chunk.toString();
+    let at = buffer.indexOf('\n');
+    while (at >= 0) {
+      const line = buffer.slice(0, at);
+      buffer = buffer.slice(at + 1);
+      try {
+        lines.push(JSON.parse(line) as Record<string, unknown>);
+      } catch {
+        lines.push({ unparsed: line });
+      }
+      at = buffer.indexOf('\n');
+    }
+  });
+  child.stderr!.on('data', (chunk: Buffer) => stderr.push(chunk.toString()));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+    child.on('exit', (code, signal) => {
+      children.delete(child);
+      resolve({ code, signal });
+    });
+  });
+  return { child, lines, stderr, exited, summary: () => lines.findLast((l) => l.event === 'run_summary') };
+}
+
+/** Runs the job to its end and returns its exit code and summary; fails with its output if it has none. */
+export async function runJob(env: Record<string, string>) {
+  const job = startJob(env);
+  const { code, signal } = await job.exited;
+  const summary = job.summary();
+  if (summary === undefined) {
+    throw new Error(
+      `job ended (code ${code}, signal ${signal}) without a run summary:\n${job.stderr.join('')}\n${JSON.stringify(job.lines.slice(-5))}`,
+    );
+  }
+  return {
+    code,
+    summary: summary as Record<string, unknown> & {
+      stopReason: string;
+      partitions: Record<string, unknown>[];
+    },
+    lines: job.lines,
+  };
+}
+
+/** For afterEach: fails (and cleans up) if a test left a job running. */
+export function assertNoJobsLeft(): void {
+  const left = [...children];
+  for (const child of left) child.kill('SIGKILL');
+  children.clear();
+  if (left.length > 0) throw new Error(`${left.length} job process(es) were left running`);
+}
+
+/** Every `_kafka_offset` in the target table, per partition (duplicates kept). */
+export async function tableOffsets(
+  clients: GoogleClients,
+  pipeline: Pipeline,
+): Promise<Map<number, number[]>> {
+  const [rows] = await clients.bigquery.query({
+    query: `SELECT _kafka_partition AS p, _kafka_offset AS o FROM \`${pipeline.dataset}.${pipeline.table}\``,
+  });
+  return groupOffsets(rows.map((r: { p: number; o: number }) => [r.p, r.o]));
+}
+
+/** Every dead letter on the pipeline's subscription (pulled and acknowledged), per partition. */
+export async function deadLetterOffsets(clients: GoogleClients, pipeline: Pipeline) {
+  const messages = await pullAll(clients, pipeline.deadLetterSubscription);
+  return {
+    messages,
+    offsets: groupOffsets(
+      messages.map((m) => [Number(m.attributes.source_partition), Number(m.attributes.source_offset)]),
+    ),
+  };
+}
+
+function groupOffsets(pairs: [number, number][]): Map<number, number[]> {
+  const byPartition = new Map<number, number[]>();
+  for (const [p, o] of pairs) byPartition.set(p, [...(byPartition.get(p) ?? []), o]);
+  for (const offsets of byPartition.values()) offsets.sort((a, b) => a - b);
+  return byPartition;
+}
+
+export async function checkpointsOf(
+  clients: GoogleClients,
+  pipeline: Pipeline,
+): Promise<Map<number, number | null>> {
+  const docs = await clients.firestore.collection(`pipelines/${pipeline.id}/partitions`).get();
+  return new Map(
+    docs.docs.map((d) => [d.get('partition') as number, (d.get('nextOffset') as number | null) ?? null]),
+  );
+}
+
+/** The continuity ledger of one partition, in commit order. */
+export async function ledgerOf(clients: GoogleClients, pipeline: Pipeline, partition: number) {
+  const docs = await clients.firestore
+    .collection(`pipelines/${pipeline.id}/partitions/${pipeline.topic}~${partition}/ledger`)
+    .orderBy('from')
+    .get();
+  return docs.docs.map((d) => ({
+    from: d.get('from') as number,
+    to: d.get('to') as number,
+    epoch: d.get('epoch') as number,
+    owner: d.get('owner') as string,
+  }));
+}
+
+/** Waits until `condition` holds, polling; never a fixed sleep standing in for a condition. */
+export async function waitFor<T>(
+  what: string,
+  condition: () => Promise<T | undefined | false>,
+  timeoutMs = 60_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await condition();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
