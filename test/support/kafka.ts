@@ -79,7 +79,7 @@ export function startProducer(
           });
           const base = Number(meta!.baseOffset);
           const offsets = log.offsets.get(partition) ?? new Map<number, boolean>();
-          values.forEach((v, k) => offsets.set(base + k, v.malformed));
+          for (const [k, v] of values.entries()) offsets.set(base + k, v.malformed);
           log.offsets.set(partition, offsets);
           log.total += values.length;
         }
