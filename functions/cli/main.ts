@@ -4,7 +4,7 @@
  * shows progress on stderr.
  */
 import { pathToFileURL } from 'node:url';
-import { runMain } from '../job/main.js';
+import { quietLocalAuth, runMain } from '../job/main.js';
 
 const usage = `usage: kafka-bigquery-drain <command>
 
@@ -15,6 +15,7 @@ configuration comes from the environment (see README.md); exit codes: 0 ok, 1 fa
 2 bad configuration or usage`;
 
 export async function cli(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<number> {
+  quietLocalAuth(env);
   const [command, ...rest] = argv;
   if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
     process.stderr.write(`${usage}\n`);

@@ -38,6 +38,8 @@ export interface DrainOptions {
   readonly retentionGapPolicy: 'fail' | 'skip';
   /** After a stop is asked for, how long the batch in flight may take to settle before it is abandoned. */
   readonly settleMs: number;
+  /** How many partitions may have a batch in flight at once. */
+  readonly partitionConcurrency: number;
 }
 
 export interface DrainContext {
@@ -226,19 +228,47 @@ export async function runDrain(
     return { topic: mark.topic, partition: mark.partition, offset: start };
   }
 
+  /**
+   * Partitions are drained side by side (up to `partitionConcurrency` batches in flight), each one
+   * strictly in offset order: a partition's next batch starts only when its previous one is committed.
+   */
   async function drainOpenPartitions(source: SourceReader): Promise<void> {
-    while (!stop.signal.aborted && [...owned.values()].some((p) => !p.done)) {
-      const fetched = await source.next(stop.signal);
-      if (fetched === undefined) break;
-      const entry = owned.get(partitionId(fetched));
-      if (entry === undefined || entry.done) continue;
-      await drainFetched(entry, fetched);
-      if (entry.position >= entry.end && !entry.done) {
-        entry.done = true;
-        source.finish(fetched);
+    const inFlight = new Map<string, Promise<void>>();
+    let failure: unknown;
+    let wake = new AbortController();
+    const settled = (): void => wake.abort();
+
+    while (!stop.signal.aborted && failure === undefined && [...owned.values()].some((p) => !p.done)) {
+      if (inFlight.size >= options.partitionConcurrency) {
+        await Promise.race(inFlight.values());
+        continue;
       }
-      context.onProgress?.({ recordsRead: totals.recordsRead, lag: lagByPartition() });
+      if (wake.signal.aborted) wake = new AbortController();
+      const fetched = await source.next(AbortSignal.any([stop.signal, wake.signal]));
+      if (fetched === undefined) continue; // stopped, or a batch settled: look at the state again
+      const id = partitionId(fetched);
+      const entry = owned.get(id);
+      if (entry === undefined || entry.done) continue;
+      const work = (inFlight.get(id) ?? Promise.resolve())
+        .then(() => drainFetched(entry, fetched))
+        .then(() => {
+          if (entry.position >= entry.end && !entry.done) {
+            entry.done = true;
+            source.finish(fetched);
+          }
+          context.onProgress?.({ recordsRead: totals.recordsRead, lag: lagByPartition() });
+        })
+        .catch((error: unknown) => {
+          failure ??= error;
+        })
+        .finally(() => {
+          if (inFlight.get(id) === work) inFlight.delete(id);
+          settled();
+        });
+      inFlight.set(id, work);
     }
+    await Promise.all(inFlight.values());
+    if (failure !== undefined) throw failure;
   }
 
   async function drainFetched(entry: Owned, fetched: FetchedBatch): Promise<void> {

@@ -76,6 +76,14 @@ function finishWithError(logger: Logger, pipeline: string, error: Error): number
   return code;
 }
 
+/** Against the local emulators there is no metadata server: stop the Google auth library probing for one. */
+export function quietLocalAuth(env: NodeJS.ProcessEnv): void {
+  if (env.FIRESTORE_EMULATOR_HOST && env.METADATA_SERVER_DETECTION === undefined) {
+    env.METADATA_SERVER_DETECTION = 'none';
+  }
+}
+
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  quietLocalAuth(process.env);
   process.exit(await runMain({ env: process.env }));
 }

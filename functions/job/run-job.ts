@@ -6,7 +6,7 @@ import type { DrainConfig } from '../drain/config.js';
 import { type DrainContext, runDrain } from '../drain/drain-loop.js';
 import type { Logger } from '../drain/logger.js';
 import { defaultRetryPolicy } from '../drain/retry.js';
-import type { RunSummary, Sink } from '../drain/types.js';
+import type { Checkpoints, RunSummary, Sink } from '../drain/types.js';
 import { createInsertAllSink, ensureTargetTable, insertAllLimits } from '../sinks/bigquery-sink.js';
 import { readUserSchema } from '../sinks/table-schema.js';
 import { createKafkaSource, kafkaClientOptions } from '../sources/kafka-source.js';
@@ -22,6 +22,8 @@ export interface JobIo {
   readonly onProgress?: DrainContext['onProgress'];
   /** Replaces the BigQuery sink (the benchmark's null sink). */
   readonly sink?: Sink;
+  /** Wraps the checkpoints port (the benchmark counts Firestore writes through it). */
+  readonly observeCheckpoints?: (checkpoints: Checkpoints) => Checkpoints;
 }
 
 /** Wires the real adapters from a parsed config and runs one bounded drain for this task. */
@@ -43,7 +45,9 @@ export async function runJob(config: DrainConfig, io: JobIo): Promise<RunSummary
           groupPrefix: `kafka-bigquery-drain.${config.pipelineId}.t${config.taskIndex}`,
           logger,
         }),
-        checkpoints: createFirestoreCheckpoints(clients.firestore, config.pipelineId),
+        checkpoints: (io.observeCheckpoints ?? ((c) => c))(
+          createFirestoreCheckpoints(clients.firestore, config.pipelineId),
+        ),
         sink,
         deadLetters: createPubSubDeadLetters(clients.pubsub, {
           topic: config.deadLetterTopic,
@@ -66,6 +70,7 @@ export async function runJob(config: DrainConfig, io: JobIo): Promise<RunSummary
         batchMaxBytes: config.batchMaxBytes,
         retentionGapPolicy: config.retentionGapPolicy,
         settleMs,
+        partitionConcurrency: 4,
       },
       { logger, now: Date.now, signal: io.signal, fault: io.fault, onProgress: io.onProgress },
     );

@@ -96,7 +96,7 @@ async function openReader(
   positions: readonly Position[],
   logger: Logger,
 ): Promise<SourceReader> {
-  const queue = createBatchQueue(2);
+  const queue = createBatchQueue(4);
   const finished = new Set<string>();
   const id = (p: PartitionRef) => `${p.topic}:${p.partition}`;
   // Where each partition's next fetch must start. A batch fetched from anywhere else (before the seek

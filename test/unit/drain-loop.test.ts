@@ -24,6 +24,7 @@ const options: DrainOptions = {
   batchMaxBytes: 1_000_000,
   retentionGapPolicy: 'fail',
   settleMs: 1_000,
+  partitionConcurrency: 3,
 };
 
 function logOf(

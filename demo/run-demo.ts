@@ -1,0 +1,171 @@
+/**
+ * The demo drain: on the local stack, produce a few thousand order events (a handful malformed) to a
+ * four-partition topic, run the real job once, and show what landed. Run it again: only what is new is
+ * drained, from the checkpoints the last run left.
+ */
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { v1 } from '@google-cloud/pubsub';
+import kafkajs from 'kafkajs';
+import { createGoogleClients } from '../functions/job/clients.js';
+
+const root = join(import.meta.dirname, '..');
+const stack = Object.fromEntries(
+  readFileSync(join(root, '.stack', 'env'), 'utf8')
+    .split('\n')
+    .filter((line) => line.includes('='))
+    .map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]),
+) as Record<string, string>;
+
+const pipeline = 'demo';
+const topic = 'demo-orders';
+const partitions = 4;
+const deadLetterTopic = 'demo-dead-letters';
+const deadLetterSubscription = 'demo-dead-letters-inspect';
+const records = Number(process.env.DEMO_RECORDS ?? 3000);
+
+const clients = createGoogleClients({
+  project: stack.GOOGLE_CLOUD_PROJECT!,
+  emulators: { firestore: stack.FIRESTORE_EMULATOR_HOST!, pubsub: stack.PUBSUB_EMULATOR_HOST! },
+  bigquery: {
+    apiEndpoint: stack.BIGQUERY_API_ENDPOINT!,
+    location: null,
+    dataset: 'demo',
+    table: 'orders',
+    schemaFile: '',
+    writeMode: 'insert-all',
+  },
+});
+
+async function prepare(): Promise<void> {
+  const kafka = new kafkajs.Kafka({ brokers: [stack.KAFKA_BROKERS!], logLevel: kafkajs.logLevel.NOTHING });
+  const admin = kafka.admin();
+  await admin.connect();
+  await admin.createTopics({ topics: [{ topic, numPartitions: partitions }], waitForLeaders: true });
+  await admin.disconnect();
+  const [exists] = await clients.pubsub.topic(deadLetterTopic).exists();
+  if (!exists) await clients.pubsub.createTopic(deadLetterTopic);
+  const [subExists] = await clients.pubsub.subscription(deadLetterSubscription).exists();
+  if (!subExists) await clients.pubsub.topic(deadLetterTopic).createSubscription(deadLetterSubscription);
+
+  const producer = kafka.producer();
+  await producer.connect();
+  const run = Date.now().toString(36);
+  const messages = Array.from({ length: records }, (_, i) => {
+    const order = {
+      order_id: `${run}-${i}`,
+      amount: (Math.round(Math.random() * 100_000) / 100).toFixed(2),
+      currency: ['EUR', 'USD', 'JPY'][i % 3],
+      placed_at: new Date().toISOString(),
+      items: [{ sku: `sku-${i % 17}`, quantity: 1 + (i % 3) }],
+    };
+    // A handful of bad records: broken JSON, and a field the table does not have.
+    const value =
+      i % 499 === 7
+        ? `{"order_id": "${run}-${i}", "amount": `
+        : i % 997 === 11
+          ? JSON.stringify({ ...order, coupon: 'X' })
+          : JSON.stringify(order);
+    return { key: `customer-${i % 101}`, value };
+  });
+  for (let i = 0; i < messages.length; i += 1000)
+    await producer.send({ topic, messages: messages.slice(i, i + 1000) });
+  await producer.disconnect();
+  console.log(`produced ${records} records to ${topic} (${partitions} partitions)`);
+}
+
+function runDrain(): Promise<Record<string, unknown> | undefined> {
+  console.log('running: kafka-bigquery-drain run');
+  const child = spawn(process.execPath, [join(root, 'bin', 'kafka-bigquery-drain.mjs'), 'run'], {
+    env: {
+      ...process.env,
+      ...stack,
+      METADATA_SERVER_DETECTION: 'none',
+      PIPELINE_ID: pipeline,
+      KAFKA_TOPICS: topic,
+      BQ_DATASET: 'demo',
+      BQ_TABLE: 'orders',
+      BQ_SCHEMA_FILE: join(root, 'demo', 'orders.schema.json'),
+      DEAD_LETTER_TOPIC: deadLetterTopic,
+      DRAIN_BUDGET_SECONDS: '120',
+      LEASE_TTL_SECONDS: '30',
+    },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let out = '';
+  child.stdout.on('data', (chunk: Buffer) => {
+    out += chunk.toString();
+  });
+  return new Promise((resolve) => {
+    child.on('exit', (code) => {
+      const summary = out
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line) as Record<string, unknown>)
+        .findLast((line) => line.event === 'run_summary');
+      console.log(`job exited with code ${code}`);
+      resolve(summary);
+    });
+  });
+}
+
+async function show(summary: Record<string, unknown> | undefined): Promise<void> {
+  if (summary) {
+    const { stopReason, recordsRead, rowsWritten, deadLettered, commits, durationMs } = summary;
+    console.log('\nrun summary:', {
+      stopReason,
+      recordsRead,
+      rowsWritten,
+      deadLettered,
+      commits,
+      durationMs,
+    });
+    console.table(summary.partitions);
+  }
+  const [rows] = await clients.bigquery.query({
+    query:
+      'SELECT _kafka_partition AS kafka_partition, COUNT(*) AS rows_in_table, MIN(_kafka_offset) AS min_offset, MAX(_kafka_offset) AS max_offset FROM `demo.orders` GROUP BY 1 ORDER BY 1',
+  });
+  console.log('\nBigQuery demo.orders:');
+  console.table(rows);
+
+  const subscriber = new v1.SubscriberClient({
+    apiEndpoint: clients.pubsub.options.servicePath,
+    port: Number(clients.pubsub.options.port),
+    sslCreds: clients.pubsub.options.sslCreds,
+  });
+  const subscription = `projects/${stack.GOOGLE_CLOUD_PROJECT}/subscriptions/${deadLetterSubscription}`;
+  const [pulled] = await subscriber.pull({ subscription, maxMessages: 1000, returnImmediately: true });
+  const letters = pulled.receivedMessages ?? [];
+  if (letters.length > 0)
+    await subscriber.acknowledge({ subscription, ackIds: letters.map((m) => m.ackId!) });
+  await subscriber.close();
+  console.log(`\ndead letters on ${deadLetterTopic} (new since the last demo): ${letters.length}`);
+  console.table(
+    letters.slice(0, 8).map((m) => ({
+      partition: m.message?.attributes?.source_partition,
+      offset: m.message?.attributes?.source_offset,
+      kind: m.message?.attributes?.error_kind,
+      reason: m.message?.attributes?.error_message?.slice(0, 70),
+    })),
+  );
+
+  const docs = await clients.firestore.collection(`pipelines/${pipeline}/partitions`).get();
+  console.log(`\ncheckpoints in Firestore (pipelines/${pipeline}/partitions):`);
+  console.table(
+    docs.docs.map((d) => ({
+      partition: d.id,
+      nextOffset: d.get('nextOffset'),
+      rowsWritten: d.get('rowsWritten'),
+      deadLettered: d.get('deadLettered'),
+      leaseOwner: d.get('leaseOwner'),
+    })),
+  );
+}
+
+await prepare();
+const summary = await runDrain();
+await show(summary);
+await clients.close();
+process.exit(summary?.stopReason === 'error' || summary === undefined ? 1 : 0);
