@@ -50,17 +50,23 @@ async function raw(): Promise<{ records: number; ms: number }> {
 async function drain(nullSink: boolean) {
   const config = parseConfig(process.env);
   let firestoreWrites = 0;
+  const counted =
+    <A extends unknown[], R>(writes: number, call: (...args: A) => Promise<R>) =>
+    (...args: A): Promise<R> => {
+      firestoreWrites += writes;
+      return call(...args);
+    };
   const count = (checkpoints: Checkpoints): Checkpoints => ({
     acquire: async (...args) => {
       const lease = await checkpoints.acquire(...args);
       if (lease) firestoreWrites++;
       return lease;
     },
-    renew: (...args) => (firestoreWrites++, checkpoints.renew(...args)),
+    renew: counted(1, checkpoints.renew),
     // A commit writes the partition document and its ledger entry, atomically.
-    commit: (...args) => ((firestoreWrites += 2), checkpoints.commit(...args)),
-    release: (...args) => (firestoreWrites++, checkpoints.release(...args)),
-    recordRun: (...args) => (firestoreWrites++, checkpoints.recordRun(...args)),
+    commit: counted(2, checkpoints.commit),
+    release: counted(1, checkpoints.release),
+    recordRun: counted(1, checkpoints.recordRun),
   });
   const sink: Sink | undefined = nullSink
     ? { write: async (rows) => rows.map(() => ({ ok: true as const })) }
