@@ -7,7 +7,7 @@ export default defineConfig({
     // No metadata server on loopback: tell the Google auth library not to look for one.
     env: { METADATA_SERVER_DETECTION: 'none' },
     projects: [
-      { test: { name: 'unit', include: ['test/unit/**/*.test.ts'] } },
+      { test: { name: 'unit', include: ['test/unit/**/*.test.ts'], sequence: { groupOrder: 0 } } },
       {
         test: {
           name: 'integration',
@@ -16,6 +16,7 @@ export default defineConfig({
           testTimeout: 60_000,
           hookTimeout: 120_000,
           maxWorkers: 2,
+          sequence: { groupOrder: 1 },
         },
       },
       {
@@ -26,6 +27,7 @@ export default defineConfig({
           testTimeout: 900_000,
           hookTimeout: 120_000,
           fileParallelism: false,
+          sequence: { groupOrder: 2 },
         },
       },
     ],
