@@ -165,8 +165,12 @@ export function createFirestoreCheckpoints(
               {
                 from: commit.fromOffset,
                 to: commit.nextOffset,
+                records: commit.records,
                 rows: commit.rows,
                 deadLetters: commit.deadLetters,
+                // Offsets in the range with no record: compaction or transaction markers, or (lost) retention.
+                skipped: commit.nextOffset - commit.fromOffset - commit.records,
+                lost: commit.lost === true,
                 owner: lease.owner,
                 epoch: lease.epoch,
                 committedAt: Timestamp.fromMillis(now),

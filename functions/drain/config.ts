@@ -67,9 +67,9 @@ export function parseConfig(env: Env): DrainConfig {
     }
   }
 
-  const writeMode = read.oneOf('BQ_WRITE_MODE', ['insert-all', 'merge', 'storage-write'], 'insert-all');
-  if (writeMode !== 'insert-all') {
-    throw new ConfigError('BQ_WRITE_MODE', `"${writeMode}" is not available yet; use insert-all`);
+  const writeMode = read.oneOf('BQ_WRITE_MODE', ['insert-all', 'merge', 'storage-write'], 'merge');
+  if (writeMode === 'storage-write') {
+    throw new ConfigError('BQ_WRITE_MODE', '"storage-write" is not available yet; use merge or insert-all');
   }
 
   const budgetSeconds = read.integer('DRAIN_BUDGET_SECONDS', 240, 5, 7 * 24 * 3600);

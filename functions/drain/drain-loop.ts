@@ -201,6 +201,8 @@ export async function runDrain(
       entry.lease = await commit(entry, {
         fromOffset: start,
         nextOffset: mark.logStart,
+        records: 0,
+        lost: true,
         rows: 0,
         deadLetters: 0,
         lastRecordTimestamp: null,
@@ -281,6 +283,7 @@ export async function runDrain(
       entry.lease = await commit(entry, {
         fromOffset: entry.position,
         nextOffset: endOfFetch,
+        records: 0,
         rows: 0,
         deadLetters: 0,
         lastRecordTimestamp: null,
@@ -315,6 +318,7 @@ export async function runDrain(
         entry.lease = await commit(entry, {
           fromOffset: entry.position,
           nextOffset,
+          records: records.length,
           rows: written.rows,
           deadLetters: written.deadLetters,
           lastRecordTimestamp: last.timestamp,
@@ -356,12 +360,17 @@ export async function runDrain(
     batch: {
       fromOffset: number;
       nextOffset: number;
+      records: number;
+      lost?: boolean;
       rows: number;
       deadLetters: number;
       lastRecordTimestamp: number | null;
     },
   ): Promise<Lease> {
-    const lease = await ports.checkpoints.commit({ lease: entry.lease, ...batch }, options.leaseTtlMs);
+    const pending = ports.checkpoints.commit({ lease: entry.lease, ...batch }, options.leaseTtlMs);
+    // Crash tests: die while the commit is on the wire (it may or may not have landed).
+    if (context.fault) setImmediate(() => context.fault?.('mid-commit'));
+    const lease = await pending;
     totals.commits++;
     entry.position = batch.nextOffset;
     entry.lastRenewedAt = now();

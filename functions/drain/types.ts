@@ -112,9 +112,13 @@ export interface CheckpointCommit {
   /** Where the checkpoint was before this batch. */
   readonly fromOffset: number;
   readonly nextOffset: number;
+  /** Records in [fromOffset, nextOffset); the rest of the range are offsets Kafka skipped (compaction, markers). */
+  readonly records: number;
   readonly rows: number;
   readonly deadLetters: number;
   readonly lastRecordTimestamp: number | null;
+  /** The range was lost to retention before it was read (RETENTION_GAP_POLICY=skip), not skipped by Kafka. */
+  readonly lost?: boolean;
 }
 
 /** The checkpoints port: Firestore. */

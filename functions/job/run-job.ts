@@ -8,7 +8,8 @@ import type { Logger } from '../drain/logger.js';
 import { defaultRetryPolicy } from '../drain/retry.js';
 import type { Checkpoints, RunSummary, Sink } from '../drain/types.js';
 import { createInsertAllSink, ensureTargetTable, insertAllLimits } from '../sinks/bigquery-sink.js';
-import { readUserSchema } from '../sinks/table-schema.js';
+import { createMergeSink } from '../sinks/merge-sink.js';
+import { readUserSchema, targetTableSchema } from '../sinks/table-schema.js';
 import { createKafkaSource, kafkaClientOptions } from '../sources/kafka-source.js';
 import { createGoogleClients } from './clients.js';
 
@@ -37,7 +38,22 @@ export async function runJob(config: DrainConfig, io: JobIo): Promise<RunSummary
     let sink = io.sink;
     if (sink === undefined) {
       const table = await ensureTargetTable(clients.bigquery, config.bigquery, userSchema);
-      sink = createInsertAllSink(table, { ...insertAllLimits, retry: defaultRetryPolicy, logger });
+      if (config.bigquery.writeMode === 'merge') {
+        sink = createMergeSink({
+          bigquery: clients.bigquery,
+          dataset: config.bigquery.dataset,
+          table: config.bigquery.table,
+          schema: targetTableSchema(userSchema),
+          pipelineId: config.pipelineId,
+          taskIndex: config.taskIndex,
+          runId,
+          retry: defaultRetryPolicy,
+          logger,
+          fault: io.fault,
+        });
+      } else {
+        sink = createInsertAllSink(table, { ...insertAllLimits, retry: defaultRetryPolicy, logger });
+      }
     }
     return await runDrain(
       {

@@ -16,6 +16,7 @@ function commitOf(
     lease: lease!,
     fromOffset: from,
     nextOffset: to,
+    records: to - from,
     rows: to - from,
     deadLetters: 0,
     lastRecordTimestamp: Date.now(),

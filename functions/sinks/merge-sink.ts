@@ -1,0 +1,236 @@
+import { createHash } from 'node:crypto';
+import type { BigQuery, Table } from '@google-cloud/bigquery';
+import { DrainError } from '../drain/errors.js';
+import type { Logger } from '../drain/logger.js';
+import { backoffDelay, type RetryPolicy, sleep, withRetry } from '../drain/retry.js';
+import type { RowResult, RowToWrite, Sink } from '../drain/types.js';
+import { bigQueryError, createInsertAllSink, insertAllLimits } from './bigquery-sink.js';
+import type { SchemaField } from './table-schema.js';
+
+/**
+ * `merge` mode (exactly once): a flush stages its rows, tagged with a batch id, in the task's staging
+ * table; then one MERGE inserts into the target only the rows of that batch whose (topic, partition,
+ * offset) are not there yet; only then does the drain commit the checkpoint. A replayed batch therefore
+ * inserts nothing twice, however often it is retried or a run dies.
+ *
+ * Concurrent writes from the task's partitions are gathered into one flush (one MERGE per flush, not per
+ * partition), because BigQuery allows at most 2 concurrent MERGE per table and about 25 DML per table per
+ * 10 s. The staging table is one per pipeline and task (`_kbd_staging_{pipeline}_t{task}`), created once,
+ * day-partitioned with a one-day partition expiry: no DDL per flush, and rows a crashed run staged but
+ * never merged are simply never selected again (their batch id is never reused) and expire.
+ *
+ * A batch id is derived from the run, the attempt and the offset ranges. A staging attempt that fails in
+ * any way is abandoned and the batch staged again under a new attempt's id: a timed-out insert may still
+ * land, and staging a row twice under one id would let the MERGE insert both copies.
+ */
+export interface MergeSinkOptions {
+  readonly bigquery: BigQuery;
+  readonly dataset: string;
+  readonly table: string;
+  readonly schema: readonly SchemaField[];
+  readonly pipelineId: string;
+  readonly taskIndex: number;
+  readonly runId: string;
+  readonly retry: RetryPolicy;
+  readonly logger: Logger;
+  readonly fault?: (point: string) => void;
+}
+
+export function stagingTableName(pipelineId: string, taskIndex: number): string {
+  return `_kbd_staging_${pipelineId.replaceAll('-', '_')}_t${taskIndex}`;
+}
+
+/** The offset ranges a flush covers, as `topic:partition:first-last`, sorted. */
+export function offsetRanges(rows: readonly RowToWrite[]): string[] {
+  const ranges = new Map<string, [number, number]>();
+  for (const { record } of rows) {
+    const key = `${record.topic}:${record.partition}`;
+    const range = ranges.get(key);
+    if (range === undefined) ranges.set(key, [record.offset, record.offset]);
+    else ranges.set(key, [Math.min(range[0], record.offset), Math.max(range[1], record.offset)]);
+  }
+  return [...ranges].map(([key, [from, to]]) => `${key}:${from}-${to}`).sort();
+}
+
+/** Deterministic: the same run, attempt and offset ranges give the same batch id. */
+export function batchId(runId: string, attempt: number, rows: readonly RowToWrite[]): string {
+  return createHash('sha256')
+    .update(`${runId}\n${attempt}\n${offsetRanges(rows).join('\n')}`)
+    .digest('hex')
+    .slice(0, 24);
+}
+
+/** Whole UTC days the batch's Kafka timestamps fall in: the MERGE touches only those partitions. */
+export function timestampDays(rows: readonly RowToWrite[]): { from: string; to: string } {
+  let min = Number.POSITIVE_INFINITY;
+  let max = Number.NEGATIVE_INFINITY;
+  for (const { record } of rows) {
+    min = Math.min(min, record.timestamp);
+    max = Math.max(max, record.timestamp);
+  }
+  const day = 86_400_000;
+  return {
+    from: new Date(Math.floor(min / day) * day).toISOString(),
+    to: new Date((Math.floor(max / day) + 1) * day).toISOString(),
+  };
+}
+
+/**
+ * The one statement that makes a flush land, at most once per row. The batch id is inlined (it is our
+ * own hex digest) because the local emulator ignores query parameters in MERGE.
+ */
+export function mergeStatement(
+  target: { dataset: string; table: string; columns: readonly string[] },
+  staging: string,
+  batch: string,
+  days: { from: string; to: string },
+): string {
+  if (!/^[0-9a-f]+$/.test(batch)) throw new RangeError(`batch id ${batch} is not a hex digest`);
+  const columns = target.columns.map((c) => `\`${c}\``);
+  return [
+    `MERGE \`${target.dataset}.${target.table}\` T`,
+    `USING \`${target.dataset}.${staging}\` S`,
+    'ON T._kafka_topic = S._kafka_topic AND T._kafka_partition = S._kafka_partition AND T._kafka_offset = S._kafka_offset',
+    `AND T._kafka_timestamp >= TIMESTAMP('${days.from}') AND T._kafka_timestamp < TIMESTAMP('${days.to}')`,
+    `WHEN NOT MATCHED BY TARGET AND S._kbd_batch = '${batch}' THEN`,
+    `INSERT (${columns.join(', ')}) VALUES (${columns.map((c) => `S.${c}`).join(', ')})`,
+  ].join('\n');
+}
+
+export function createMergeSink(options: MergeSinkOptions): Sink {
+  const dataset = options.bigquery.dataset(options.dataset);
+  const stagingName = stagingTableName(options.pipelineId, options.taskIndex);
+  const columns = options.schema.map((f) => f.name);
+  const waiting: {
+    rows: readonly RowToWrite[];
+    resolve: (r: RowResult[]) => void;
+    reject: (e: unknown) => void;
+  }[] = [];
+  let flushing: Promise<void> | undefined;
+  let staging: Promise<Table> | undefined;
+
+  function stagingTable(): Promise<Table> {
+    staging ??= (async () => {
+      const table = dataset.table(stagingName);
+      try {
+        const [exists] = await table.exists();
+        if (!exists) {
+          await dataset
+            .createTable(stagingName, {
+              schema: {
+                fields: [...options.schema, { name: '_kbd_batch', type: 'STRING', mode: 'REQUIRED' }],
+              },
+              timePartitioning: { type: 'DAY', field: '_ingested_at', expirationMs: String(86_400_000) },
+              clustering: { fields: ['_kbd_batch'] },
+            })
+            .catch((error: unknown) => {
+              if ((error as { code?: unknown }).code !== 409) throw error;
+            });
+        }
+        return table;
+      } catch (error) {
+        staging = undefined;
+        throw bigQueryError(error, 'create staging table');
+      }
+    })();
+    return staging;
+  }
+
+  /** Stages the rows under a fresh batch id per attempt; returns the id and each row's result. */
+  async function stage(
+    rows: RowToWrite[],
+    signal?: AbortSignal,
+  ): Promise<{ id: string; results: RowResult[] }> {
+    const table = await stagingTable();
+    const once = createInsertAllSink(table, {
+      ...insertAllLimits,
+      retry: { ...options.retry, attempts: 1 },
+      logger: options.logger,
+    });
+    for (let attempt = 1; ; attempt++) {
+      const id = batchId(options.runId, attempt, rows);
+      try {
+        const tagged = rows.map((r) => ({ ...r, row: { ...r.row, _kbd_batch: id } }));
+        return { id, results: await once.write(tagged, signal) };
+      } catch (error) {
+        if (
+          !(error instanceof DrainError && error.retriable) ||
+          attempt >= options.retry.attempts ||
+          signal?.aborted
+        ) {
+          throw error;
+        }
+        const delayMs = backoffDelay(options.retry, attempt);
+        options.logger.warn('staging failed; staging the batch again under a new id', {
+          error,
+          attempt,
+          delayMs,
+        });
+        await sleep(delayMs, signal);
+      }
+    }
+  }
+
+  async function merge(sql: string, signal?: AbortSignal): Promise<void> {
+    // The same MERGE again is harmless: retrying it is how a transient failure is survived.
+    await withRetry(
+      options.retry,
+      async () => {
+        try {
+          await options.bigquery.query({ query: sql });
+        } catch (error) {
+          const mapped = bigQueryError(error, 'merge');
+          // Concurrent DML on one table: BigQuery asks for the serialisation failure to be retried.
+          if (/could not serialize access/i.test(mapped.message)) {
+            throw new DrainError(mapped.message, { retriable: true, cause: error });
+          }
+          throw mapped;
+        }
+      },
+      (error, attempt, delayMs) => options.logger.warn('merge failed; retrying', { error, attempt, delayMs }),
+      signal,
+    );
+  }
+
+  async function flush(rows: RowToWrite[], signal?: AbortSignal): Promise<Map<string, RowResult>> {
+    const began = Date.now();
+    const { id, results } = await stage(rows, signal);
+    options.fault?.('after-stage');
+    const accepted = rows.filter((_, i) => results[i]!.ok);
+    if (accepted.length > 0) {
+      const target = { dataset: options.dataset, table: options.table, columns };
+      await merge(mergeStatement(target, stagingName, id, timestampDays(accepted)), signal);
+    }
+    options.fault?.('after-merge-before-commit');
+    options.logger.debug('flush merged', { batch: id, rows: rows.length, durationMs: Date.now() - began });
+    return new Map(rows.map((r, i) => [r.rowKey, results[i]!]));
+  }
+
+  function startFlushing(signal?: AbortSignal): void {
+    if (flushing !== undefined) return;
+    flushing = (async () => {
+      while (waiting.length > 0) {
+        const group = waiting.splice(0);
+        try {
+          const results = await flush(
+            group.flatMap((g) => g.rows),
+            signal,
+          );
+          for (const g of group) g.resolve(g.rows.map((r) => results.get(r.rowKey)!));
+        } catch (error) {
+          for (const g of group) g.reject(error);
+        }
+      }
+      flushing = undefined;
+    })();
+  }
+
+  return {
+    write(rows, signal) {
+      return new Promise((resolve, reject) => {
+        waiting.push({ rows, resolve, reject });
+        startFlushing(signal);
+      });
+    },
+  };
+}

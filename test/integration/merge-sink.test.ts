@@ -1,0 +1,123 @@
+import { afterAll, expect, test } from 'vitest';
+import { createMemoryLogger } from '../../functions/drain/logger.js';
+import { toRow } from '../../functions/drain/records.js';
+import type { RowToWrite } from '../../functions/drain/types.js';
+import { ensureTargetTable } from '../../functions/sinks/bigquery-sink.js';
+import { createMergeSink, stagingTableName } from '../../functions/sinks/merge-sink.js';
+import { targetTableSchema } from '../../functions/sinks/table-schema.js';
+import { record } from '../support/memory-ports.js';
+import { stackClients, uniqueName } from '../support/stack.js';
+
+const clients = await stackClients();
+afterAll(() => clients.close());
+const userFields = [
+  { name: 'id', type: 'STRING', mode: 'NULLABLE' as const },
+  { name: 'n', type: 'INT64', mode: 'NULLABLE' as const },
+];
+
+function sinkOn(dataset: string, runId: string, fault?: (point: string) => void) {
+  return createMergeSink({
+    bigquery: clients.bigquery,
+    dataset,
+    table: 'target',
+    schema: targetTableSchema(userFields),
+    pipelineId: 'p1',
+    taskIndex: 0,
+    runId,
+    retry: { attempts: 3, initialDelayMs: 1, maxDelayMs: 5 },
+    logger: createMemoryLogger(),
+    fault,
+  });
+}
+
+async function setup(runId: string, fault?: (point: string) => void) {
+  const dataset = uniqueName('merge');
+  await ensureTargetTable(clients.bigquery, { dataset, table: 'target', location: null }, userFields);
+  return { dataset, sink: sinkOn(dataset, runId, fault) };
+}
+
+function batch(from: number, to: number, partition = 0): RowToWrite[] {
+  return Array.from(
+    { length: to - from },
+    (_, i) =>
+      toRow(
+        record('orders', partition, from + i, { id: `r${from + i}`, n: from + i }),
+        new Date(),
+      ) as RowToWrite,
+  );
+}
+
+async function targetStats(dataset: string) {
+  const [rows] = await clients.bigquery.query({
+    query: `SELECT COUNT(*) AS c, COUNT(DISTINCT _kafka_offset) AS d FROM \`${dataset}.target\``,
+  });
+  return rows[0] as { c: number; d: number };
+}
+
+async function tables(dataset: string): Promise<string[]> {
+  // Listing tables is what an operator would do to find leftovers.
+  const [list] = await clients.bigquery.dataset(dataset).getTables();
+  return list.map((t) => t.id!).sort();
+}
+
+test('merging the same batch twice leaves one copy', async () => {
+  const { dataset, sink } = await setup('run-a');
+  const results = await sink.write(batch(0, 50));
+  expect(results.every((r) => r.ok)).toBe(true);
+  await sink.write(batch(0, 50));
+  await sink.write(batch(25, 75)); // overlaps: only 50..74 are new
+  expect(await targetStats(dataset)).toEqual({ c: 75, d: 75 });
+  // One staging table for the task, made once; no table per flush.
+  expect(await tables(dataset)).toEqual([stagingTableName('p1', 0), 'target']);
+});
+
+test('writes from several partitions at once go out as one flush, each row once', async () => {
+  const { dataset, sink } = await setup('run-b');
+  const results = await Promise.all([
+    sink.write(batch(0, 30, 0)),
+    sink.write(batch(0, 30, 1)),
+    sink.write(batch(0, 30, 2)),
+  ]);
+  expect(results.flat().every((r) => r.ok)).toBe(true);
+  const [rows] = await clients.bigquery.query({ query: `SELECT COUNT(*) AS c FROM \`${dataset}.target\`` });
+  expect(rows[0]).toEqual({ c: 90 });
+});
+
+test('rows a run staged but never merged (it crashed) are discarded; the replay lands once', async () => {
+  const crash = new Error('crash after stage');
+  const { dataset, sink } = await setup('run-c', (point) => {
+    if (point === 'after-stage') throw crash;
+  });
+  await expect(sink.write(batch(0, 40))).rejects.toBe(crash);
+  expect(await targetStats(dataset)).toEqual({ c: 0, d: 0 });
+
+  // The next run stages the same records again (some twice over the crash's) under its own batch id.
+  await sinkOn(dataset, 'run-d').write(batch(20, 60));
+  await sinkOn(dataset, 'run-e').write(batch(0, 60));
+  expect(await targetStats(dataset)).toEqual({ c: 60, d: 60 });
+  const [staged] = await clients.bigquery.query({
+    query: `SELECT COUNT(*) AS c FROM \`${dataset}.${stagingTableName('p1', 0)}\``,
+  });
+  expect(staged[0]).toEqual({ c: 40 + 40 + 60 });
+});
+
+test('a batch merged by a run that crashed before its checkpoint commit inserts nothing when replayed', async () => {
+  const crash = new Error('crash after merge');
+  const { dataset, sink } = await setup('run-f', (point) => {
+    if (point === 'after-merge-before-commit') throw crash;
+  });
+  await expect(sink.write(batch(0, 40))).rejects.toBe(crash);
+  expect(await targetStats(dataset)).toEqual({ c: 40, d: 40 });
+  await sinkOn(dataset, 'run-g').write(batch(0, 60));
+  expect(await targetStats(dataset)).toEqual({ c: 60, d: 60 });
+});
+
+test('rows BigQuery rejects in staging are returned as rejected, and not merged', async () => {
+  const { dataset, sink } = await setup('run-h');
+  const rows = batch(0, 10);
+  rows[4] = { ...rows[4]!, row: { ...rows[4]!.row, unknown_column: 1 } };
+  const results = await sink.write(rows);
+  expect(results.filter((r) => !r.ok)).toHaveLength(1);
+  expect(results[4]).toMatchObject({ ok: false, reason: expect.stringContaining('unknown_column') });
+  expect(await targetStats(dataset)).toEqual({ c: 9, d: 9 });
+});
