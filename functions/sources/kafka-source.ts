@@ -119,6 +119,23 @@ async function openReader(
     queue.fail(kafkaError(event.payload.error, 'consumer crashed'));
   });
 
+  // Position every unfinished partition where it stands, each time the group is joined: the first join,
+  // and again if kafkajs restarts the consumer after a crash (a restart forgets earlier seeks, and would
+  // otherwise resume from Kafka's default position). As kafkajs's own admin.setOffsets does, but
+  // without its wait for a fetch (5 s a run).
+  let joined: () => void = () => {};
+  const firstJoin = new Promise<void>((resolve) => {
+    joined = resolve;
+  });
+  consumer.on(consumer.events.GROUP_JOIN, () => {
+    for (const p of positions) {
+      const at = expected.get(id(p));
+      if (at !== undefined && !finished.has(id(p)))
+        consumer.seek({ topic: p.topic, partition: p.partition, offset: String(at) });
+    }
+    joined();
+  });
+
   try {
     await consumer.connect();
     await consumer.subscribe({ topics: [...new Set(positions.map((p) => p.topic))] });
@@ -158,9 +175,18 @@ async function openReader(
         await heartbeat().catch(() => {});
       },
     });
-    // Positioning after `run`, as kafkajs's own admin.setOffsets does (without its 5 s wait for a fetch).
-    for (const p of positions)
-      consumer.seek({ topic: p.topic, partition: p.partition, offset: String(p.offset) });
+    // A fresh broker may need a while to elect a group coordinator; kafkajs retries the join meanwhile.
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      firstJoin,
+      new Promise((_, reject) => {
+        timer = setTimeout(
+          () =>
+            reject(new DrainError('kafka reader did not join its group within 30 s', { retriable: true })),
+          30_000,
+        );
+      }),
+    ]).finally(() => clearTimeout(timer));
   } catch (error) {
     await consumer.disconnect().catch(() => {});
     throw kafkaError(error, 'start the reader');
