@@ -4,12 +4,18 @@
  * shows progress on stderr.
  */
 import { pathToFileURL } from 'node:url';
+import { parseConfig } from '../drain/config.js';
+import { ConfigError } from '../drain/errors.js';
+import { createGoogleClients } from '../job/clients.js';
 import { quietLocalAuth, runMain } from '../job/main.js';
+import { verifyPipeline } from '../verify/verify.js';
 
 const usage = `usage: kafka-bigquery-drain <command>
 
 commands:
-  run     drain this task's partitions once, from their checkpoints, within DRAIN_BUDGET_SECONDS
+  run              drain this task's partitions once, from their checkpoints, within DRAIN_BUDGET_SECONDS
+  verify [--json]  reconcile each partition's continuity ledger with the target table; exit 1 on any
+                   hole, gap or duplicate
 
 configuration comes from the environment (see README.md); exit codes: 0 ok, 1 failed (retry is safe),
 2 bad configuration or usage`;
@@ -28,8 +34,54 @@ export async function cli(argv: readonly string[], env: NodeJS.ProcessEnv): Prom
     }
     return runMain({ env, onProgress: process.stderr.isTTY ? progressPrinter() : undefined });
   }
+  if (command === 'verify') {
+    const json = rest.includes('--json');
+    const unknown = rest.filter((a) => a !== '--json');
+    if (unknown.length > 0) {
+      process.stderr.write(`verify: unknown argument ${unknown.join(' ')}\n${usage}\n`);
+      return 2;
+    }
+    return verify(env, json).catch((error: unknown) => {
+      process.stderr.write(`verify failed: ${error instanceof Error ? error.message : String(error)}\n`);
+      return 1;
+    });
+  }
   process.stderr.write(`unknown command "${command}"\n${usage}\n`);
   return 2;
+}
+
+async function verify(env: NodeJS.ProcessEnv, json: boolean): Promise<number> {
+  let config: ReturnType<typeof parseConfig>;
+  try {
+    config = parseConfig(env);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    process.stderr.write(`configuration error: ${error.message}\n`);
+    return 2;
+  }
+  const clients = createGoogleClients(config);
+  try {
+    const verdicts = await verifyPipeline(clients, {
+      pipelineId: config.pipelineId,
+      dataset: config.bigquery.dataset,
+      table: config.bigquery.table,
+      topics: config.kafka.topics,
+    });
+    if (json) {
+      process.stdout.write(`${JSON.stringify(verdicts)}\n`);
+    } else {
+      console.table(verdicts.map(({ gaps, ...v }) => ({ ...v, gaps: gaps.join(' ') })));
+      const bad = verdicts.filter((v) => !v.ok);
+      process.stdout.write(
+        bad.length === 0
+          ? `verify: ${verdicts.length} partitions, no hole, no gap, no duplicate\n`
+          : `verify: ${bad.length} of ${verdicts.length} partitions have holes, gaps or duplicates\n`,
+      );
+    }
+    return verdicts.every((v) => v.ok) ? 0 : 1;
+  } finally {
+    await clients.close();
+  }
 }
 
 function progressPrinter() {

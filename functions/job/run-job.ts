@@ -36,10 +36,11 @@ export async function runJob(config: DrainConfig, io: JobIo): Promise<RunSummary
   const kafka = new kafkajs.Kafka(kafkaClientOptions(config, `kafka-bigquery-drain-${config.pipelineId}`));
   try {
     let sink = io.sink;
+    let closeSink = async (): Promise<void> => {};
     if (sink === undefined) {
       const table = await ensureTargetTable(clients.bigquery, config.bigquery, userSchema);
       if (config.bigquery.writeMode === 'merge') {
-        sink = createMergeSink({
+        const merge = createMergeSink({
           bigquery: clients.bigquery,
           dataset: config.bigquery.dataset,
           table: config.bigquery.table,
@@ -50,12 +51,17 @@ export async function runJob(config: DrainConfig, io: JobIo): Promise<RunSummary
           retry: defaultRetryPolicy,
           logger,
           fault: io.fault,
+          // Older than any run can last: a staging table this old belongs to no live run.
+          leftoverAgeMs: (config.budgetSeconds + 600) * 1000,
         });
+        await merge.cleanLeftovers();
+        sink = merge;
+        closeSink = () => merge.close();
       } else {
         sink = createInsertAllSink(table, { ...insertAllLimits, retry: defaultRetryPolicy, logger });
       }
     }
-    return await runDrain(
+    const summary = await runDrain(
       {
         source: createKafkaSource(kafka, {
           groupPrefix: `kafka-bigquery-drain.${config.pipelineId}.t${config.taskIndex}`,
@@ -90,6 +96,8 @@ export async function runJob(config: DrainConfig, io: JobIo): Promise<RunSummary
       },
       { logger, now: Date.now, signal: io.signal, fault: io.fault, onProgress: io.onProgress },
     );
+    await closeSink();
+    return summary;
   } finally {
     await clients.close();
   }

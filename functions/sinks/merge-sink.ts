@@ -15,9 +15,11 @@ import type { SchemaField } from './table-schema.js';
  *
  * Concurrent writes from the task's partitions are gathered into one flush (one MERGE per flush, not per
  * partition), because BigQuery allows at most 2 concurrent MERGE per table and about 25 DML per table per
- * 10 s. The staging table is one per pipeline and task (`_kbd_staging_{pipeline}_t{task}`), created once,
- * day-partitioned with a one-day partition expiry: no DDL per flush, and rows a crashed run staged but
- * never merged are simply never selected again (their batch id is never reused) and expire.
+ * 10 s. A run stages into a table of its own, `_kbd_staging_{pipeline}_t{task}_{run}`: created once at
+ * its first flush and dropped at its end (no DDL per flush; never re-created under the same name, as
+ * streaming into a re-created table can land in the old one). A crashed run's staging table is found by
+ * its prefix and dropped by a later run of the task once it is older than any run can last; its rows
+ * were never merged, or were merged and are no longer needed. It also expires after a day by itself.
  *
  * A batch id is derived from the run, the attempt and the offset ranges. A staging attempt that fails in
  * any way is abandoned and the batch staged again under a new attempt's id: a timed-out insert may still
@@ -34,10 +36,17 @@ export interface MergeSinkOptions {
   readonly retry: RetryPolicy;
   readonly logger: Logger;
   readonly fault?: (point: string) => void;
+  /** A staging table of this task older than this belongs to no live run. */
+  readonly leftoverAgeMs: number;
 }
 
-export function stagingTableName(pipelineId: string, taskIndex: number): string {
-  return `_kbd_staging_${pipelineId.replaceAll('-', '_')}_t${taskIndex}`;
+export function stagingPrefix(pipelineId: string, taskIndex: number): string {
+  return `_kbd_staging_${pipelineId.replaceAll('-', '_')}_t${taskIndex}_`;
+}
+
+export function stagingTableName(pipelineId: string, taskIndex: number, runId: string): string {
+  const run = createHash('sha256').update(runId).digest('hex').slice(0, 12);
+  return `${stagingPrefix(pipelineId, taskIndex)}${run}`;
 }
 
 /** The offset ranges a flush covers, as `topic:partition:first-last`, sorted. */
@@ -92,14 +101,25 @@ export function mergeStatement(
     `USING \`${target.dataset}.${staging}\` S`,
     'ON T._kafka_topic = S._kafka_topic AND T._kafka_partition = S._kafka_partition AND T._kafka_offset = S._kafka_offset',
     `AND T._kafka_timestamp >= TIMESTAMP('${days.from}') AND T._kafka_timestamp < TIMESTAMP('${days.to}')`,
+    // Also in the join, so that only this batch's staged rows are joined at all (the emulator, like any
+    // engine without pruning, would otherwise join every staged row of the day).
+    `AND S._kbd_batch = '${batch}'`,
     `WHEN NOT MATCHED BY TARGET AND S._kbd_batch = '${batch}' THEN`,
     `INSERT (${columns.join(', ')}) VALUES (${columns.map((c) => `S.${c}`).join(', ')})`,
   ].join('\n');
 }
 
-export function createMergeSink(options: MergeSinkOptions): Sink {
+export interface MergeSink extends Sink {
+  /** Drops this task's staging tables left by crashed runs; returns how many. */
+  cleanLeftovers(): Promise<number>;
+  /** Drops this run's staging table. */
+  close(): Promise<void>;
+}
+
+export function createMergeSink(options: MergeSinkOptions): MergeSink {
   const dataset = options.bigquery.dataset(options.dataset);
-  const stagingName = stagingTableName(options.pipelineId, options.taskIndex);
+  const prefix = stagingPrefix(options.pipelineId, options.taskIndex);
+  const stagingName = stagingTableName(options.pipelineId, options.taskIndex, options.runId);
   const columns = options.schema.map((f) => f.name);
   const waiting: {
     rows: readonly RowToWrite[];
@@ -120,7 +140,7 @@ export function createMergeSink(options: MergeSinkOptions): Sink {
               schema: {
                 fields: [...options.schema, { name: '_kbd_batch', type: 'STRING', mode: 'REQUIRED' }],
               },
-              timePartitioning: { type: 'DAY', field: '_ingested_at', expirationMs: String(86_400_000) },
+              expirationTime: String(Date.now() + 86_400_000),
               clustering: { fields: ['_kbd_batch'] },
             })
             .catch((error: unknown) => {
@@ -232,5 +252,44 @@ export function createMergeSink(options: MergeSinkOptions): Sink {
         startFlushing(signal);
       });
     },
+
+    async cleanLeftovers() {
+      try {
+        const [tables] = await dataset.getTables();
+        let dropped = 0;
+        for (const table of tables) {
+          if (!table.id?.startsWith(prefix) || table.id === stagingName) continue;
+          const [metadata] = await table.getMetadata();
+          if (Date.now() - creationMillis(metadata.creationTime) < options.leftoverAgeMs) continue;
+          await table.delete().catch(() => {});
+          dropped++;
+        }
+        if (dropped > 0) options.logger.info('dropped staging tables left by crashed runs', { dropped });
+        return dropped;
+      } catch (error) {
+        throw bigQueryError(error, 'clean staging leftovers');
+      }
+    },
+
+    async close() {
+      await flushing;
+      if (staging === undefined) return;
+      staging = undefined;
+      await dataset
+        .table(stagingName)
+        .delete()
+        .catch((error: unknown) =>
+          options.logger.warn('dropping the staging table failed; a later run drops it', {
+            error,
+            staging: stagingName,
+          }),
+        );
+    },
   };
+}
+
+/** BigQuery reports creation time in milliseconds; the local emulator in seconds. */
+function creationMillis(value: unknown): number {
+  const n = Number(value);
+  return n < 1e12 ? n * 1000 : n;
 }

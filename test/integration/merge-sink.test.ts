@@ -3,7 +3,7 @@ import { createMemoryLogger } from '../../functions/drain/logger.js';
 import { toRow } from '../../functions/drain/records.js';
 import type { RowToWrite } from '../../functions/drain/types.js';
 import { ensureTargetTable } from '../../functions/sinks/bigquery-sink.js';
-import { createMergeSink, stagingTableName } from '../../functions/sinks/merge-sink.js';
+import { createMergeSink, stagingPrefix, stagingTableName } from '../../functions/sinks/merge-sink.js';
 import { targetTableSchema } from '../../functions/sinks/table-schema.js';
 import { record } from '../support/memory-ports.js';
 import { stackClients, uniqueName } from '../support/stack.js';
@@ -26,6 +26,7 @@ function sinkOn(dataset: string, runId: string, fault?: (point: string) => void)
     runId,
     retry: { attempts: 3, initialDelayMs: 1, maxDelayMs: 5 },
     logger: createMemoryLogger(),
+    leftoverAgeMs: 0,
     fault,
   });
 }
@@ -67,8 +68,10 @@ test('merging the same batch twice leaves one copy', async () => {
   await sink.write(batch(0, 50));
   await sink.write(batch(25, 75)); // overlaps: only 50..74 are new
   expect(await targetStats(dataset)).toEqual({ c: 75, d: 75 });
-  // One staging table for the task, made once; no table per flush.
-  expect(await tables(dataset)).toEqual([stagingTableName('p1', 0), 'target']);
+  // One staging table for the run, made once (no table per flush), dropped at the end.
+  expect(await tables(dataset)).toEqual([stagingTableName('p1', 0, 'run-a'), 'target']);
+  await sink.close();
+  expect(await tables(dataset)).toEqual(['target']);
 });
 
 test('writes from several partitions at once go out as one flush, each row once', async () => {
@@ -83,22 +86,23 @@ test('writes from several partitions at once go out as one flush, each row once'
   expect(rows[0]).toEqual({ c: 90 });
 });
 
-test('rows a run staged but never merged (it crashed) are discarded; the replay lands once', async () => {
+test('rows a run staged but never merged (it crashed) are discarded with its staging table; the replay lands once', async () => {
   const crash = new Error('crash after stage');
   const { dataset, sink } = await setup('run-c', (point) => {
     if (point === 'after-stage') throw crash;
   });
   await expect(sink.write(batch(0, 40))).rejects.toBe(crash);
   expect(await targetStats(dataset)).toEqual({ c: 0, d: 0 });
+  expect((await tables(dataset)).filter((t) => t.startsWith(stagingPrefix('p1', 0)))).toHaveLength(1);
 
-  // The next run stages the same records again (some twice over the crash's) under its own batch id.
-  await sinkOn(dataset, 'run-d').write(batch(20, 60));
-  await sinkOn(dataset, 'run-e').write(batch(0, 60));
+  // The next run of the task finds the crashed run's staging table, drops it, and replays the records.
+  const next = sinkOn(dataset, 'run-d');
+  expect(await next.cleanLeftovers()).toBe(1);
+  await next.write(batch(0, 60));
+  await next.write(batch(20, 60));
+  await next.close();
   expect(await targetStats(dataset)).toEqual({ c: 60, d: 60 });
-  const [staged] = await clients.bigquery.query({
-    query: `SELECT COUNT(*) AS c FROM \`${dataset}.${stagingTableName('p1', 0)}\``,
-  });
-  expect(staged[0]).toEqual({ c: 40 + 40 + 60 });
+  expect(await tables(dataset)).toEqual(['target']);
 });
 
 test('a batch merged by a run that crashed before its checkpoint commit inserts nothing when replayed', async () => {
@@ -108,7 +112,9 @@ test('a batch merged by a run that crashed before its checkpoint commit inserts 
   });
   await expect(sink.write(batch(0, 40))).rejects.toBe(crash);
   expect(await targetStats(dataset)).toEqual({ c: 40, d: 40 });
-  await sinkOn(dataset, 'run-g').write(batch(0, 60));
+  const replay = sinkOn(dataset, 'run-g');
+  await replay.cleanLeftovers();
+  await replay.write(batch(0, 60));
   expect(await targetStats(dataset)).toEqual({ c: 60, d: 60 });
 });
 

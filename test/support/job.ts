@@ -62,6 +62,7 @@ export async function createPipeline(
       METADATA_SERVER_DETECTION: 'none',
       DRAIN_BUDGET_SECONDS: '60',
       LEASE_TTL_SECONDS: '5',
+      BQ_WRITE_MODE: 'insert-all',
       ...env,
     },
   };
@@ -189,6 +190,33 @@ export async function ledgerOf(clients: GoogleClients, pipeline: Pipeline, parti
     epoch: d.get('epoch') as number,
     owner: d.get('owner') as string,
   }));
+}
+
+/** Runs `kafka-bigquery-drain verify --json` and returns its exit code and verdicts. */
+export async function runVerify(env: Record<string, string>) {
+  const child = spawn(process.execPath, [join(root, 'bin', 'kafka-bigquery-drain.mjs'), 'verify', '--json'], {
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (chunk: Buffer) => {
+    out += chunk.toString();
+  });
+  child.stderr.on('data', (chunk: Buffer) => {
+    err += chunk.toString();
+  });
+  const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+  if (out.trim() === '') throw new Error(`verify printed nothing (exit ${code}): ${err}`);
+  return { code, verdicts: JSON.parse(out) as Record<string, unknown>[] };
+}
+
+/** True once no partition of the pipeline is under an unexpired lease. */
+export async function leasesFree(clients: GoogleClients, pipeline: Pipeline): Promise<boolean> {
+  const docs = await clients.firestore.collection(`pipelines/${pipeline.id}/partitions`).get();
+  return docs.docs.every(
+    (d) => d.get('leaseOwner') === null || (d.get('leaseExpiresAt')?.toMillis() ?? 0) <= Date.now(),
+  );
 }
 
 /** Waits until `condition` holds, polling; never a fixed sleep standing in for a condition. */

@@ -49,8 +49,16 @@ describe('merge mode', () => {
     ).not.toBe(batchId('run-1', 1, a));
   });
 
-  test('the staging table is named after the pipeline and the task', () => {
-    expect(stagingTableName('orders-eu', 3)).toBe('_kbd_staging_orders_eu_t3');
+  test("a run's staging table is named after the pipeline, the task and the run", () => {
+    expect(stagingTableName('orders-eu', 3, 'exec-1-t3-abc')).toMatch(
+      /^_kbd_staging_orders_eu_t3_[0-9a-f]{12}$/,
+    );
+    expect(stagingTableName('orders-eu', 3, 'exec-1-t3-abc')).toBe(
+      stagingTableName('orders-eu', 3, 'exec-1-t3-abc'),
+    );
+    expect(stagingTableName('orders-eu', 3, 'exec-2-t3-abc')).not.toBe(
+      stagingTableName('orders-eu', 3, 'exec-1-t3-abc'),
+    );
   });
 
   test('a retried batch produces the same MERGE, pruned to the days of its Kafka timestamps', () => {

@@ -1,0 +1,79 @@
+/**
+ * Reconciliation of one partition: what the continuity ledger says was committed against what the target
+ * table holds. Pure, so that every verdict is unit-tested.
+ */
+export interface LedgerEntry {
+  readonly from: number;
+  readonly to: number;
+  readonly records: number;
+  readonly rows: number;
+  readonly deadLetters: number;
+  readonly lost: boolean;
+}
+
+export interface TableStats {
+  /** Rows with offsets in [ledger start, checkpoint). */
+  readonly rows: number;
+  readonly distinctOffsets: number;
+  readonly minOffset: number | null;
+  readonly maxOffset: number | null;
+}
+
+export interface PartitionVerdict {
+  topic: string;
+  partition: number;
+  from: number | null;
+  checkpoint: number | null;
+  commits: number;
+  ledgerRows: number;
+  deadLetters: number;
+  skipped: number;
+  lost: number;
+  tableRows: number;
+  duplicates: number;
+  /** Rows the ledger says were written that the table does not have. */
+  missingRows: number;
+  /** Offset ranges the ledger does not cover between its start and the checkpoint. */
+  gaps: string[];
+  ok: boolean;
+}
+
+export function reconcile(
+  partition: { topic: string; partition: number; checkpoint: number | null },
+  ledger: readonly LedgerEntry[],
+  table: TableStats,
+): PartitionVerdict {
+  const sorted = [...ledger].sort((a, b) => a.from - b.from);
+  const gaps: string[] = [];
+  for (let i = 1; i < sorted.length; i++) {
+    const previous = sorted[i - 1]!;
+    const entry = sorted[i]!;
+    if (entry.from > previous.to) gaps.push(`[${previous.to}, ${entry.from})`);
+    if (entry.from < previous.to) gaps.push(`overlap [${entry.from}, ${previous.to})`);
+  }
+  const last = sorted.at(-1);
+  if (last !== undefined && partition.checkpoint !== null && last.to !== partition.checkpoint) {
+    gaps.push(`ledger ends at ${last.to}, checkpoint is ${partition.checkpoint}`);
+  }
+  const sum = (pick: (e: LedgerEntry) => number) => sorted.reduce((n, e) => n + pick(e), 0);
+  const ledgerRows = sum((e) => e.rows);
+  const duplicates = table.rows - table.distinctOffsets;
+  const missingRows = Math.max(0, ledgerRows - table.distinctOffsets);
+  const lost = sum((e) => (e.lost ? e.to - e.from : 0));
+  return {
+    topic: partition.topic,
+    partition: partition.partition,
+    from: sorted[0]?.from ?? null,
+    checkpoint: partition.checkpoint,
+    commits: sorted.length,
+    ledgerRows,
+    deadLetters: sum((e) => e.deadLetters),
+    skipped: sum((e) => (e.lost ? 0 : e.to - e.from - e.records)),
+    lost,
+    tableRows: table.rows,
+    duplicates,
+    missingRows,
+    gaps,
+    ok: gaps.length === 0 && duplicates === 0 && missingRows === 0 && table.distinctOffsets === ledgerRows,
+  };
+}

@@ -1,0 +1,94 @@
+import { describe, expect, test } from 'vitest';
+import { type LedgerEntry, reconcile } from '../../functions/verify/reconcile.js';
+
+const entry = (
+  from: number,
+  to: number,
+  rows = to - from,
+  deadLetters = 0,
+  records = to - from,
+): LedgerEntry => ({
+  from,
+  to,
+  records,
+  rows,
+  deadLetters,
+  lost: false,
+});
+const p = { topic: 't', partition: 0 };
+
+describe('reconcile', () => {
+  test('a contiguous ledger matching the table is ok', () => {
+    const v = reconcile({ ...p, checkpoint: 30 }, [entry(0, 10), entry(10, 30, 18, 2)], {
+      rows: 28,
+      distinctOffsets: 28,
+      minOffset: 0,
+      maxOffset: 29,
+    });
+    expect(v).toMatchObject({
+      ok: true,
+      commits: 2,
+      ledgerRows: 28,
+      deadLetters: 2,
+      duplicates: 0,
+      missingRows: 0,
+      gaps: [],
+    });
+  });
+
+  test('duplicates, missing rows, gaps and overlaps are each reported', () => {
+    expect(
+      reconcile({ ...p, checkpoint: 10 }, [entry(0, 10)], {
+        rows: 12,
+        distinctOffsets: 10,
+        minOffset: 0,
+        maxOffset: 9,
+      }),
+    ).toMatchObject({ ok: false, duplicates: 2 });
+    expect(
+      reconcile({ ...p, checkpoint: 10 }, [entry(0, 10)], {
+        rows: 9,
+        distinctOffsets: 9,
+        minOffset: 0,
+        maxOffset: 9,
+      }),
+    ).toMatchObject({ ok: false, missingRows: 1 });
+    expect(
+      reconcile({ ...p, checkpoint: 30 }, [entry(0, 10), entry(20, 30)], {
+        rows: 20,
+        distinctOffsets: 20,
+        minOffset: 0,
+        maxOffset: 29,
+      }).gaps,
+    ).toEqual(['[10, 20)']);
+    expect(
+      reconcile({ ...p, checkpoint: 30 }, [entry(0, 12), entry(10, 30)], {
+        rows: 30,
+        distinctOffsets: 30,
+        minOffset: 0,
+        maxOffset: 29,
+      }).gaps,
+    ).toEqual(['overlap [10, 12)']);
+    expect(
+      reconcile({ ...p, checkpoint: 40 }, [entry(0, 30)], {
+        rows: 30,
+        distinctOffsets: 30,
+        minOffset: 0,
+        maxOffset: 29,
+      }).gaps,
+    ).toEqual(['ledger ends at 30, checkpoint is 40']);
+  });
+
+  test('offsets Kafka skipped and ranges lost to retention are counted as such, not as holes', () => {
+    const v = reconcile(
+      { ...p, checkpoint: 50 },
+      [
+        entry(0, 10, 8, 0, 8),
+        { from: 10, to: 40, records: 0, rows: 0, deadLetters: 0, lost: true },
+        entry(40, 50),
+      ],
+      { rows: 18, distinctOffsets: 18, minOffset: 0, maxOffset: 49 },
+    );
+    expect(v).toMatchObject({ ok: true, skipped: 2, lost: 30 });
+  });
+});
