@@ -1,0 +1,67 @@
+import * as pulumi from '@pulumi/pulumi';
+
+/** Everything the Pulumi program is told, read from Pulumi config once (`pulumi config set ...`). */
+export interface InfraConfig {
+  readonly project: string;
+  readonly region: string;
+  readonly pipelineId: string;
+  readonly kafkaBrokers: string;
+  readonly kafkaTopics: string;
+  readonly kafkaSaslMechanism: string | undefined;
+  /** Secret config values: they only ever reach Secret Manager, never the job's plain environment. */
+  readonly kafkaSaslUsername: pulumi.Output<string> | undefined;
+  readonly kafkaSaslPassword: pulumi.Output<string> | undefined;
+  readonly kafkaSsl: boolean;
+  readonly schemaFile: string;
+  readonly dataset: string;
+  readonly table: string;
+  readonly writeMode: 'merge' | 'insert-all';
+  readonly schedule: string;
+  readonly timeZone: string;
+  readonly taskCount: number;
+  readonly budgetSeconds: number;
+  readonly leaseTtlSeconds: number;
+  readonly idleAlertSeconds: number;
+  readonly image: string;
+  readonly maxRetries: number;
+  /** Who may call the private status function, e.g. `group:data-oncall@example.com`. */
+  readonly statusInvokers: string[];
+  /** Where alert policies notify (Cloud Monitoring notification channel ids); may be empty. */
+  readonly notificationChannels: string[];
+}
+
+export function readInfraConfig(): InfraConfig {
+  const gcp = new pulumi.Config('gcp');
+  const config = new pulumi.Config();
+  const writeMode = config.get('writeMode') ?? 'merge';
+  if (writeMode !== 'merge' && writeMode !== 'insert-all') {
+    throw new Error(`writeMode must be merge or insert-all, not ${writeMode}`);
+  }
+  const budgetSeconds = config.getNumber('budgetSeconds') ?? 240;
+  const mechanism = config.get('kafkaSaslMechanism');
+  return {
+    project: gcp.require('project'),
+    region: gcp.get('region') ?? config.get('region') ?? 'europe-west1',
+    pipelineId: config.require('pipelineId'),
+    kafkaBrokers: config.require('kafkaBrokers'),
+    kafkaTopics: config.require('kafkaTopics'),
+    kafkaSaslMechanism: mechanism,
+    kafkaSaslUsername: mechanism ? config.requireSecret('kafkaSaslUsername') : undefined,
+    kafkaSaslPassword: mechanism ? config.requireSecret('kafkaSaslPassword') : undefined,
+    kafkaSsl: config.getBoolean('kafkaSsl') ?? true,
+    schemaFile: config.require('schemaFile'),
+    dataset: config.get('dataset') ?? 'kafka_drain',
+    table: config.get('table') ?? 'events',
+    writeMode,
+    schedule: config.get('schedule') ?? '*/5 * * * *',
+    timeZone: config.get('timeZone') ?? 'Etc/UTC',
+    taskCount: config.getNumber('taskCount') ?? 1,
+    budgetSeconds,
+    leaseTtlSeconds: config.getNumber('leaseTtlSeconds') ?? 60,
+    idleAlertSeconds: config.getNumber('idleAlertSeconds') ?? 300,
+    image: config.require('image'),
+    maxRetries: config.getNumber('maxRetries') ?? 3,
+    statusInvokers: config.getObject<string[]>('statusInvokers') ?? [],
+    notificationChannels: config.getObject<string[]>('notificationChannels') ?? [],
+  };
+}

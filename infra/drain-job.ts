@@ -1,0 +1,182 @@
+import * as gcp from '@pulumi/gcp';
+import * as pulumi from '@pulumi/pulumi';
+import type { InfraConfig } from './config.js';
+import type { PipelineData } from './pipeline-data.js';
+
+/** Where the image keeps the target table's schema (the Dockerfile copies `BQ_SCHEMA_FILE` there). */
+export const schemaPathInImage = '/app/schema/target.schema.json';
+/** Cloud Run gives a task about 10 s after SIGTERM; the drain settles its batch within 6 s of it. */
+export const shutdownMarginSeconds = 60;
+
+/**
+ * The Cloud Run Job that drains, its service account with the least it needs, the Kafka credentials in
+ * Secret Manager, and the Cloud Scheduler job (with an account of its own that may only run this job).
+ */
+export class DrainJob extends pulumi.ComponentResource {
+  readonly job: gcp.cloudrunv2.Job;
+  readonly jobAccount: gcp.serviceaccount.Account;
+  readonly schedulerAccount: gcp.serviceaccount.Account;
+  readonly scheduler: gcp.cloudscheduler.Job;
+
+  constructor(name: string, config: InfraConfig, data: PipelineData, opts?: pulumi.ComponentResourceOptions) {
+    super('kafka-bigquery-drain:index:DrainJob', name, {}, opts);
+    const parent = { parent: this };
+
+    this.jobAccount = new gcp.serviceaccount.Account(
+      `${name}-job-sa`,
+      {
+        accountId: `${config.pipelineId}-drain`.slice(0, 30),
+        displayName: `kafka-bigquery-drain ${config.pipelineId}: the job`,
+      },
+      parent,
+    );
+    const jobMember = pulumi.interpolate`serviceAccount:${this.jobAccount.email}`;
+
+    // Least privilege: edit the target dataset only, run BigQuery jobs (no resource-level grant exists for
+    // that), use Firestore (likewise project level), publish to its two topics, read its two secrets.
+    new gcp.bigquery.DatasetIamMember(
+      `${name}-job-dataset-editor`,
+      { datasetId: data.dataset.datasetId, role: 'roles/bigquery.dataEditor', member: jobMember },
+      parent,
+    );
+    new gcp.projects.IAMMember(
+      `${name}-job-bigquery-jobs`,
+      { project: config.project, role: 'roles/bigquery.jobUser', member: jobMember },
+      parent,
+    );
+    new gcp.projects.IAMMember(
+      `${name}-job-firestore`,
+      { project: config.project, role: 'roles/datastore.user', member: jobMember },
+      parent,
+    );
+    for (const [key, topic] of [
+      ['dead-letters', data.deadLetterTopic],
+      ['alerts', data.alertTopic],
+    ] as const) {
+      new gcp.pubsub.TopicIAMMember(
+        `${name}-job-publishes-${key}`,
+        { topic: topic.name, role: 'roles/pubsub.publisher', member: jobMember },
+        parent,
+      );
+    }
+
+    const secretEnv: gcp.types.input.cloudrunv2.JobTemplateTemplateContainerEnv[] = [];
+    if (config.kafkaSaslMechanism !== undefined) {
+      for (const [variable, value] of [
+        ['KAFKA_SASL_USERNAME', config.kafkaSaslUsername!],
+        ['KAFKA_SASL_PASSWORD', config.kafkaSaslPassword!],
+      ] as const) {
+        const id = `${config.pipelineId}-${variable.toLowerCase().replaceAll('_', '-')}`;
+        const secret = new gcp.secretmanager.Secret(
+          `${name}-${variable}`,
+          { secretId: id, replication: { auto: {} } },
+          parent,
+        );
+        const version = new gcp.secretmanager.SecretVersion(
+          `${name}-${variable}-v`,
+          { secret: secret.id, secretData: value },
+          parent,
+        );
+        new gcp.secretmanager.SecretIamMember(
+          `${name}-job-reads-${variable}`,
+          { secretId: secret.id, role: 'roles/secretmanager.secretAccessor', member: jobMember },
+          parent,
+        );
+        secretEnv.push({
+          name: variable,
+          valueSource: { secretKeyRef: { secret: secret.secretId, version: version.version } },
+        });
+      }
+    }
+
+    const plainEnv: Record<string, pulumi.Input<string>> = {
+      PIPELINE_ID: config.pipelineId,
+      GOOGLE_CLOUD_PROJECT: config.project,
+      KAFKA_BROKERS: config.kafkaBrokers,
+      KAFKA_TOPICS: config.kafkaTopics,
+      KAFKA_SSL: String(config.kafkaSsl),
+      BQ_DATASET: data.dataset.datasetId,
+      BQ_TABLE: data.targetTable.tableId,
+      BQ_SCHEMA_FILE: schemaPathInImage,
+      BQ_WRITE_MODE: config.writeMode,
+      BQ_LOCATION: config.region,
+      DEAD_LETTER_TOPIC: data.deadLetterTopic.name,
+      ALERT_TOPIC: data.alertTopic.name,
+      DRAIN_BUDGET_SECONDS: String(config.budgetSeconds),
+      LEASE_TTL_SECONDS: String(config.leaseTtlSeconds),
+      IDLE_ALERT_SECONDS: String(config.idleAlertSeconds),
+      ...(config.kafkaSaslMechanism === undefined ? {} : { KAFKA_SASL_MECHANISM: config.kafkaSaslMechanism }),
+    };
+
+    this.job = new gcp.cloudrunv2.Job(
+      `${name}-job`,
+      {
+        name: `${config.pipelineId}-drain`,
+        location: config.region,
+        deletionProtection: false,
+        template: {
+          taskCount: config.taskCount,
+          parallelism: config.taskCount,
+          template: {
+            serviceAccount: this.jobAccount.email,
+            // The drain stops at its budget; the task timeout leaves room to settle and release leases.
+            timeout: `${config.budgetSeconds + shutdownMarginSeconds}s`,
+            maxRetries: config.maxRetries,
+            containers: [
+              {
+                image: config.image,
+                envs: [
+                  ...Object.entries(plainEnv).map(([envName, value]) => ({ name: envName, value })),
+                  ...secretEnv,
+                ],
+                resources: { limits: { cpu: '1', memory: '1Gi' } },
+              },
+            ],
+          },
+        },
+      },
+      parent,
+    );
+
+    this.schedulerAccount = new gcp.serviceaccount.Account(
+      `${name}-scheduler-sa`,
+      {
+        accountId: `${config.pipelineId}-sched`.slice(0, 30),
+        displayName: `kafka-bigquery-drain ${config.pipelineId}: the scheduler`,
+      },
+      parent,
+    );
+    // The scheduler may run this one job, nothing else.
+    const invoker = new gcp.cloudrunv2.JobIamMember(
+      `${name}-scheduler-runs-job`,
+      {
+        name: this.job.name,
+        location: config.region,
+        project: config.project,
+        role: 'roles/run.invoker',
+        member: pulumi.interpolate`serviceAccount:${this.schedulerAccount.email}`,
+      },
+      parent,
+    );
+    this.scheduler = new gcp.cloudscheduler.Job(
+      `${name}-schedule`,
+      {
+        name: `${config.pipelineId}-drain-schedule`,
+        region: config.region,
+        schedule: config.schedule,
+        timeZone: config.timeZone,
+        attemptDeadline: '60s',
+        httpTarget: {
+          httpMethod: 'POST',
+          uri: pulumi.interpolate`https://run.googleapis.com/v2/projects/${config.project}/locations/${config.region}/jobs/${this.job.name}:run`,
+          oauthToken: {
+            serviceAccountEmail: this.schedulerAccount.email,
+            scope: 'https://www.googleapis.com/auth/cloud-platform',
+          },
+        },
+      },
+      { ...parent, dependsOn: [invoker] },
+    );
+    this.registerOutputs({ job: this.job.name });
+  }
+}

@@ -1,0 +1,193 @@
+import * as gcp from '@pulumi/gcp';
+import * as pulumi from '@pulumi/pulumi';
+import type { InfraConfig } from './config.js';
+
+/** The alert kinds of DESIGN.md; each gets an alert policy when it opens. */
+export const alertKinds = ['idle', 'stalled', 'retention_gap', 'backlog'] as const;
+
+/**
+ * What an operator sees in the console without writing a query: log-based metrics from the run
+ * summaries and alert logs, alert policies, and a dashboard.
+ */
+export class PipelineMonitoring extends pulumi.ComponentResource {
+  readonly policies: gcp.monitoring.AlertPolicy[] = [];
+
+  constructor(
+    name: string,
+    config: InfraConfig,
+    jobName: pulumi.Input<string>,
+    opts?: pulumi.ComponentResourceOptions,
+  ) {
+    super('kafka-bigquery-drain:index:PipelineMonitoring', name, {}, opts);
+    const parent = { parent: this };
+    const logs = pulumi.interpolate`resource.type="cloud_run_job" AND resource.labels.job_name="${jobName}"`;
+    const summaries = pulumi.interpolate`${logs} AND jsonPayload.event="run_summary"`;
+    const prefix = `kbd_${config.pipelineId.replaceAll('-', '_')}`;
+
+    const counter = (metric: string, description: string, field: string) =>
+      new gcp.logging.Metric(
+        `${name}-${metric}`,
+        {
+          name: `${prefix}_${metric}`,
+          description,
+          filter: summaries,
+          valueExtractor: `EXTRACT(jsonPayload.${field})`,
+          metricDescriptor: { metricKind: 'DELTA', valueType: 'DISTRIBUTION', unit: '1' },
+          bucketOptions: { exponentialBuckets: { numFiniteBuckets: 20, growthFactor: 2, scale: 1 } },
+        },
+        parent,
+      );
+    const rows = counter('rows_written', 'rows written per run', 'rowsWritten');
+    const deadLetters = counter('dead_letters', 'dead letters per run', 'deadLettered');
+    const runs = new gcp.logging.Metric(
+      `${name}-runs`,
+      {
+        name: `${prefix}_runs`,
+        description: 'runs, by stop reason',
+        filter: summaries,
+        labelExtractors: { stop_reason: 'EXTRACT(jsonPayload.stopReason)' },
+        metricDescriptor: {
+          metricKind: 'DELTA',
+          valueType: 'INT64',
+          labels: [{ key: 'stop_reason', valueType: 'STRING' }],
+        },
+      },
+      parent,
+    );
+    const alerts = new gcp.logging.Metric(
+      `${name}-alerts`,
+      {
+        name: `${prefix}_alerts`,
+        description: 'gap alerts opened, by kind',
+        filter: pulumi.interpolate`${logs} AND jsonPayload.kind=("idle" OR "stalled" OR "retention_gap" OR "backlog")`,
+        labelExtractors: { kind: 'EXTRACT(jsonPayload.kind)', state: 'EXTRACT(jsonPayload.state)' },
+        metricDescriptor: {
+          metricKind: 'DELTA',
+          valueType: 'INT64',
+          labels: [
+            { key: 'kind', valueType: 'STRING' },
+            { key: 'state', valueType: 'STRING' },
+          ],
+        },
+      },
+      parent,
+    );
+
+    const policy = (
+      key: string,
+      displayName: string,
+      condition: gcp.types.input.monitoring.AlertPolicyCondition,
+    ) => {
+      const created = new gcp.monitoring.AlertPolicy(
+        `${name}-policy-${key}`,
+        {
+          displayName: `${config.pipelineId}: ${displayName}`,
+          combiner: 'OR',
+          conditions: [condition],
+          notificationChannels: config.notificationChannels,
+          documentation: {
+            content: `kafka-bigquery-drain pipeline ${config.pipelineId}: ${displayName}. See README, operations.`,
+          },
+        },
+        parent,
+      );
+      this.policies.push(created);
+      return created;
+    };
+    for (const kind of alertKinds) {
+      policy(`alert-${kind}`, `${kind} alert opened`, {
+        displayName: `${kind} opened`,
+        conditionThreshold: {
+          filter: pulumi.interpolate`metric.type="logging.googleapis.com/user/${alerts.name}" AND metric.label.kind="${kind}" AND metric.label.state="open"`,
+          comparison: 'COMPARISON_GT',
+          thresholdValue: 0,
+          duration: '0s',
+          aggregations: [{ alignmentPeriod: '300s', perSeriesAligner: 'ALIGN_SUM' }],
+        },
+      });
+    }
+    policy('dead-letter-rate', 'dead letters above 100 in 15 minutes', {
+      displayName: 'dead-letter rate',
+      conditionThreshold: {
+        filter: pulumi.interpolate`metric.type="logging.googleapis.com/user/${deadLetters.name}"`,
+        comparison: 'COMPARISON_GT',
+        thresholdValue: 100,
+        duration: '0s',
+        aggregations: [
+          { alignmentPeriod: '900s', perSeriesAligner: 'ALIGN_DELTA', crossSeriesReducer: 'REDUCE_SUM' },
+        ],
+      },
+    });
+    policy('failed-executions', 'a job execution failed', {
+      displayName: 'failed executions',
+      conditionThreshold: {
+        filter: pulumi.interpolate`metric.type="run.googleapis.com/job/completed_execution_count" AND resource.type="cloud_run_job" AND resource.label.job_name="${jobName}" AND metric.label.result="failed"`,
+        comparison: 'COMPARISON_GT',
+        thresholdValue: 0,
+        duration: '0s',
+        aggregations: [{ alignmentPeriod: '300s', perSeriesAligner: 'ALIGN_SUM' }],
+      },
+    });
+    policy('no-successful-run', 'no successful run for 3 schedule periods', {
+      displayName: 'no successful run',
+      conditionAbsent: {
+        filter: pulumi.interpolate`metric.type="logging.googleapis.com/user/${runs.name}" AND metric.label.stop_reason!="error"`,
+        duration: '900s',
+        aggregations: [{ alignmentPeriod: '300s', perSeriesAligner: 'ALIGN_SUM' }],
+      },
+    });
+
+    new gcp.monitoring.Dashboard(
+      `${name}-dashboard`,
+      {
+        dashboardJson: pulumi
+          .all([rows.name, deadLetters.name, runs.name, alerts.name])
+          .apply(([rowsMetric, deadMetric, runsMetric, alertsMetric]) =>
+            JSON.stringify({
+              displayName: `kafka-bigquery-drain: ${config.pipelineId}`,
+              mosaicLayout: {
+                columns: 12,
+                tiles: [
+                  tile(0, 0, 'rows written', rowsMetric, 'ALIGN_DELTA'),
+                  tile(6, 0, 'dead letters', deadMetric, 'ALIGN_DELTA'),
+                  tile(0, 4, 'runs by stop reason', runsMetric, 'ALIGN_SUM', 'metric.label.stop_reason'),
+                  tile(6, 4, 'alerts by kind', alertsMetric, 'ALIGN_SUM', 'metric.label.kind'),
+                ],
+              },
+            }),
+          ),
+      },
+      parent,
+    );
+    this.registerOutputs({});
+  }
+}
+
+function tile(x: number, y: number, title: string, metric: string, aligner: string, groupBy?: string) {
+  return {
+    xPos: x,
+    yPos: y,
+    width: 6,
+    height: 4,
+    widget: {
+      title,
+      xyChart: {
+        dataSets: [
+          {
+            timeSeriesQuery: {
+              timeSeriesFilter: {
+                filter: `metric.type="logging.googleapis.com/user/${metric}"`,
+                aggregation: {
+                  alignmentPeriod: '300s',
+                  perSeriesAligner: aligner,
+                  ...(groupBy ? { crossSeriesReducer: 'REDUCE_SUM', groupByFields: [groupBy] } : {}),
+                },
+              },
+            },
+            plotType: 'LINE',
+          },
+        ],
+      },
+    },
+  };
+}

@@ -1,0 +1,134 @@
+import * as gcp from '@pulumi/gcp';
+import * as pulumi from '@pulumi/pulumi';
+import {
+  readUserSchema,
+  targetTableClustering,
+  targetTablePartitioning,
+  targetTableSchema,
+} from '../functions/sinks/table-schema.js';
+import type { InfraConfig } from './config.js';
+
+/** The error table the dead-letter topic's BigQuery subscription writes (raw message, reason, origin, time). */
+export const errorTableSchema = [
+  { name: 'subscription_name', type: 'STRING', mode: 'NULLABLE' },
+  { name: 'message_id', type: 'STRING', mode: 'NULLABLE' },
+  { name: 'publish_time', type: 'TIMESTAMP', mode: 'NULLABLE' },
+  { name: 'data', type: 'BYTES', mode: 'NULLABLE', description: 'the original record value' },
+  {
+    name: 'attributes',
+    type: 'JSON',
+    mode: 'NULLABLE',
+    description:
+      'error_kind, error_message, source_topic/partition/offset/timestamp, key_base64, pipeline, execution',
+  },
+];
+
+/**
+ * Where the pipeline's data and state live: the BigQuery dataset with the target and error tables, the
+ * Firestore database, and the dead-letter and alert topics (each with a pull subscription, and the
+ * dead-letter topic with a BigQuery subscription into the error table).
+ */
+export class PipelineData extends pulumi.ComponentResource {
+  readonly dataset: gcp.bigquery.Dataset;
+  readonly targetTable: gcp.bigquery.Table;
+  readonly errorTable: gcp.bigquery.Table;
+  readonly deadLetterTopic: gcp.pubsub.Topic;
+  readonly alertTopic: gcp.pubsub.Topic;
+
+  constructor(name: string, config: InfraConfig, opts?: pulumi.ComponentResourceOptions) {
+    super('kafka-bigquery-drain:index:PipelineData', name, {}, opts);
+    const parent = { parent: this };
+
+    new gcp.firestore.Database(
+      `${name}-firestore`,
+      {
+        name: '(default)',
+        locationId: config.region,
+        type: 'FIRESTORE_NATIVE',
+        deleteProtectionState: 'DELETE_PROTECTION_ENABLED',
+      },
+      { ...parent, protect: true },
+    );
+
+    this.dataset = new gcp.bigquery.Dataset(
+      `${name}-dataset`,
+      { datasetId: config.dataset, location: config.region },
+      parent,
+    );
+    this.targetTable = new gcp.bigquery.Table(
+      `${name}-target`,
+      {
+        datasetId: this.dataset.datasetId,
+        tableId: config.table,
+        schema: JSON.stringify(targetTableSchema(readUserSchema(config.schemaFile))),
+        timePartitioning: { type: targetTablePartitioning.type, field: targetTablePartitioning.field },
+        clusterings: [...targetTableClustering],
+        deletionProtection: true,
+      },
+      parent,
+    );
+    this.errorTable = new gcp.bigquery.Table(
+      `${name}-errors`,
+      {
+        datasetId: this.dataset.datasetId,
+        tableId: `${config.table}_dead_letters`,
+        schema: JSON.stringify(errorTableSchema),
+        timePartitioning: { type: 'DAY', field: 'publish_time' },
+        deletionProtection: true,
+      },
+      parent,
+    );
+
+    this.deadLetterTopic = new gcp.pubsub.Topic(
+      `${name}-dead-letters`,
+      { name: `${config.pipelineId}-dead-letters` },
+      parent,
+    );
+    this.alertTopic = new gcp.pubsub.Topic(`${name}-alerts`, { name: `${config.pipelineId}-alerts` }, parent);
+    new gcp.pubsub.Subscription(
+      `${name}-dead-letters-pull`,
+      {
+        topic: this.deadLetterTopic.name,
+        name: `${config.pipelineId}-dead-letters-pull`,
+        messageRetentionDuration: '604800s',
+      },
+      parent,
+    );
+    new gcp.pubsub.Subscription(
+      `${name}-alerts-pull`,
+      {
+        topic: this.alertTopic.name,
+        name: `${config.pipelineId}-alerts-pull`,
+        messageRetentionDuration: '604800s',
+      },
+      parent,
+    );
+
+    // Pub/Sub's own service agent writes the error table: it may edit that table and nothing else.
+    const project = gcp.organizations.getProjectOutput({ projectId: config.project });
+    const pubsubAgent = pulumi.interpolate`serviceAccount:service-${project.number}@gcp-sa-pubsub.iam.gserviceaccount.com`;
+    const agentWrites = new gcp.bigquery.IamMember(
+      `${name}-errors-pubsub-writer`,
+      {
+        datasetId: this.dataset.datasetId,
+        tableId: this.errorTable.tableId,
+        role: 'roles/bigquery.dataEditor',
+        member: pubsubAgent,
+      },
+      parent,
+    );
+    new gcp.pubsub.Subscription(
+      `${name}-dead-letters-to-bigquery`,
+      {
+        topic: this.deadLetterTopic.name,
+        name: `${config.pipelineId}-dead-letters-bigquery`,
+        bigqueryConfig: {
+          table: pulumi.interpolate`${config.project}.${this.dataset.datasetId}.${this.errorTable.tableId}`,
+          writeMetadata: true,
+        },
+      },
+      { ...parent, dependsOn: [agentWrites] },
+    );
+    this.registerOutputs({});
+  }
+}

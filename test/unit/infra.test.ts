@@ -1,0 +1,195 @@
+import { writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import * as pulumi from '@pulumi/pulumi';
+import { beforeAll, describe, expect, test } from 'vitest';
+
+interface Registered {
+  type: string;
+  name: string;
+  inputs: Record<string, any>;
+}
+const resources: Registered[] = [];
+
+const schemaFile = join(tmpdir(), 'infra-test.schema.json');
+writeFileSync(schemaFile, JSON.stringify([{ name: 'order_id', type: 'STRING', mode: 'REQUIRED' }]));
+
+beforeAll(async () => {
+  pulumi.runtime.setMocks(
+    {
+      newResource(args) {
+        resources.push({ type: args.type, name: args.name, inputs: args.inputs });
+        const state: Record<string, unknown> = { ...args.inputs };
+        if (args.type === 'gcp:serviceaccount/account:Account')
+          state.email = `${args.inputs.accountId}@proj.iam.gserviceaccount.com`;
+        if (args.type === 'gcp:cloudrunv2/service:Service') state.uri = 'https://status.example.run.app';
+        if (args.type === 'gcp:secretmanager/secretVersion:SecretVersion') state.version = '1';
+        return { id: `${args.name}-id`, state };
+      },
+      call(args) {
+        if (args.token === 'gcp:organizations/getProject:getProject')
+          return { number: '123456789', projectId: 'proj' };
+        return args.inputs;
+      },
+    },
+    'kafka-bigquery-drain',
+    'test',
+    false,
+  );
+  pulumi.runtime.setAllConfig(
+    {
+      'gcp:project': 'proj',
+      'gcp:region': 'europe-west1',
+      'kafka-bigquery-drain:pipelineId': 'orders',
+      'kafka-bigquery-drain:kafkaBrokers': 'b1:9093,b2:9093',
+      'kafka-bigquery-drain:kafkaTopics': 'orders',
+      'kafka-bigquery-drain:kafkaSaslMechanism': 'scram-sha-512',
+      'kafka-bigquery-drain:kafkaSaslUsername': 'drain',
+      'kafka-bigquery-drain:kafkaSaslPassword': 'hunter2-secret-value',
+      'kafka-bigquery-drain:schemaFile': schemaFile,
+      'kafka-bigquery-drain:image': 'europe-west1-docker.pkg.dev/proj/drain/kafka-bigquery-drain:1',
+      'kafka-bigquery-drain:taskCount': '3',
+      'kafka-bigquery-drain:budgetSeconds': '240',
+      'kafka-bigquery-drain:statusInvokers': '["group:oncall@example.com"]',
+    },
+    ['kafka-bigquery-drain:kafkaSaslUsername', 'kafka-bigquery-drain:kafkaSaslPassword'],
+  );
+  const program = await import('../../infra/index.js');
+  // Every exported output resolves only once the resources it depends on are registered.
+  await new Promise<void>((resolve) =>
+    pulumi
+      .all([program.jobName, program.schedulerJob, program.statusUrl, program.targetTable])
+      .apply(() => resolve()),
+  );
+  await new Promise((resolve) => setTimeout(resolve, 50));
+});
+
+const ofType = (type: string) => resources.filter((r) => r.type === type);
+const one = (type: string) => {
+  const found = ofType(type);
+  expect(found, type).toHaveLength(1);
+  return found[0]!;
+};
+
+describe('the Pulumi program', () => {
+  test('the scheduler calls exactly this job :run with an OAuth token of its own account', () => {
+    const scheduler = one('gcp:cloudscheduler/job:Job');
+    const job = one('gcp:cloudrunv2/job:Job');
+    expect(scheduler.inputs.httpTarget).toMatchObject({
+      httpMethod: 'POST',
+      uri: `https://run.googleapis.com/v2/projects/proj/locations/europe-west1/jobs/${job.inputs.name}:run`,
+      oauthToken: {
+        serviceAccountEmail: 'orders-sched@proj.iam.gserviceaccount.com',
+        scope: 'https://www.googleapis.com/auth/cloud-platform',
+      },
+    });
+    expect(scheduler.inputs.httpTarget.oidcToken).toBeUndefined();
+    // The scheduler's account may run this job and nothing else.
+    const grants = resources.filter(
+      (r) => r.inputs.member === 'serviceAccount:orders-sched@proj.iam.gserviceaccount.com',
+    );
+    expect(grants.map((g) => [g.type, g.inputs.role, g.inputs.name])).toEqual([
+      ['gcp:cloudrunv2/jobIamMember:JobIamMember', 'roles/run.invoker', job.inputs.name],
+    ]);
+  });
+
+  test("the job's environment follows the config contract and takes Kafka credentials from Secret Manager", () => {
+    const job = one('gcp:cloudrunv2/job:Job');
+    const template = job.inputs.template;
+    expect(template).toMatchObject({ taskCount: 3, parallelism: 3 });
+    expect(Number.parseInt(template.template.timeout, 10)).toBeGreaterThan(240 + 10);
+    const envs: { name: string; value?: string; valueSource?: any }[] = template.template.containers[0].envs;
+    const plain = Object.fromEntries(envs.filter((e) => e.value !== undefined).map((e) => [e.name, e.value]));
+    expect(plain).toMatchObject({
+      PIPELINE_ID: 'orders',
+      GOOGLE_CLOUD_PROJECT: 'proj',
+      KAFKA_BROKERS: 'b1:9093,b2:9093',
+      KAFKA_TOPICS: 'orders',
+      KAFKA_SASL_MECHANISM: 'scram-sha-512',
+      BQ_WRITE_MODE: 'merge',
+      DEAD_LETTER_TOPIC: 'orders-dead-letters',
+      ALERT_TOPIC: 'orders-alerts',
+      DRAIN_BUDGET_SECONDS: '240',
+    });
+    for (const name of ['KAFKA_SASL_USERNAME', 'KAFKA_SASL_PASSWORD']) {
+      const env = envs.find((e) => e.name === name)!;
+      expect(env.value).toBeUndefined();
+      expect(env.valueSource.secretKeyRef.secret).toMatch(/^orders-kafka-sasl-/);
+    }
+    // The secret value reaches Secret Manager and nothing else.
+    const carrying = resources.filter((r) => JSON.stringify(r.inputs).includes('hunter2-secret-value'));
+    expect(carrying.map((r) => r.type)).toEqual(['gcp:secretmanager/secretVersion:SecretVersion']);
+  });
+
+  test('every IAM grant is allow-listed, scoped to a resource where one exists, and never primitive', () => {
+    const grants = resources.filter((r) => /Iam|IAM/.test(r.type));
+    expect(grants.length).toBeGreaterThan(5);
+    const allowed: Record<string, string[]> = {
+      'gcp:bigquery/datasetIamMember:DatasetIamMember': ['roles/bigquery.dataEditor'],
+      'gcp:bigquery/iamMember:IamMember': ['roles/bigquery.dataEditor'],
+      'gcp:pubsub/topicIAMMember:TopicIAMMember': ['roles/pubsub.publisher'],
+      'gcp:secretmanager/secretIamMember:SecretIamMember': ['roles/secretmanager.secretAccessor'],
+      'gcp:cloudrunv2/jobIamMember:JobIamMember': ['roles/run.invoker'],
+      'gcp:cloudrunv2/serviceIamMember:ServiceIamMember': ['roles/run.invoker'],
+      // Project level only where no resource-level grant exists.
+      'gcp:projects/iAMMember:IAMMember': ['roles/bigquery.jobUser', 'roles/datastore.user'],
+    };
+    for (const grant of grants) {
+      expect(allowed[grant.type], grant.type).toBeDefined();
+      expect(allowed[grant.type]).toContain(grant.inputs.role);
+      expect(grant.inputs.role).not.toMatch(/^roles\/(owner|editor|viewer)$/);
+      expect(grant.inputs.member).not.toMatch(/allUsers|allAuthenticatedUsers/);
+    }
+    expect(ofType('gcp:projects/iAMBinding:IAMBinding')).toEqual([]);
+    expect(ofType('gcp:projects/iAMPolicy:IAMPolicy')).toEqual([]);
+    // The job may publish to exactly its two topics.
+    const publishes = ofType('gcp:pubsub/topicIAMMember:TopicIAMMember')
+      .map((g) => g.inputs.topic)
+      .sort();
+    expect(publishes).toEqual(['orders-alerts', 'orders-dead-letters']);
+  });
+
+  test('the target table carries the metadata columns, day partitions and clustering; the error table exists', () => {
+    const tables = ofType('gcp:bigquery/table:Table');
+    const target = tables.find((t) => t.inputs.tableId === 'events')!;
+    const columns = JSON.parse(target.inputs.schema).map((f: { name: string }) => f.name);
+    expect(columns).toEqual([
+      'order_id',
+      '_kafka_topic',
+      '_kafka_partition',
+      '_kafka_offset',
+      '_kafka_timestamp',
+      '_kafka_key',
+      '_ingested_at',
+    ]);
+    expect(target.inputs.timePartitioning).toEqual({ type: 'DAY', field: '_kafka_timestamp' });
+    expect(target.inputs.clusterings).toEqual(['_kafka_topic', '_kafka_partition', '_kafka_offset']);
+    const errors = tables.find((t) => t.inputs.tableId === 'events_dead_letters')!;
+    expect(JSON.parse(errors.inputs.schema).map((f: { name: string }) => f.name)).toContain('attributes');
+    const bigquerySubscription = ofType('gcp:pubsub/subscription:Subscription').find(
+      (s) => s.inputs.bigqueryConfig,
+    );
+    expect(bigquerySubscription!.inputs).toMatchObject({
+      topic: 'orders-dead-letters',
+      bigqueryConfig: { writeMetadata: true },
+    });
+  });
+
+  test('alert policies exist for every alert kind, failed executions, dead-letter rate and missing runs', () => {
+    const names = ofType('gcp:monitoring/alertPolicy:AlertPolicy').map((p) => p.inputs.displayName);
+    for (const kind of ['idle', 'stalled', 'retention_gap', 'backlog'])
+      expect(names).toContain(`orders: ${kind} alert opened`);
+    expect(names).toContain('orders: a job execution failed');
+    expect(names).toContain('orders: dead letters above 100 in 15 minutes');
+    expect(names).toContain('orders: no successful run for 3 schedule periods');
+    expect(ofType('gcp:monitoring/dashboard:Dashboard')).toHaveLength(1);
+    expect(ofType('gcp:logging/metric:Metric').length).toBeGreaterThanOrEqual(4);
+  });
+
+  test('the status function is private: only the configured principals may invoke it', () => {
+    const service = one('gcp:cloudrunv2/service:Service');
+    expect(service.inputs.template.containers[0].args).toContain('--target=status');
+    const invokers = ofType('gcp:cloudrunv2/serviceIamMember:ServiceIamMember');
+    expect(invokers.map((i) => i.inputs.member)).toEqual(['group:oncall@example.com']);
+  });
+});
