@@ -16,11 +16,9 @@ functions.http('status', async (_request, response) => {
   try {
     config = parseConfig(process.env);
   } catch (error) {
-    response
-      .status(500)
-      .json({
-        error: error instanceof ConfigError ? `configuration error: ${error.message}` : 'configuration error',
-      });
+    response.status(500).json({
+      error: error instanceof ConfigError ? `configuration error: ${error.message}` : 'configuration error',
+    });
     return;
   }
   const clients = createGoogleClients(config);
