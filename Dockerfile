@@ -1,0 +1,22 @@
+# The Cloud Run Job's image: the compiled drain with production dependencies only.
+#   docker build --build-arg SCHEMA_FILE=path/to/your.schema.json -t REGION-docker.pkg.dev/PROJECT/REPO/kafka-bigquery-drain:TAG .
+FROM node:20-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --ignore-scripts
+COPY tsconfig.json tsconfig.build.json ./
+COPY functions ./functions
+RUN npm run build
+
+FROM node:20-bookworm-slim
+ENV NODE_ENV=production
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --ignore-scripts && npm cache clean --force
+COPY --from=build /app/dist ./dist
+COPY bin ./bin
+# The target table's user columns (BQ_SCHEMA_FILE points here; the same file feeds `pulumi up`).
+ARG SCHEMA_FILE=schema/target.schema.json
+COPY ${SCHEMA_FILE} /app/schema/target.schema.json
+USER node
+ENTRYPOINT ["node", "dist/functions/job/main.js"]

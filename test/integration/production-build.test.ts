@@ -1,0 +1,67 @@
+/**
+ * What the Dockerfile runs, as far as this machine allows (no Docker engine here): the production build
+ * from the sources, an entry point that imports no development dependency, and the job starting from
+ * the compiled code.
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { createPipeline } from '../support/job.js';
+import { produce } from '../support/kafka.js';
+import { root, stackClients } from '../support/stack.js';
+
+const clients = await stackClients();
+afterAll(() => clients.close());
+const dist = join(root, 'dist');
+const main = join(dist, 'functions', 'job', 'main.js');
+
+beforeAll(() => {
+  execFileSync('npm', ['run', 'build'], { cwd: root, stdio: 'pipe' });
+}, 120_000);
+
+function files(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? files(join(dir, e.name)) : [join(dir, e.name)],
+  );
+}
+
+test('the production build imports no development dependency', () => {
+  const { devDependencies } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
+    devDependencies: Record<string, string>;
+  };
+  const compiled = files(join(dist, 'functions')).filter((f) => f.endsWith('.js'));
+  expect(compiled.length).toBeGreaterThan(10);
+  for (const file of compiled) {
+    const text = readFileSync(file, 'utf8');
+    for (const dev of Object.keys(devDependencies))
+      expect(text, `${file} imports ${dev}`).not.toMatch(new RegExp(`from ['"]${dev}['"/]`));
+  }
+});
+
+test('the compiled job refuses a bad configuration with exit 2, naming the variable', () => {
+  const run = spawnSync(process.execPath, [main], { env: { PATH: process.env.PATH }, encoding: 'utf8' });
+  expect(run.status).toBe(2);
+  const line = JSON.parse(run.stdout.trim().split('\n').at(-1)!) as Record<string, unknown>;
+  expect(line).toMatchObject({ severity: 'ERROR', event: 'config_error', variable: 'PIPELINE_ID' });
+});
+
+test('the compiled job drains', async () => {
+  const pipeline = await createPipeline(clients, 1);
+  await produce(pipeline.topic, [
+    { partition: 0, value: '{"id":"a"}' },
+    { partition: 0, value: 'not json' },
+  ]);
+  const run = spawnSync(process.execPath, [main], {
+    env: { PATH: process.env.PATH, ...pipeline.env },
+    encoding: 'utf8',
+  });
+  expect(run.status).toBe(0);
+  const summary = JSON.parse(run.stdout.trim().split('\n').at(-1)!) as Record<string, unknown>;
+  expect(summary).toMatchObject({
+    event: 'run_summary',
+    stopReason: 'caught_up',
+    rowsWritten: 1,
+    deadLettered: 1,
+  });
+});
