@@ -60,7 +60,6 @@ interface Owned {
   /** The end offset seen at start: this run reads up to here and no further. */
   end: number;
   done: boolean;
-  committing: boolean;
   lastRenewedAt: number;
 }
 
@@ -177,7 +176,6 @@ export async function runDrain(
       position: start,
       end: mark.end,
       done: false,
-      committing: false,
       lastRenewedAt: now(),
     };
     owned.set(id, entry);
@@ -302,16 +300,15 @@ export async function runDrain(
         to: nextOffset,
       });
       const began = now();
-      entry.committing = true;
       try {
-        const written = await writeBatch(
-          records,
-          { ...ports, fault: context.fault },
-          new Date(now()),
+        // At a hard stop the batch is abandoned, not awaited: a write still on the wire may land, and
+        // the next run replays it (merge mode inserts nothing twice).
+        const written = await untilAborted(
+          writeBatch(records, { ...ports, fault: context.fault }, new Date(now()), hardStop.signal),
           hardStop.signal,
         );
         const wroteAt = now();
-        if (hardStop.signal.aborted) {
+        if (written === undefined || hardStop.signal.aborted) {
           log.warn('batch abandoned at shutdown; it will be read again by the next run');
           return;
         }
@@ -349,8 +346,6 @@ export async function runDrain(
         }
         entry.summary.skipped = 'error';
         throw error;
-      } finally {
-        entry.committing = false;
       }
     }
   }
@@ -381,7 +376,9 @@ export async function runDrain(
 
   async function renewLeases(): Promise<void> {
     for (const entry of owned.values()) {
-      if (entry.done || entry.committing || now() - entry.lastRenewedAt < options.leaseTtlMs / 3) continue;
+      // Renewed even while a batch is being written: a slow write (a long MERGE, retries) must not let
+      // the lease lapse. A renewal racing a commit is settled by the compare-and-swap.
+      if (entry.done || now() - entry.lastRenewedAt < options.leaseTtlMs / 3) continue;
       entry.lastRenewedAt = now();
       try {
         entry.lease = await ports.checkpoints.renew(entry.lease, options.leaseTtlMs);
@@ -421,4 +418,29 @@ export async function runDrain(
   function lagByPartition(): Map<string, number> {
     return new Map([...owned].map(([id, p]) => [id, Math.max(0, p.end - p.position)]));
   }
+}
+
+/** Resolves with the promise's value, or with undefined as soon as the signal aborts. */
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T | undefined> {
+  if (signal.aborted) {
+    promise.catch(() => {});
+    return Promise.resolve(undefined);
+  }
+  return new Promise((resolve, reject) => {
+    const onAbort = (): void => {
+      promise.catch(() => {});
+      resolve(undefined);
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
 }

@@ -272,7 +272,7 @@ export function createMergeSink(options: MergeSinkOptions): MergeSink {
     },
 
     async close() {
-      await flushing;
+      // Not waiting for a flush still in flight: at a hard stop it is abandoned (its batch uncommitted).
       if (staging === undefined) return;
       staging = undefined;
       await dataset

@@ -245,4 +245,29 @@ describe('runDrain', () => {
     expect([...touchedA, ...touchedB].sort()).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
     expect(touchedA.filter((p) => touchedB.includes(p))).toEqual([]);
   });
+
+  test('a write slower than the lease TTL keeps its lease: renewals go on while it is in flight', async () => {
+    const { ports, checkpoints, context } = setup(logOf(1, 4));
+    const realWrite = ports.sink.write.bind(ports.sink);
+    ports.sink.write = async (rows) => {
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      return realWrite(rows);
+    };
+    const summary = await runDrain(ports, { ...options, leaseTtlMs: 300 }, context);
+
+    expect(summary.partitions[0]!.skipped).toBeUndefined();
+    expect(checkpoints.checkpoint({ topic: 't', partition: 0 })).toBe(4);
+  });
+
+  test('at a hard stop a write that does not return is abandoned: the run ends, nothing is committed for it', async () => {
+    const { ports, checkpoints, context } = setup(logOf(1, 10));
+    ports.sink.write = () => new Promise(() => {});
+    const started = Date.now();
+    const summary = await runDrain(ports, { ...options, budgetMs: 200, settleMs: 200 }, context);
+
+    expect(summary.stopReason).toBe('budget');
+    expect(Date.now() - started).toBeLessThan(2_000);
+    expect(checkpoints.checkpoint({ topic: 't', partition: 0 })).toBeNull();
+    expect(checkpoints.partitions.get('t~0')!.leaseOwner).toBeNull();
+  });
 });
