@@ -83,7 +83,7 @@ describe.each([
     let kills = 0;
     while (kills < randomKills) {
       const job = startJob(pipeline.env);
-      await new Promise((resolve) => setTimeout(resolve, 300 + Math.random() * 2500));
+      await new Promise((resolve) => setTimeout(resolve, 200 + Math.random() * 1800));
       const alive = job.child.exitCode === null && job.child.signalCode === null;
       job.child.kill('SIGKILL');
       await job.exited;
