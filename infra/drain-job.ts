@@ -17,10 +17,24 @@ export class DrainJob extends pulumi.ComponentResource {
   readonly jobAccount: gcp.serviceaccount.Account;
   readonly schedulerAccount: gcp.serviceaccount.Account;
   readonly scheduler: gcp.cloudscheduler.Job;
+  /** Where the image is pushed: `{region}-docker.pkg.dev/{project}/{pipeline}-drain`. */
+  readonly imageRepository: pulumi.Output<string>;
 
   constructor(name: string, config: InfraConfig, data: PipelineData, opts?: pulumi.ComponentResourceOptions) {
     super('kafka-bigquery-drain:index:DrainJob', name, {}, opts);
     const parent = { parent: this };
+
+    const repository = new gcp.artifactregistry.Repository(
+      `${name}-images`,
+      {
+        repositoryId: `${config.pipelineId}-drain`,
+        location: config.region,
+        format: 'DOCKER',
+        description: 'kafka-bigquery-drain images',
+      },
+      parent,
+    );
+    this.imageRepository = pulumi.interpolate`${config.region}-docker.pkg.dev/${config.project}/${repository.repositoryId}`;
 
     this.jobAccount = new gcp.serviceaccount.Account(
       `${name}-job-sa`,

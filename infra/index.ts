@@ -15,6 +15,7 @@ const status = new StatusService('status', config, drain);
 new PipelineMonitoring('monitoring', config, drain.job.name);
 
 export const jobName = drain.job.name;
+export const imageRepository = drain.imageRepository;
 export const schedulerJob = drain.scheduler.name;
 export const statusUrl = status.service.uri;
 export const deadLetterTopic = data.deadLetterTopic.name;

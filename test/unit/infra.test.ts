@@ -186,6 +186,13 @@ describe('the Pulumi program', () => {
     expect(ofType('gcp:logging/metric:Metric').length).toBeGreaterThanOrEqual(4);
   });
 
+  test('an Artifact Registry repository holds the image', () => {
+    expect(one('gcp:artifactregistry/repository:Repository').inputs).toMatchObject({
+      format: 'DOCKER',
+      location: 'europe-west1',
+    });
+  });
+
   test('the status function is private: only the configured principals may invoke it', () => {
     const service = one('gcp:cloudrunv2/service:Service');
     expect(service.inputs.template.containers[0].args).toContain('--target=status');
