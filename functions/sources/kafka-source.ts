@@ -2,6 +2,7 @@ import kafkajs, { type Consumer, type Kafka, type KafkaConfig } from 'kafkajs';
 import type { DrainConfig } from '../drain/config.js';
 import { DrainError } from '../drain/errors.js';
 import type { Logger } from '../drain/logger.js';
+import { sleep } from '../drain/retry.js';
 import type {
   FetchedBatch,
   KafkaRecord,
@@ -115,7 +116,13 @@ async function openReader(
     expected.set(id(p), nextOffset);
     void queue.push({ topic: p.topic, partition: p.partition, records: [], nextOffset });
   });
+  // kafkajs restarts the consumer after a retriable crash (a fresh broker's group coordinator not being
+  // ready yet, say); the reader fails only when it will not.
   consumer.on(consumer.events.CRASH, (event) => {
+    if (event.payload.restart) {
+      logger.warn('kafka reader crashed; kafkajs restarts it', { error: event.payload.error });
+      return;
+    }
     queue.fail(kafkaError(event.payload.error, 'consumer crashed'));
   });
 
@@ -207,11 +214,22 @@ async function openReader(
         .disconnect()
         .catch((error: unknown) => logger.warn('kafka reader disconnect failed', { error }));
       // Nothing was ever committed for the group (auto-commit is off); deleting it keeps the broker tidy.
-      await admin
-        .connect()
-        .then(() => admin.deleteGroups([groupId]))
-        .catch(() => {})
-        .finally(() => admin.disconnect().catch(() => {}));
+      // Right after the member left, the broker may still call the group non-empty: try a few times.
+      try {
+        await admin.connect();
+        for (let attempt = 1; attempt <= 5; attempt++) {
+          const deleted = await admin.deleteGroups([groupId]).then(
+            () => true,
+            () => false,
+          );
+          if (deleted) break;
+          await sleep(200 * attempt);
+        }
+      } catch (error) {
+        logger.debug('kafka reader group not deleted; the broker expires it', { error, groupId });
+      } finally {
+        await admin.disconnect().catch(() => {});
+      }
     },
   };
 }

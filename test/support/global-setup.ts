@@ -4,9 +4,10 @@ import { join } from 'node:path';
 
 const root = join(import.meta.dirname, '..', '..');
 const stack = join(root, 'stack', 'stack.sh');
+const stackDir = process.env.KBD_STACK_DIR ?? join(root, '.stack');
 
 function running(): boolean {
-  const pids = join(root, '.stack', 'pids');
+  const pids = join(stackDir, 'pids');
   return ['kafka', 'firestore', 'pubsub', 'bigquery'].every((s) => existsSync(join(pids, `${s}.pid`)));
 }
 
@@ -20,7 +21,7 @@ export default function setup(): () => void {
       `the local stack did not come up (see the lines above and .stack/logs/): ${String(error)}`,
     );
   }
-  const env = readFileSync(join(root, '.stack', 'env'), 'utf8');
+  const env = readFileSync(join(stackDir, 'env'), 'utf8');
   if (!env.includes('KAFKA_BROKERS=')) throw new Error('.stack/env is incomplete');
   return () => {
     if (!wasRunning && process.env.KBD_KEEP_STACK !== '1') {

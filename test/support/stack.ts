@@ -3,6 +3,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 export const root = join(import.meta.dirname, '..', '..');
+/** Where `stack/stack.sh` keeps its state (KBD_STACK_DIR moves it, e.g. for a second stack). */
+export const stackDir = process.env.KBD_STACK_DIR ?? join(root, '.stack');
 
 export interface StackEnv {
   KAFKA_BROKERS: string;
@@ -14,7 +16,7 @@ export interface StackEnv {
 
 /** Where the local stack runs, as `stack/stack.sh up` wrote it. */
 export function stackEnv(): StackEnv {
-  const text = readFileSync(join(root, '.stack', 'env'), 'utf8');
+  const text = readFileSync(join(stackDir, 'env'), 'utf8');
   const env: Record<string, string> = {};
   for (const line of text.split('\n')) {
     const at = line.indexOf('=');
