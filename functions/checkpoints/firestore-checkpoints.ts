@@ -1,7 +1,14 @@
 import { FieldValue, type Firestore, Timestamp } from '@google-cloud/firestore';
 import { partitionId } from '../drain/assignment.js';
 import { DrainError, FencedError } from '../drain/errors.js';
-import type { CheckpointCommit, Checkpoints, Lease, PartitionRef, RunSummary } from '../drain/types.js';
+import type {
+  CheckpointCommit,
+  CheckpointControls,
+  Checkpoints,
+  Lease,
+  PartitionRef,
+  RunSummary,
+} from '../drain/types.js';
 
 /** gRPC status codes from Firestore that are worth another try; every other code is fatal. */
 const retriableGrpcCodes = new Map<number, string>([
@@ -31,6 +38,7 @@ interface Decision<T> {
 interface PartitionDoc {
   topic: string;
   partition: number;
+  paused?: boolean;
   nextOffset: number | null;
   leaseOwner: string | null;
   leaseEpoch: number;
@@ -47,7 +55,7 @@ export function createFirestoreCheckpoints(
   db: Firestore,
   pipelineId: string,
   clock: () => number = Date.now,
-): Checkpoints {
+): Checkpoints & CheckpointControls {
   const pipeline = db.collection('pipelines').doc(pipelineId);
   const partitionRef = (p: PartitionRef) => pipeline.collection('partitions').doc(partitionId(p));
 
@@ -104,7 +112,14 @@ export function createFirestoreCheckpoints(
         if (heldByOther) return { result: undefined };
         const epoch = (data?.leaseEpoch ?? 0) + 1;
         const expiresAt = now + ttlMs;
-        const lease: Lease = { ...partition, owner, epoch, nextOffset: data?.nextOffset ?? null, expiresAt };
+        const lease: Lease = {
+          ...partition,
+          owner,
+          epoch,
+          nextOffset: data?.nextOffset ?? null,
+          expiresAt,
+          paused: data?.paused === true,
+        };
         return {
           result: lease,
           write: {
@@ -145,7 +160,7 @@ export function createFirestoreCheckpoints(
             `a checkpoint never moves backwards (${commit.fromOffset} → ${commit.nextOffset})`,
           );
         }
-        const ledgerId = `${String(commit.fromOffset).padStart(20, '0')}-${lease.epoch}`;
+        const ledgerId = `${String(commit.fromOffset).padStart(20, '0')}-${String(commit.nextOffset).padStart(20, '0')}-${lease.epoch}`;
         return {
           result: { ...lease, expiresAt: now + ttlMs, nextOffset: commit.nextOffset },
           write: {
@@ -186,6 +201,68 @@ export function createFirestoreCheckpoints(
         if (data?.leaseOwner !== lease.owner || data.leaseEpoch !== lease.epoch) return { result: undefined };
         return { result: undefined, write: { leaseOwner: null, leaseExpiresAt: Timestamp.fromMillis(now) } };
       }),
+
+    reset: (lease, toOffset, action) => {
+      const ref = partitionRef(lease);
+      return compareAndSwap('reset checkpoint', ref, (data, now) => {
+        assertHeld(data, lease, now);
+        const from = data!.nextOffset;
+        const audit = {
+          action: 'seek',
+          topic: lease.topic,
+          partition: lease.partition,
+          from,
+          to: toOffset,
+          actor: action.actor,
+          reason: action.reason,
+          forced: action.forced === true,
+          at: Timestamp.fromMillis(now),
+        };
+        return {
+          result: undefined,
+          write: { nextOffset: toOffset, lastResetAt: Timestamp.fromMillis(now) },
+          alsoCreate: [
+            [pipeline.collection('audit').doc(), audit],
+            // The ledger says where history restarts, so that `verify` reconciles from here on.
+            [
+              ref
+                .collection('ledger')
+                .doc(`${String(from ?? toOffset).padStart(20, '0')}-${lease.epoch}-reset`),
+              {
+                from: from ?? toOffset,
+                to: toOffset,
+                reset: true,
+                records: 0,
+                rows: 0,
+                deadLetters: 0,
+                epoch: lease.epoch,
+                owner: lease.owner,
+                committedAt: Timestamp.fromMillis(now),
+              },
+            ],
+          ],
+        };
+      });
+    },
+
+    setPaused: (partition, paused, action) =>
+      compareAndSwap('pause partition', partitionRef(partition), (_data, now) => ({
+        result: undefined,
+        write: { topic: partition.topic, partition: partition.partition, paused },
+        alsoCreate: [
+          [
+            pipeline.collection('audit').doc(),
+            {
+              action: paused ? 'pause' : 'resume',
+              topic: partition.topic,
+              partition: partition.partition,
+              actor: action.actor,
+              reason: action.reason,
+              at: Timestamp.fromMillis(now),
+            },
+          ],
+        ],
+      })),
 
     recordRun: async (summary: RunSummary) => {
       try {

@@ -3,12 +3,27 @@
  * Job does (same environment variables, same exit codes, same logs on stdout). On a terminal it also
  * shows progress on stderr.
  */
+
+import { hostname, userInfo } from 'node:os';
 import { pathToFileURL } from 'node:url';
+import kafkajs from 'kafkajs';
+import { createFirestoreCheckpoints } from '../checkpoints/firestore-checkpoints.js';
 import { parseConfig } from '../drain/config.js';
 import { ConfigError } from '../drain/errors.js';
+import { createLogger } from '../drain/logger.js';
 import { createGoogleClients } from '../job/clients.js';
 import { quietLocalAuth, runMain } from '../job/main.js';
+import { createKafkaSource, kafkaClientOptions } from '../sources/kafka-source.js';
+import { partitionStatus } from '../status/partition-status.js';
 import { verifyPipeline } from '../verify/verify.js';
+import {
+  formatStatus,
+  type OperationsDeps,
+  parseOperatorArgs,
+  seek,
+  setPaused,
+  UsageError,
+} from './operations.js';
 
 const usage = `usage: kafka-bigquery-drain <command>
 
@@ -16,6 +31,12 @@ commands:
   run              drain this task's partitions once, from their checkpoints, within DRAIN_BUDGET_SECONDS
   verify [--json]  reconcile each partition's continuity ledger with the target table; exit 1 on any
                    hole, gap or duplicate
+  status [--json]  each partition: checkpoint, high watermark, lag, paused, lease holder, open alerts
+  seek --topic T [--partition P] (--offset N | --timestamp ISO | --earliest | --latest)
+       --reason "..." [--force] [--dry-run]
+                   move checkpoints on purpose, under a lease, with an audit record
+  pause --topic T [--partition P] --reason "..."     runs skip the partition
+  resume --topic T [--partition P] --reason "..."
 
 configuration comes from the environment (see README.md); exit codes: 0 ok, 1 failed (retry is safe),
 2 bad configuration or usage`;
@@ -46,8 +67,60 @@ export async function cli(argv: readonly string[], env: NodeJS.ProcessEnv): Prom
       return 1;
     });
   }
+  if (['status', 'seek', 'pause', 'resume'].includes(command)) {
+    return operate(command, rest, env).catch((error: unknown) => {
+      if (error instanceof UsageError) {
+        process.stderr.write(`${command}: ${error.message}\nnothing was changed\n`);
+        return 2;
+      }
+      process.stderr.write(`${command} failed: ${error instanceof Error ? error.message : String(error)}\n`);
+      return 1;
+    });
+  }
   process.stderr.write(`unknown command "${command}"\n${usage}\n`);
   return 2;
+}
+
+async function operate(command: string, argv: readonly string[], env: NodeJS.ProcessEnv): Promise<number> {
+  const args = parseOperatorArgs(argv);
+  let config: ReturnType<typeof parseConfig>;
+  try {
+    config = parseConfig(env);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    process.stderr.write(`configuration error: ${error.message}\n`);
+    return 2;
+  }
+  const clients = createGoogleClients(config);
+  const logger = createLogger({ level: 'warning', write: (line) => process.stderr.write(`${line}\n`) });
+  const kafka = new kafkajs.Kafka(
+    kafkaClientOptions(config, `kafka-bigquery-drain-cli-${config.pipelineId}`),
+  );
+  const source = createKafkaSource(kafka, { groupPrefix: 'unused', logger });
+  try {
+    if (command === 'status') {
+      const partitions = await partitionStatus(
+        { firestore: clients.firestore, source },
+        { pipelineId: config.pipelineId, topics: config.kafka.topics },
+      );
+      const lines =
+        args.json || !process.stdout.isTTY ? [JSON.stringify(partitions)] : formatStatus(partitions);
+      for (const line of lines) process.stdout.write(`${line}\n`);
+      return 0;
+    }
+    const deps: OperationsDeps = {
+      checkpoints: createFirestoreCheckpoints(clients.firestore, config.pipelineId),
+      source,
+      actor: `${userInfo().username}@${hostname()}`,
+      writeMode: config.bigquery.writeMode,
+      topics: config.kafka.topics,
+      print: (line) => process.stdout.write(`${line}\n`),
+    };
+    if (command === 'seek') return await seek(deps, args);
+    return await setPaused(deps, args, command === 'pause');
+  } finally {
+    await clients.close();
+  }
 }
 
 async function verify(env: NodeJS.ProcessEnv, json: boolean): Promise<number> {

@@ -1,5 +1,6 @@
 import { ConfigError } from './errors.js';
 import type { LogLevel } from './logger.js';
+import { parseStartPosition, type StartPosition } from './start-position.js';
 
 export type WriteMode = 'insert-all' | 'merge' | 'storage-write';
 export type SaslMechanism = 'plain' | 'scram-sha-256' | 'scram-sha-512';
@@ -35,6 +36,7 @@ export interface DrainConfig {
   readonly leaseTtlSeconds: number;
   readonly idleAlertSeconds: number;
   readonly retentionGapPolicy: 'fail' | 'skip';
+  readonly startPosition: StartPosition;
   readonly rulesModule: string | null;
   readonly logLevel: LogLevel;
   readonly execution: string;
@@ -134,6 +136,7 @@ export function parseConfig(env: Env): DrainConfig {
     leaseTtlSeconds,
     idleAlertSeconds: read.integer('IDLE_ALERT_SECONDS', 300, 1, 30 * 24 * 3600),
     retentionGapPolicy: read.oneOf('RETENTION_GAP_POLICY', ['fail', 'skip'], 'fail'),
+    startPosition: parseStartPosition(read.optional('START_POSITION')),
     rulesModule: read.optional('RULES_MODULE'),
     logLevel: read.oneOf('LOG_LEVEL', ['debug', 'info', 'warning', 'error'], 'info'),
     execution: read.optional('CLOUD_RUN_EXECUTION') ?? 'local',

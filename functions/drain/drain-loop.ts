@@ -2,6 +2,7 @@ import { ownedBy, partitionId } from './assignment.js';
 import { splitBatches, writeBatch } from './batch.js';
 import { asError, FencedError } from './errors.js';
 import type { Logger } from './logger.js';
+import { type StartPosition, startOffset } from './start-position.js';
 import type {
   Checkpoints,
   DeadLetters,
@@ -36,6 +37,7 @@ export interface DrainOptions {
   readonly batchMaxRecords: number;
   readonly batchMaxBytes: number;
   readonly retentionGapPolicy: 'fail' | 'skip';
+  readonly startPosition: StartPosition;
   /** After a stop is asked for, how long the batch in flight may take to settle before it is abandoned. */
   readonly settleMs: number;
   /** How many partitions may have a batch in flight at once. */
@@ -78,6 +80,7 @@ export async function runDrain(
   const owner = options.runId;
   const owned = new Map<string, Owned>();
   const summaries: PartitionSummary[] = [];
+  const offsetsAtStart = new Map<string, Promise<Map<number, number>>>();
   const totals = { recordsRead: 0, rowsWritten: 0, deadLettered: 0, commits: 0 };
   let stopReason: StopReason = 'caught_up';
   let failure: Error | undefined;
@@ -169,7 +172,16 @@ export async function runDrain(
       });
       return undefined;
     }
-    let start = lease.nextOffset ?? mark.logStart;
+    if (lease.paused) {
+      summary.skipped = 'paused';
+      await ports.checkpoints.release(lease);
+      logger.info('partition paused by an operator; skipped', {
+        topic: mark.topic,
+        partition: mark.partition,
+      });
+      return undefined;
+    }
+    let start = lease.nextOffset ?? (await firstOffset(mark));
     const entry: Owned = {
       lease,
       summary,
@@ -218,6 +230,17 @@ export async function runDrain(
       entry.done = true;
       return undefined;
     }
+    if (lease.nextOffset === null && start >= mark.logStart && start <= mark.end) {
+      // The start position is resolved once and kept: `latest` or a time must not move on the next run.
+      entry.lease = await commit(entry, {
+        fromOffset: start,
+        nextOffset: start,
+        records: 0,
+        rows: 0,
+        deadLetters: 0,
+        lastRecordTimestamp: null,
+      });
+    }
     summary.from = summary.to = start;
     summary.lag = mark.end - start;
     entry.position = start;
@@ -232,6 +255,14 @@ export async function runDrain(
    * Partitions are drained side by side (up to `partitionConcurrency` batches in flight), each one
    * strictly in offset order: a partition's next batch starts only when its previous one is committed.
    */
+  async function firstOffset(mark: Watermarks): Promise<number> {
+    if (options.startPosition.kind !== 'timestamp') return startOffset(options.startPosition, mark);
+    const cached =
+      offsetsAtStart.get(mark.topic) ?? ports.source.offsetsAt(mark.topic, options.startPosition.timestamp);
+    offsetsAtStart.set(mark.topic, cached);
+    return startOffset(options.startPosition, mark, (await cached).get(mark.partition));
+  }
+
   async function drainOpenPartitions(source: SourceReader): Promise<void> {
     const inFlight = new Map<string, Promise<void>>();
     let failure: unknown;

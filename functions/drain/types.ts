@@ -54,6 +54,8 @@ export interface Position extends PartitionRef {
 /** The source port: Kafka. */
 export interface Source {
   watermarks(topics: readonly string[]): Promise<Watermarks[]>;
+  /** Per partition, the first offset whose timestamp is at or after `timestamp` (none: the partition's end). */
+  offsetsAt(topic: string, timestamp: number): Promise<Map<number, number>>;
   /** Starts reading exactly these partitions from exactly these offsets. */
   open(positions: readonly Position[]): Promise<SourceReader>;
 }
@@ -105,6 +107,15 @@ export interface Lease extends PartitionRef {
   /** The checkpoint at the moment the lease was granted; null when the partition has none yet. */
   readonly nextOffset: number | null;
   readonly expiresAt: number;
+  /** An operator paused the partition: runs leave it alone. */
+  readonly paused?: boolean;
+}
+
+/** Who moved a checkpoint or paused a partition on purpose, and why (kept under `audit/`). */
+export interface OperatorAction {
+  readonly actor: string;
+  readonly reason: string;
+  readonly forced?: boolean;
 }
 
 export interface CheckpointCommit {
@@ -133,6 +144,14 @@ export interface Checkpoints {
   recordRun(summary: RunSummary): Promise<void>;
 }
 
+/** What operators do to checkpoints on purpose (the CLI's seek, pause, resume); not the drain's business. */
+export interface CheckpointControls {
+  /** Moves the checkpoint on purpose, in either direction, under the lease, with an audit record. */
+  reset(lease: Lease, toOffset: number, action: OperatorAction): Promise<void>;
+  /** Pauses or resumes a partition, with an audit record. */
+  setPaused(partition: PartitionRef, paused: boolean, action: OperatorAction): Promise<void>;
+}
+
 export type StopReason = 'caught_up' | 'budget' | 'signal' | 'error';
 
 export interface PartitionSummary extends PartitionRef {
@@ -144,7 +163,7 @@ export interface PartitionSummary extends PartitionRef {
   rowsWritten: number;
   deadLettered: number;
   /** Why this partition was not (fully) drained, if it was not. */
-  skipped?: 'leased_elsewhere' | 'fenced' | 'error';
+  skipped?: 'leased_elsewhere' | 'fenced' | 'error' | 'paused';
 }
 
 export interface RunSummary {

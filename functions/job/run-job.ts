@@ -91,6 +91,7 @@ export async function runJob(config: DrainConfig, io: JobIo): Promise<RunSummary
         batchMaxRecords: config.batchMaxRecords,
         batchMaxBytes: config.batchMaxBytes,
         retentionGapPolicy: config.retentionGapPolicy,
+        startPosition: config.startPosition,
         settleMs,
         partitionConcurrency: 4,
       },

@@ -77,6 +77,27 @@ export function createKafkaSource(kafka: Kafka, options: { groupPrefix: string; 
       }
     },
 
+    async offsetsAt(topic, timestamp) {
+      const admin = kafka.admin();
+      try {
+        await admin.connect();
+        const found = await admin.fetchTopicOffsetsByTimestamp(topic, timestamp);
+        const ends = await admin.fetchTopicOffsets(topic);
+        const end = new Map(ends.map((o) => [o.partition, Number(o.high)]));
+        // Kafka answers -1 when no record is that recent: such a partition starts at its end.
+        return new Map(
+          found.map((o) => [
+            o.partition,
+            Number(o.offset) < 0 ? (end.get(o.partition) ?? 0) : Number(o.offset),
+          ]),
+        );
+      } catch (error) {
+        throw kafkaError(error, 'read offsets for a time');
+      } finally {
+        await admin.disconnect().catch(() => {});
+      }
+    },
+
     async open(positions) {
       const groupId = `${options.groupPrefix}.${Date.now().toString(36)}.${Math.random().toString(36).slice(2, 8)}`;
       const consumer = kafka.consumer({

@@ -8,6 +8,7 @@ export interface PartitionStatus {
   highWatermark: number;
   logStart: number;
   lag: number | null;
+  paused: boolean;
   leaseOwner: string | null;
   leaseExpiresAt: string | null;
   lastProgressAt: string | null;
@@ -43,6 +44,7 @@ export async function partitionStatus(
       logStart: mark.logStart,
       // A partition never drained starts at its log start, so that is its lag.
       lag: mark.end - (checkpoint ?? mark.logStart),
+      paused: doc?.get('paused') === true,
       leaseOwner: held ? owner : null,
       leaseExpiresAt: held ? expires!.toDate().toISOString() : null,
       lastProgressAt: progress ? progress.toDate().toISOString() : null,

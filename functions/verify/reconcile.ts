@@ -9,6 +9,8 @@ export interface LedgerEntry {
   readonly rows: number;
   readonly deadLetters: number;
   readonly lost: boolean;
+  /** An operator moved the checkpoint here (seek): history is reconciled from its `to` on. */
+  readonly reset?: boolean;
 }
 
 export interface TableStats {
@@ -43,7 +45,10 @@ export function reconcile(
   ledger: readonly LedgerEntry[],
   table: TableStats,
 ): PartitionVerdict {
-  const sorted = [...ledger].sort((a, b) => a.from - b.from);
+  // Entries are in commit order; after an operator's reset only what follows it is reconciled.
+  const lastReset = ledger.findLastIndex((e) => e.reset === true);
+  const sorted = ledger.slice(lastReset + 1).filter((e) => e.to > e.from || e.records > 0);
+  if (lastReset >= 0) sorted.unshift({ ...ledger[lastReset]!, from: ledger[lastReset]!.to, reset: false });
   const gaps: string[] = [];
   for (let i = 1; i < sorted.length; i++) {
     const previous = sorted[i - 1]!;

@@ -18,7 +18,7 @@ export async function verifyPipeline(
     if (!target.topics.includes(topic)) continue;
     const partition = doc.get('partition') as number;
     const checkpoint = (doc.get('nextOffset') as number | null) ?? null;
-    const ledgerDocs = await doc.ref.collection('ledger').orderBy('from').get();
+    const ledgerDocs = await doc.ref.collection('ledger').orderBy('committedAt').get();
     const ledger: LedgerEntry[] = ledgerDocs.docs.map((d) => ({
       from: d.get('from') as number,
       to: d.get('to') as number,
@@ -27,8 +27,11 @@ export async function verifyPipeline(
       rows: d.get('rows') as number,
       deadLetters: d.get('deadLetters') as number,
       lost: d.get('lost') === true,
+      reset: d.get('reset') === true,
     }));
-    const from = ledger[0]?.from ?? checkpoint ?? 0;
+    // After an operator's reset (seek) history is reconciled from where it restarted.
+    const lastReset = ledger.findLast((e) => e.reset === true);
+    const from = lastReset?.to ?? ledger[0]?.from ?? checkpoint ?? 0;
     const stats = await tableStats(clients.bigquery, target, topic, partition, from, checkpoint ?? from);
     verdicts.push(reconcile({ topic, partition, checkpoint }, ledger, stats));
   }

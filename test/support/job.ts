@@ -192,23 +192,35 @@ export async function ledgerOf(clients: GoogleClients, pipeline: Pipeline, parti
   }));
 }
 
-/** Runs `kafka-bigquery-drain verify --json` and returns its exit code and verdicts. */
-export async function runVerify(env: Record<string, string>) {
-  const child = spawn(process.execPath, [join(root, 'bin', 'kafka-bigquery-drain.mjs'), 'verify', '--json'], {
+/** Runs a CLI command to its end: exit code, stdout and stderr. */
+export async function runCli(args: string[], env: Record<string, string>) {
+  const child = spawn(process.execPath, [join(root, 'bin', 'kafka-bigquery-drain.mjs'), ...args], {
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  let out = '';
-  let err = '';
+  children.add(child);
+  let stdout = '';
+  let stderr = '';
   child.stdout.on('data', (chunk: Buffer) => {
-    out += chunk.toString();
+    stdout += chunk.toString();
   });
   child.stderr.on('data', (chunk: Buffer) => {
-    err += chunk.toString();
+    stderr += chunk.toString();
   });
-  const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
-  if (out.trim() === '') throw new Error(`verify printed nothing (exit ${code}): ${err}`);
-  return { code, verdicts: JSON.parse(out) as Record<string, unknown>[] };
+  const code = await new Promise<number | null>((resolve) =>
+    child.on('exit', (exitCode) => {
+      children.delete(child);
+      resolve(exitCode);
+    }),
+  );
+  return { code, stdout, stderr };
+}
+
+/** Runs `kafka-bigquery-drain verify --json` and returns its exit code and verdicts. */
+export async function runVerify(env: Record<string, string>) {
+  const { code, stdout, stderr } = await runCli(['verify', '--json'], env);
+  if (stdout.trim() === '') throw new Error(`verify printed nothing (exit ${code}): ${stderr}`);
+  return { code, verdicts: JSON.parse(stdout) as Record<string, unknown>[] };
 }
 
 /** True once no partition of the pipeline is under an unexpired lease. */

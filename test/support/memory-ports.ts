@@ -51,6 +51,16 @@ export function createMemorySource(log: Map<string, KafkaRecord[]>, options: { f
         })
         .filter((m) => topics.includes(m.topic));
     },
+    async offsetsAt(topic, timestamp) {
+      const found = new Map<number, number>();
+      for (const [id, records] of log) {
+        const [t, partition] = id.split('~') as [string, string];
+        if (t !== topic) continue;
+        const first = records.find((r) => r.timestamp >= timestamp);
+        found.set(Number(partition), first?.offset ?? (records.at(-1)?.offset ?? -1) + 1);
+      }
+      return found;
+    },
     async open(positions) {
       opened++;
       const cursors = new Map(positions.map((p) => [partitionId(p), p.offset]));

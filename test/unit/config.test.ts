@@ -146,3 +146,34 @@ describe('kafkaClientOptions', () => {
     expect(options.sasl).toBeUndefined();
   });
 });
+
+describe('START_POSITION', () => {
+  test.each([
+    [undefined, { kind: 'earliest' }],
+    ['earliest', { kind: 'earliest' }],
+    ['latest', { kind: 'latest' }],
+    ['timestamp:2026-01-31T12:00:00Z', { kind: 'timestamp', timestamp: Date.parse('2026-01-31T12:00:00Z') }],
+    [
+      'offsets:orders:0=5,orders:3=17',
+      {
+        kind: 'offsets',
+        offsets: new Map([
+          ['orders:0', 5],
+          ['orders:3', 17],
+        ]),
+      },
+    ],
+  ])('%s', (value, expected) => {
+    expect(parseConfig({ ...base, START_POSITION: value }).startPosition).toEqual(expected);
+  });
+
+  test.each([
+    'newest',
+    'timestamp:yesterday',
+    'timestamp:2026-13-45T00:00:00Z',
+    'offsets:orders=5',
+    'offsets:orders:x=1',
+  ])('%s is refused', (value) => {
+    expect(() => parseConfig({ ...base, START_POSITION: value })).toThrow(/START_POSITION/);
+  });
+});

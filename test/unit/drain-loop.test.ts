@@ -23,6 +23,7 @@ const options: DrainOptions = {
   batchMaxRecords: 4,
   batchMaxBytes: 1_000_000,
   retentionGapPolicy: 'fail',
+  startPosition: { kind: 'earliest' },
   settleMs: 1_000,
   partitionConcurrency: 3,
 };
@@ -68,8 +69,10 @@ describe('runDrain', () => {
       const offsets = ports.sink.rows.filter((r) => r.record.partition === p).map((r) => r.record.offset);
       expect(offsets).toEqual([...Array(10).keys()]);
     }
-    // Batches of at most 4 records: 10 records per partition make 3 commits each.
-    expect(checkpoints.commits).toHaveLength(9);
+    // Batches of at most 4 records: 10 records per partition make 3 commits each, after one that
+    // records where each partition starts (it had no checkpoint).
+    expect(checkpoints.commits.filter((c) => c.nextOffset > c.fromOffset)).toHaveLength(9);
+    expect(checkpoints.commits.filter((c) => c.nextOffset === c.fromOffset)).toHaveLength(3);
     expect([...checkpoints.partitions.values()].every((p) => p.leaseOwner === null)).toBe(true);
     expect(checkpoints.runs).toHaveLength(1);
   });
@@ -122,8 +125,8 @@ describe('runDrain', () => {
 
     expect(summary.stopReason).toBe('error');
     expect(summary.error).toContain('bigquery down');
-    expect(checkpoints.checkpoint({ topic: 't', partition: 0 })).toBeNull();
-    expect(checkpoints.commits).toHaveLength(0);
+    expect(checkpoints.checkpoint({ topic: 't', partition: 0 })).toBe(0);
+    expect(checkpoints.commits.filter((c) => c.nextOffset > c.fromOffset)).toHaveLength(0);
     expect(checkpoints.partitions.get('t~0')!.leaseOwner).toBeNull();
   });
 
@@ -133,7 +136,7 @@ describe('runDrain', () => {
     const summary = await runDrain(ports, options, context);
 
     expect(summary.stopReason).toBe('error');
-    expect(checkpoints.checkpoint({ topic: 't', partition: 0 })).toBeNull();
+    expect(checkpoints.checkpoint({ topic: 't', partition: 0 })).toBe(0);
   });
 
   test('a commit under a stale epoch is refused and the run stops touching that partition', async () => {
@@ -155,7 +158,9 @@ describe('runDrain', () => {
     const p0 = summary.partitions.find((p) => p.partition === 0)!;
     expect(p0.skipped).toBe('fenced');
     expect(checkpoints.checkpoint({ topic: 't', partition: 0 })).toBe(4);
-    expect(checkpoints.commits.filter((c) => c.lease.partition === 0)).toHaveLength(1);
+    expect(
+      checkpoints.commits.filter((c) => c.lease.partition === 0 && c.nextOffset > c.fromOffset),
+    ).toHaveLength(1);
     // The other partition is drained as usual, and the taken-over lease is left to its new owner.
     expect(checkpoints.checkpoint({ topic: 't', partition: 1 })).toBe(12);
     expect(checkpoints.partitions.get('t~0')!.leaseOwner).toBe('other-run');
@@ -267,7 +272,38 @@ describe('runDrain', () => {
 
     expect(summary.stopReason).toBe('budget');
     expect(Date.now() - started).toBeLessThan(2_000);
-    expect(checkpoints.checkpoint({ topic: 't', partition: 0 })).toBeNull();
+    expect(checkpoints.checkpoint({ topic: 't', partition: 0 })).toBe(0);
     expect(checkpoints.partitions.get('t~0')!.leaseOwner).toBeNull();
+  });
+
+  test.each([
+    [{ kind: 'earliest' } as const, [2, 2]],
+    [{ kind: 'latest' } as const, [12, 12]],
+    [{ kind: 'timestamp', timestamp: 1_700_000_000_000 + 7 } as const, [7, 7]],
+    [{ kind: 'offsets', offsets: new Map([['t:1', 10]]) } as const, [2, 10]],
+  ])('START_POSITION %o decides where a partition without a checkpoint starts', async (startPosition, expected) => {
+    const log = new Map(
+      [0, 1].map((p) => [`t~${p}`, Array.from({ length: 10 }, (_, i) => record('t', p, i + 2, { n: i }))]),
+    );
+    const { ports, context } = setup(log);
+    const summary = await runDrain(ports, { ...options, startPosition }, context);
+    expect(summary.partitions.map((p) => p.from)).toEqual(expected);
+    for (const p of [0, 1]) {
+      const first = ports.sink.rows.find((r) => r.record.partition === p)?.record.offset ?? 12;
+      expect(first).toBe(expected[p]);
+    }
+  });
+
+  test('START_POSITION never overrides an existing checkpoint, and latest is kept once resolved', async () => {
+    const log = new Map([['t~0', Array.from({ length: 5 }, (_, i) => record('t', 0, i, { n: i }))]]);
+    const { ports, checkpoints, context } = setup(log);
+    await runDrain(ports, { ...options, startPosition: { kind: 'latest' } }, context);
+    expect(checkpoints.checkpoint({ topic: 't', partition: 0 })).toBe(5);
+    log.get('t~0')!.push(record('t', 0, 5, { n: 5 }));
+    await runDrain(ports, { ...options, runId: 'run-2', startPosition: { kind: 'latest' } }, context);
+    // The record produced between the runs is read: the second run starts at the checkpoint, not at latest.
+    expect(ports.sink.rows.map((r) => r.record.offset)).toEqual([5]);
+    await runDrain(ports, { ...options, runId: 'run-3', startPosition: { kind: 'earliest' } }, context);
+    expect(ports.sink.rows.map((r) => r.record.offset)).toEqual([5]);
   });
 });

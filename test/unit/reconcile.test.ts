@@ -91,4 +91,18 @@ describe('reconcile', () => {
     );
     expect(v).toMatchObject({ ok: true, skipped: 2, lost: 30 });
   });
+
+  test('after an operator reset, history is reconciled from the reset on', () => {
+    const v = reconcile(
+      { ...p, checkpoint: 25 },
+      [
+        entry(0, 10),
+        entry(10, 30),
+        { from: 30, to: 15, records: 0, rows: 0, deadLetters: 0, lost: false, reset: true },
+        entry(15, 25),
+      ],
+      { rows: 10, distinctOffsets: 10, minOffset: 15, maxOffset: 24 },
+    );
+    expect(v).toMatchObject({ ok: true, from: 15, commits: 2, ledgerRows: 10, gaps: [] });
+  });
 });
