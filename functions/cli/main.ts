@@ -8,7 +8,7 @@ import { hostname, userInfo } from 'node:os';
 import { pathToFileURL } from 'node:url';
 import kafkajs from 'kafkajs';
 import { createFirestoreCheckpoints } from '../checkpoints/firestore-checkpoints.js';
-import { parseConfig } from '../drain/config.js';
+import { type DrainConfig, parseConfig } from '../drain/config.js';
 import { ConfigError } from '../drain/errors.js';
 import { createLogger } from '../drain/logger.js';
 import { createGoogleClients } from '../job/clients.js';
@@ -83,14 +83,8 @@ export async function cli(argv: readonly string[], env: NodeJS.ProcessEnv): Prom
 
 async function operate(command: string, argv: readonly string[], env: NodeJS.ProcessEnv): Promise<number> {
   const args = parseOperatorArgs(argv);
-  let config: ReturnType<typeof parseConfig>;
-  try {
-    config = parseConfig(env);
-  } catch (error) {
-    if (!(error instanceof ConfigError)) throw error;
-    process.stderr.write(`configuration error: ${error.message}\n`);
-    return 2;
-  }
+  const config = readConfig(env);
+  if (config === undefined) return 2;
   const clients = createGoogleClients(config);
   const logger = createLogger({ level: 'warning', write: (line) => process.stderr.write(`${line}\n`) });
   const kafka = new kafkajs.Kafka(
@@ -123,15 +117,20 @@ async function operate(command: string, argv: readonly string[], env: NodeJS.Pro
   }
 }
 
-async function verify(env: NodeJS.ProcessEnv, json: boolean): Promise<number> {
-  let config: ReturnType<typeof parseConfig>;
+/** The operator commands' configuration, or undefined (after saying why) when it is wrong. */
+function readConfig(env: NodeJS.ProcessEnv): DrainConfig | undefined {
   try {
-    config = parseConfig(env);
+    return parseConfig(env);
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     process.stderr.write(`configuration error: ${error.message}\n`);
-    return 2;
+    return undefined;
   }
+}
+
+async function verify(env: NodeJS.ProcessEnv, json: boolean): Promise<number> {
+  const config = readConfig(env);
+  if (config === undefined) return 2;
   const clients = createGoogleClients(config);
   try {
     const verdicts = await verifyPipeline(clients, {
