@@ -39,6 +39,7 @@ export class PipelineMonitoring extends pulumi.ComponentResource {
       );
     const rows = counter('rows_written', 'rows written per run', 'rowsWritten');
     const deadLetters = counter('dead_letters', 'dead letters per run', 'deadLettered');
+    const lag = counter('lag', 'records left undrained at the end of a run', 'lag');
     const runs = new gcp.logging.Metric(
       `${name}-runs`,
       {
@@ -141,8 +142,8 @@ export class PipelineMonitoring extends pulumi.ComponentResource {
       `${name}-dashboard`,
       {
         dashboardJson: pulumi
-          .all([rows.name, deadLetters.name, runs.name, alerts.name])
-          .apply(([rowsMetric, deadMetric, runsMetric, alertsMetric]) =>
+          .all([rows.name, deadLetters.name, runs.name, alerts.name, lag.name])
+          .apply(([rowsMetric, deadMetric, runsMetric, alertsMetric, lagMetric]) =>
             JSON.stringify({
               displayName: `kafka-bigquery-drain: ${config.pipelineId}`,
               mosaicLayout: {
@@ -152,6 +153,7 @@ export class PipelineMonitoring extends pulumi.ComponentResource {
                   tile(6, 0, 'dead letters', deadMetric, 'ALIGN_DELTA'),
                   tile(0, 4, 'runs by stop reason', runsMetric, 'ALIGN_SUM', 'metric.label.stop_reason'),
                   tile(6, 4, 'alerts by kind', alertsMetric, 'ALIGN_SUM', 'metric.label.kind'),
+                  tile(0, 8, 'lag left after runs', lagMetric, 'ALIGN_DELTA'),
                 ],
               },
             }),

@@ -142,6 +142,7 @@ export async function runDrain(
     ...totals,
     alerts: 0,
     durationMs: now() - startedAt,
+    lag: summaries.reduce((total, p) => total + (p.lag ?? 0), 0),
     partitions: summaries,
     ...(failure ? { error: failure.message } : {}),
   };

@@ -180,6 +180,8 @@ export interface RunSummary {
   alerts: number;
   commits: number;
   durationMs: number;
+  /** Records left undrained across this run's partitions (a log-based metric reads this). */
+  lag: number;
   partitions: PartitionSummary[];
   error?: string;
 }

@@ -191,6 +191,7 @@ describe('runDrain', () => {
     expect(checkpoint).toBeLessThan(10_000);
     expect(ports.sink.rows).toHaveLength(checkpoint);
     expect(summary.partitions[0]!.lag).toBe(10_000 - checkpoint);
+    expect(summary.lag).toBe(10_000 - checkpoint);
     expect(checkpoints.partitions.get('t~0')!.leaseOwner).toBeNull();
   });
 

@@ -183,7 +183,16 @@ describe('the Pulumi program', () => {
     expect(names).toContain('orders: dead letters above 100 in 15 minutes');
     expect(names).toContain('orders: no successful run for 3 schedule periods');
     expect(ofType('gcp:monitoring/dashboard:Dashboard')).toHaveLength(1);
-    expect(ofType('gcp:logging/metric:Metric').length).toBeGreaterThanOrEqual(4);
+    const metrics = ofType('gcp:logging/metric:Metric').map((m) => m.inputs.name);
+    expect(metrics).toEqual(
+      expect.arrayContaining([
+        'kbd_orders_rows_written',
+        'kbd_orders_dead_letters',
+        'kbd_orders_lag',
+        'kbd_orders_runs',
+        'kbd_orders_alerts',
+      ]),
+    );
   });
 
   test('an Artifact Registry repository holds the image', () => {
