@@ -1,4 +1,5 @@
 import { FieldValue, type Firestore, Timestamp } from '@google-cloud/firestore';
+import type { LivenessState } from '../alerts/episodes.js';
 import { partitionId } from '../drain/assignment.js';
 import { DrainError, FencedError } from '../drain/errors.js';
 import type {
@@ -35,10 +36,11 @@ interface Decision<T> {
   alsoCreate?: [FirebaseFirestore.DocumentReference, FirebaseFirestore.DocumentData][];
 }
 
-interface PartitionDoc {
+interface PartitionDoc extends Partial<LivenessState> {
   topic: string;
   partition: number;
   paused?: boolean;
+  lastProgressAt?: Timestamp;
   nextOffset: number | null;
   leaseOwner: string | null;
   leaseEpoch: number;
@@ -119,6 +121,14 @@ export function createFirestoreCheckpoints(
           nextOffset: data?.nextOffset ?? null,
           expiresAt,
           paused: data?.paused === true,
+          lastProgressAt: data?.lastProgressAt?.toMillis() ?? null,
+          liveness: {
+            openAlerts: data?.openAlerts ?? {},
+            highWatermark: data?.highWatermark ?? null,
+            highWatermarkChangedAt: data?.highWatermarkChangedAt ?? null,
+            lagHistory: data?.lagHistory ?? [],
+            pendingAlerts: data?.pendingAlerts ?? [],
+          },
         };
         return {
           result: lease,
@@ -196,10 +206,17 @@ export function createFirestoreCheckpoints(
       });
     },
 
-    release: (lease) =>
+    release: (lease, liveness) =>
       compareAndSwap('release lease', partitionRef(lease), (data, now) => {
         if (data?.leaseOwner !== lease.owner || data.leaseEpoch !== lease.epoch) return { result: undefined };
-        return { result: undefined, write: { leaseOwner: null, leaseExpiresAt: Timestamp.fromMillis(now) } };
+        return {
+          result: undefined,
+          write: {
+            leaseOwner: null,
+            leaseExpiresAt: Timestamp.fromMillis(now),
+            ...(liveness === undefined ? {} : { ...liveness }),
+          },
+        };
       }),
 
     reset: (lease, toOffset, action) => {

@@ -35,6 +35,8 @@ export interface DrainConfig {
   readonly batchMaxBytes: number;
   readonly leaseTtlSeconds: number;
   readonly idleAlertSeconds: number;
+  readonly stallAlertSeconds: number;
+  readonly backlogAlertRecords: number;
   readonly retentionGapPolicy: 'fail' | 'skip';
   readonly startPosition: StartPosition;
   readonly rulesModule: string | null;
@@ -135,6 +137,8 @@ export function parseConfig(env: Env): DrainConfig {
     batchMaxBytes: read.integer('BATCH_MAX_BYTES', 5 * 1024 * 1024, 1024, 100 * 1024 * 1024),
     leaseTtlSeconds,
     idleAlertSeconds: read.integer('IDLE_ALERT_SECONDS', 300, 1, 30 * 24 * 3600),
+    stallAlertSeconds: read.integer('STALL_ALERT_SECONDS', 900, 1, 30 * 24 * 3600),
+    backlogAlertRecords: read.integer('BACKLOG_ALERT_RECORDS', 100_000, 1, Number.MAX_SAFE_INTEGER),
     retentionGapPolicy: read.oneOf('RETENTION_GAP_POLICY', ['fail', 'skip'], 'fail'),
     startPosition: parseStartPosition(read.optional('START_POSITION')),
     rulesModule: read.optional('RULES_MODULE'),

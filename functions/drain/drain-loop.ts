@@ -1,9 +1,11 @@
+import { type Alert, emptyLiveness, evaluateEpisodes, type Thresholds } from '../alerts/episodes.js';
 import { ownedBy, partitionId } from './assignment.js';
 import { splitBatches, writeBatch } from './batch.js';
 import { asError, FencedError } from './errors.js';
 import type { Logger } from './logger.js';
 import { type StartPosition, startOffset } from './start-position.js';
 import type {
+  Alerts,
   Checkpoints,
   DeadLetters,
   FetchedBatch,
@@ -23,6 +25,8 @@ export interface DrainPorts {
   readonly checkpoints: Checkpoints;
   readonly sink: Sink;
   readonly deadLetters: DeadLetters;
+  /** Without it (no ALERT_TOPIC), alerts are only logged. */
+  readonly alerts?: Alerts;
 }
 
 export interface DrainOptions {
@@ -42,6 +46,7 @@ export interface DrainOptions {
   readonly settleMs: number;
   /** How many partitions may have a batch in flight at once. */
   readonly partitionConcurrency: number;
+  readonly alertThresholds: Thresholds;
 }
 
 export interface DrainContext {
@@ -56,6 +61,11 @@ export interface DrainContext {
 
 interface Owned {
   lease: Lease;
+  mark: Watermarks;
+  /** The checkpoint as this run found it. */
+  startCheckpoint: number | null;
+  /** Records deleted by retention before they were drained, seen at the start of this run. */
+  lost?: { from: number; to: number; skipped: boolean };
   summary: PartitionSummary;
   /** The checkpoint as last committed. */
   position: number;
@@ -81,7 +91,7 @@ export async function runDrain(
   const owned = new Map<string, Owned>();
   const summaries: PartitionSummary[] = [];
   const offsetsAtStart = new Map<string, Promise<Map<number, number>>>();
-  const totals = { recordsRead: 0, rowsWritten: 0, deadLettered: 0, commits: 0 };
+  const totals = { recordsRead: 0, rowsWritten: 0, deadLettered: 0, commits: 0, alerts: 0 };
   let stopReason: StopReason = 'caught_up';
   let failure: Error | undefined;
 
@@ -140,7 +150,6 @@ export async function runDrain(
     taskCount: options.taskCount,
     stopReason,
     ...totals,
-    alerts: 0,
     durationMs: now() - startedAt,
     lag: summaries.reduce((total, p) => total + (p.lag ?? 0), 0),
     partitions: summaries,
@@ -185,6 +194,8 @@ export async function runDrain(
     let start = lease.nextOffset ?? (await firstOffset(mark));
     const entry: Owned = {
       lease,
+      mark,
+      startCheckpoint: lease.nextOffset,
       summary,
       position: start,
       end: mark.end,
@@ -202,6 +213,7 @@ export async function runDrain(
         lostTo: mark.logStart,
         policy: options.retentionGapPolicy,
       });
+      entry.lost = { from: start, to: mark.logStart, skipped: options.retentionGapPolicy === 'skip' };
       if (options.retentionGapPolicy === 'fail') {
         summary.from = summary.to = start;
         summary.lag = mark.end - start;
@@ -437,7 +449,11 @@ export async function runDrain(
   async function releaseAll(): Promise<void> {
     for (const entry of owned.values()) {
       if (entry.summary.skipped === 'fenced') continue;
-      await ports.checkpoints.release(entry.lease).catch((error: unknown) =>
+      const liveness = await alertsFor(entry).catch((error: unknown) => {
+        logger.warn('alert evaluation failed; the next run evaluates again', { error });
+        return undefined;
+      });
+      await ports.checkpoints.release(entry.lease, liveness).catch((error: unknown) =>
         logger.warn('releasing a lease failed; it will expire', {
           error,
           topic: entry.lease.topic,
@@ -445,6 +461,51 @@ export async function runDrain(
         }),
       );
     }
+  }
+
+  /**
+   * Opens and resolves this partition's alert episodes, logs each alert (WARNING or ERROR when it opens,
+   * NOTICE when it resolves, so that log-based policies can page) and publishes it, together with any
+   * alert an earlier run could not publish. What is not acknowledged stays pending for the next run.
+   */
+  async function alertsFor(entry: Owned) {
+    const { lease, mark } = entry;
+    const moved = entry.position !== entry.startCheckpoint;
+    const { state, alerts } = evaluateEpisodes(
+      lease.liveness ?? emptyLiveness,
+      {
+        pipeline: options.pipelineId,
+        topic: mark.topic,
+        partition: mark.partition,
+        now: now(),
+        logStart: mark.logStart,
+        end: mark.end,
+        checkpointBefore: entry.startCheckpoint,
+        checkpointAfter: entry.position,
+        lastProgressAt: moved ? now() : (lease.lastProgressAt ?? null),
+        ...(entry.lost === undefined ? {} : { lost: entry.lost }),
+      },
+      options.alertThresholds,
+    );
+    for (const alert of alerts) {
+      const fields = { event: 'alert', ...alert };
+      if (alert.state === 'resolved') logger.notice(`${alert.kind} alert resolved`, fields);
+      else if (alert.kind === 'retention_gap' || alert.kind === 'stalled')
+        logger.error(`${alert.kind} alert`, fields);
+      else logger.warn(`${alert.kind} alert`, fields);
+    }
+    totals.alerts += alerts.length;
+    const pending: Alert[] = [];
+    for (const alert of state.pendingAlerts) {
+      if (ports.alerts === undefined) continue;
+      try {
+        await ports.alerts.publish(alert);
+      } catch (error) {
+        logger.warn('alert publish failed; the next run publishes it again', { error, kind: alert.kind });
+        pending.push(alert);
+      }
+    }
+    return { ...state, pendingAlerts: pending };
   }
 
   function lagByPartition(): Map<string, number> {

@@ -15,6 +15,8 @@
  * - run: one bounded drain by one Cloud Run task (or one CLI invocation).
  */
 
+import type { Alert, LivenessState } from '../alerts/episodes.js';
+
 export interface PartitionRef {
   readonly topic: string;
   readonly partition: number;
@@ -109,6 +111,10 @@ export interface Lease extends PartitionRef {
   readonly expiresAt: number;
   /** An operator paused the partition: runs leave it alone. */
   readonly paused?: boolean;
+  /** Alert episodes and what was last seen of the partition, as the previous run left them. */
+  readonly liveness?: LivenessState;
+  /** When the checkpoint last moved. */
+  readonly lastProgressAt?: number | null;
 }
 
 /** Who moved a checkpoint or paused a partition on purpose, and why (kept under `audit/`). */
@@ -140,8 +146,14 @@ export interface Checkpoints {
   renew(lease: Lease, ttlMs: number): Promise<Lease>;
   /** Advances the checkpoint (and extends the lease); throws a FencedError when the lease was lost. */
   commit(commit: CheckpointCommit, ttlMs: number): Promise<Lease>;
-  release(lease: Lease): Promise<void>;
+  /** Gives the lease up, keeping the partition's liveness state for the next run when given. */
+  release(lease: Lease, liveness?: LivenessState): Promise<void>;
   recordRun(summary: RunSummary): Promise<void>;
+}
+
+/** The alerts port: Pub/Sub. Resolves when the alert is acknowledged. */
+export interface Alerts {
+  publish(alert: Alert): Promise<void>;
 }
 
 /** What operators do to checkpoints on purpose (the CLI's seek, pause, resume); not the drain's business. */

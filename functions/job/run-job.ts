@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import kafkajs from 'kafkajs';
+import { createPubSubAlerts } from '../alerts/pubsub-alerts.js';
 import { createFirestoreCheckpoints } from '../checkpoints/firestore-checkpoints.js';
 import { createPubSubDeadLetters } from '../dead-letters/pubsub-dead-letters.js';
 import type { DrainConfig } from '../drain/config.js';
@@ -71,6 +72,9 @@ export async function runJob(config: DrainConfig, io: JobIo): Promise<RunSummary
           createFirestoreCheckpoints(clients.firestore, config.pipelineId),
         ),
         sink,
+        ...(config.alertTopic === null
+          ? {}
+          : { alerts: createPubSubAlerts(clients.pubsub, config.alertTopic) }),
         deadLetters: createPubSubDeadLetters(clients.pubsub, {
           topic: config.deadLetterTopic,
           pipeline: config.pipelineId,
@@ -94,6 +98,12 @@ export async function runJob(config: DrainConfig, io: JobIo): Promise<RunSummary
         startPosition: config.startPosition,
         settleMs,
         partitionConcurrency: 4,
+        alertThresholds: {
+          idleSeconds: config.idleAlertSeconds,
+          stallSeconds: config.stallAlertSeconds,
+          backlogRecords: config.backlogAlertRecords,
+          backlogGrowingRuns: 3,
+        },
       },
       { logger, now: Date.now, signal: io.signal, fault: io.fault, onProgress: io.onProgress },
     );

@@ -2,6 +2,7 @@
  * In-memory ports for unit tests of the pure drain loop only. They keep the contract the real adapters
  * keep (fencing by owner and epoch, continuity of commits, acknowledged dead letters), nothing more.
  */
+import type { Alert, LivenessState } from '../../functions/alerts/episodes.js';
 import { partitionId } from '../../functions/drain/assignment.js';
 import { FencedError } from '../../functions/drain/errors.js';
 import type {
@@ -93,6 +94,8 @@ export function createMemorySource(log: Map<string, KafkaRecord[]>, options: { f
 }
 
 interface MemoryPartition {
+  liveness?: LivenessState;
+  lastProgressAt?: number;
   nextOffset: number | null;
   leaseOwner: string | null;
   leaseEpoch: number;
@@ -137,6 +140,8 @@ export function createMemoryCheckpoints(now: () => number) {
         epoch: p.leaseEpoch,
         nextOffset: p.nextOffset,
         expiresAt: p.leaseExpiresAt,
+        liveness: p.liveness,
+        lastProgressAt: p.lastProgressAt ?? null,
       };
     },
     async renew(lease, ttlMs) {
@@ -150,12 +155,16 @@ export function createMemoryCheckpoints(now: () => number) {
         throw new FencedError('checkpoint moved');
       p.nextOffset = commit.nextOffset;
       p.leaseExpiresAt = now() + ttlMs;
+      p.lastProgressAt = now();
       commits.push(commit);
       return { ...commit.lease, nextOffset: commit.nextOffset, expiresAt: p.leaseExpiresAt };
     },
-    async release(lease) {
+    async release(lease, liveness) {
       const p = partitions.get(partitionId(lease));
-      if (p && p.leaseOwner === lease.owner && p.leaseEpoch === lease.epoch) p.leaseOwner = null;
+      if (p && p.leaseOwner === lease.owner && p.leaseEpoch === lease.epoch) {
+        p.leaseOwner = null;
+        if (liveness) p.liveness = liveness;
+      }
     },
     async recordRun(summary) {
       runs.push(summary);
@@ -183,6 +192,21 @@ export function createMemorySink(options: { reject?: (row: RowToWrite) => string
     },
   };
   return sink;
+}
+
+export function createMemoryAlerts() {
+  const sent: Alert[] = [];
+  let failure: Error | undefined;
+  return {
+    sent,
+    failWith(error: Error | undefined) {
+      failure = error;
+    },
+    async publish(alert: Alert) {
+      if (failure) throw failure;
+      sent.push(alert);
+    },
+  };
 }
 
 export function createMemoryDeadLetters() {

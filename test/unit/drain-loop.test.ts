@@ -4,6 +4,7 @@ import { DrainError } from '../../functions/drain/errors.js';
 import { createMemoryLogger } from '../../functions/drain/logger.js';
 import type { KafkaRecord } from '../../functions/drain/types.js';
 import {
+  createMemoryAlerts,
   createMemoryCheckpoints,
   createMemoryDeadLetters,
   createMemorySink,
@@ -26,6 +27,7 @@ const options: DrainOptions = {
   startPosition: { kind: 'earliest' },
   settleMs: 1_000,
   partitionConcurrency: 3,
+  alertThresholds: { idleSeconds: 300, stallSeconds: 900, backlogRecords: 1_000_000, backlogGrowingRuns: 3 },
 };
 
 function logOf(
@@ -306,5 +308,49 @@ describe('runDrain', () => {
     expect(ports.sink.rows.map((r) => r.record.offset)).toEqual([5]);
     await runDrain(ports, { ...options, runId: 'run-3', startPosition: { kind: 'earliest' } }, context);
     expect(ports.sink.rows.map((r) => r.record.offset)).toEqual([5]);
+  });
+
+  test('alerts are published once per episode across runs, and one that fails to publish goes out with the next run', async () => {
+    let clock = 1_800_000_000_000;
+    const log = logOf(1, 3);
+    const checkpoints = createMemoryCheckpoints(() => clock);
+    const alerts = createMemoryAlerts();
+    const ports = {
+      source: createMemorySource(log),
+      checkpoints,
+      sink: createMemorySink(),
+      deadLetters: createMemoryDeadLetters(),
+      alerts,
+    };
+    const context = { logger: createMemoryLogger(), now: () => clock, signal: new AbortController().signal };
+    const thresholds = { ...options.alertThresholds, idleSeconds: 60 };
+    const run = (runId: string) =>
+      runDrain(ports, { ...options, runId, alertThresholds: thresholds }, context);
+
+    await run('r1');
+    clock += 61_000;
+    alerts.failWith(new Error('pubsub down'));
+    const second = await run('r2');
+    expect(second.alerts).toBe(1);
+    expect(alerts.sent).toEqual([]);
+    expect(context.logger.lines.find((l) => l.event === 'alert')).toMatchObject({
+      severity: 'WARNING',
+      kind: 'idle',
+      state: 'open',
+    });
+
+    alerts.failWith(undefined);
+    clock += 10_000;
+    const third = await run('r3');
+    expect(third.alerts).toBe(0);
+    expect(alerts.sent.map((a) => [a.kind, a.state])).toEqual([['idle', 'open']]);
+
+    log.get('t~0')!.push(record('t', 0, 3, { n: 3 }));
+    clock += 10_000;
+    await run('r4');
+    expect(alerts.sent.map((a) => [a.kind, a.state])).toEqual([
+      ['idle', 'open'],
+      ['idle', 'resolved'],
+    ]);
   });
 });

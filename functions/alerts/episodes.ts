@@ -1,0 +1,160 @@
+/**
+ * Gap alerts as episodes: each condition opens once, is remembered in the partition's state across runs
+ * and tasks, and resolves once when it ends. Pure: given what a run saw of a partition, it returns the
+ * alerts to send and the state to keep.
+ */
+export type AlertKind = 'idle' | 'stalled' | 'retention_gap' | 'backlog';
+
+export interface Alert {
+  kind: AlertKind;
+  state: 'open' | 'resolved';
+  pipeline: string;
+  topic: string;
+  partition: number;
+  detail: string;
+  /** When the episode began (ISO-8601). */
+  since: string;
+  observedAt: string;
+  lostFrom?: number;
+  lostTo?: number;
+}
+
+export interface OpenEpisode {
+  since: number;
+  detail: string;
+  lostFrom?: number;
+  lostTo?: number;
+}
+
+/** What is kept in the partition's document between runs. */
+export interface LivenessState {
+  openAlerts: Partial<Record<AlertKind, OpenEpisode>>;
+  highWatermark: number | null;
+  /** When the high watermark was last seen to move: the last time a record arrived, as far as we know. */
+  highWatermarkChangedAt: number | null;
+  /** Lag left after the last runs, newest last (at most a few). */
+  lagHistory: number[];
+  /** Alerts decided but not yet acknowledged by Pub/Sub: sent again by the next run. */
+  pendingAlerts: Alert[];
+}
+
+export interface Observation {
+  pipeline: string;
+  topic: string;
+  partition: number;
+  now: number;
+  logStart: number;
+  end: number;
+  /** The checkpoint when the run started and when it ended. */
+  checkpointBefore: number | null;
+  checkpointAfter: number | null;
+  /** When the checkpoint last moved (before this run, or now if it moved in this run). */
+  lastProgressAt: number | null;
+  /** Set when the checkpoint was below the log start at the start of the run. */
+  lost?: { from: number; to: number; skipped: boolean };
+}
+
+export interface Thresholds {
+  idleSeconds: number;
+  stallSeconds: number;
+  backlogRecords: number;
+  /** Backlog also opens when the lag grew over this many consecutive runs. */
+  backlogGrowingRuns: number;
+}
+
+export const emptyLiveness: LivenessState = {
+  openAlerts: {},
+  highWatermark: null,
+  highWatermarkChangedAt: null,
+  lagHistory: [],
+  pendingAlerts: [],
+};
+
+export function evaluateEpisodes(
+  previous: LivenessState,
+  seen: Observation,
+  thresholds: Thresholds,
+): { state: LivenessState; alerts: Alert[] } {
+  const open = { ...previous.openAlerts };
+  const alerts: Alert[] = [];
+  const iso = (ms: number) => new Date(ms).toISOString();
+  const emit = (kind: AlertKind, state: 'open' | 'resolved', episode: OpenEpisode) => {
+    alerts.push({
+      kind,
+      state,
+      pipeline: seen.pipeline,
+      topic: seen.topic,
+      partition: seen.partition,
+      detail: episode.detail,
+      since: iso(episode.since),
+      observedAt: iso(seen.now),
+      ...(episode.lostFrom === undefined ? {} : { lostFrom: episode.lostFrom, lostTo: episode.lostTo }),
+    });
+  };
+  const transition = (kind: AlertKind, holds: boolean, episode: () => OpenEpisode) => {
+    const current = open[kind];
+    if (holds && current === undefined) {
+      open[kind] = episode();
+      emit(kind, 'open', open[kind]!);
+    } else if (!holds && current !== undefined) {
+      emit(kind, 'resolved', current);
+      delete open[kind];
+    }
+  };
+
+  const moved = previous.highWatermark === null || seen.end !== previous.highWatermark;
+  const highWatermarkChangedAt = moved ? seen.now : (previous.highWatermarkChangedAt ?? seen.now);
+  const checkpoint = seen.checkpointAfter ?? seen.logStart;
+  const lag = Math.max(0, seen.end - checkpoint);
+
+  // Retention: records deleted before they were drained. Under `skip` the loss is recorded and the run
+  // went on, so the episode opens and ends in the same run; under `fail` it stays open until an operator
+  // moves the checkpoint.
+  if (seen.lost !== undefined) {
+    const { from, to, skipped } = seen.lost;
+    transition('retention_gap', true, () => ({
+      since: seen.now,
+      detail: `records [${from}, ${to}) were deleted by retention before they were drained${skipped ? '; skipped' : ''}`,
+      lostFrom: from,
+      lostTo: to,
+    }));
+    if (skipped) transition('retention_gap', false, () => open.retention_gap!);
+  } else {
+    transition('retention_gap', false, () => open.retention_gap!);
+  }
+
+  const idleFor = seen.now - highWatermarkChangedAt;
+  transition('idle', lag === 0 && idleFor >= thresholds.idleSeconds * 1000, () => ({
+    since: highWatermarkChangedAt,
+    detail: `no new record for ${Math.round(idleFor / 1000)} s`,
+  }));
+
+  const progressed = seen.checkpointAfter !== seen.checkpointBefore;
+  const stuckFor = seen.lastProgressAt === null ? 0 : seen.now - seen.lastProgressAt;
+  transition('stalled', lag > 0 && !progressed && stuckFor >= thresholds.stallSeconds * 1000, () => ({
+    since: seen.lastProgressAt ?? seen.now,
+    detail: `${lag} records available, checkpoint ${checkpoint} has not moved for ${Math.round(stuckFor / 1000)} s`,
+  }));
+
+  const lagHistory = [...previous.lagHistory, lag].slice(-(thresholds.backlogGrowingRuns + 1));
+  const growing =
+    lagHistory.length === thresholds.backlogGrowingRuns + 1 &&
+    lagHistory.every((l, i) => i === 0 || l > lagHistory[i - 1]!);
+  transition('backlog', lag > 0 && (lag >= thresholds.backlogRecords || growing), () => ({
+    since: seen.now,
+    detail: growing
+      ? `lag grew over ${thresholds.backlogGrowingRuns} runs to ${lag}`
+      : `${lag} records left after the run`,
+  }));
+
+  return {
+    state: {
+      openAlerts: open,
+      highWatermark: seen.end,
+      highWatermarkChangedAt,
+      lagHistory,
+      pendingAlerts: [...previous.pendingAlerts, ...alerts],
+    },
+    alerts,
+  };
+}
