@@ -36,11 +36,16 @@ export async function runJob(config: DrainConfig, io: JobIo): Promise<RunSummary
   const clients = createGoogleClients(config);
   const kafka = new kafkajs.Kafka(kafkaClientOptions(config, `kafka-bigquery-drain-${config.pipelineId}`));
   try {
-    let sink = io.sink;
     let closeSink = async (): Promise<void> => {};
-    if (sink === undefined) {
-      const table = await ensureTargetTable(clients.bigquery, config.bigquery, userSchema);
-      if (config.bigquery.writeMode === 'merge') {
+    // The table is made ready at the first write, not before leasing: with BigQuery down the run still
+    // leases its partitions, fails its writes and so raises `stalled`, instead of failing before it looks.
+    const sink =
+      io.sink ??
+      lazySink(async () => {
+        const table = await ensureTargetTable(clients.bigquery, config.bigquery, userSchema);
+        if (config.bigquery.writeMode !== 'merge') {
+          return createInsertAllSink(table, { ...insertAllLimits, retry: defaultRetryPolicy, logger });
+        }
         const merge = createMergeSink({
           bigquery: clients.bigquery,
           dataset: config.bigquery.dataset,
@@ -56,12 +61,9 @@ export async function runJob(config: DrainConfig, io: JobIo): Promise<RunSummary
           leftoverAgeMs: (config.budgetSeconds + 600) * 1000,
         });
         await merge.cleanLeftovers();
-        sink = merge;
         closeSink = () => merge.close();
-      } else {
-        sink = createInsertAllSink(table, { ...insertAllLimits, retry: defaultRetryPolicy, logger });
-      }
-    }
+        return merge;
+      });
     const summary = await runDrain(
       {
         source: createKafkaSource(kafka, {
@@ -112,4 +114,18 @@ export async function runJob(config: DrainConfig, io: JobIo): Promise<RunSummary
   } finally {
     await clients.close();
   }
+}
+
+/** A sink made on its first write; a failed making is tried again at the next write. */
+function lazySink(make: () => Promise<Sink>): Sink {
+  let made: Promise<Sink> | undefined;
+  return {
+    async write(rows, signal) {
+      made ??= make().catch((error: unknown) => {
+        made = undefined;
+        throw error;
+      });
+      return (await made).write(rows, signal);
+    },
+  };
 }
