@@ -1,4 +1,5 @@
-import { isDeadLetter, recordSize, toRow } from './records.js';
+import { isDeadLetter, type RowShape, recordSize, toRow } from './records.js';
+import type { Rules } from './rules.js';
 import type { DeadLetter, DeadLetters, KafkaRecord, RowToWrite, Sink } from './types.js';
 
 export interface WrittenBatch {
@@ -13,16 +14,23 @@ export interface WrittenBatch {
  */
 export async function writeBatch(
   records: readonly KafkaRecord[],
-  ports: { sink: Sink; deadLetters: DeadLetters; fault?: (point: string) => void },
+  ports: { sink: Sink; deadLetters: DeadLetters; rules?: Rules; fault?: (point: string) => void },
   ingestedAt: Date,
   signal?: AbortSignal,
+  shape?: RowShape,
 ): Promise<WrittenBatch> {
   const rows: RowToWrite[] = [];
   const letters: DeadLetter[] = [];
   for (const record of records) {
-    const result = toRow(record, ingestedAt);
-    if (isDeadLetter(result)) letters.push(result);
-    else rows.push(result);
+    const result = toRow(record, ingestedAt, shape);
+    if (isDeadLetter(result)) {
+      letters.push(result);
+      continue;
+    }
+    const broken =
+      ports.rules === undefined ? undefined : await ports.rules.check(userColumns(result.row), record);
+    if (broken === undefined) rows.push(result);
+    else letters.push({ record, kind: 'rule', message: broken });
   }
 
   let written = 0;
@@ -64,4 +72,11 @@ export function splitBatches(
   }
   if (current.length > 0) batches.push(current);
   return batches;
+}
+
+/** What a rule sees: the record's own fields, not the metadata columns. */
+function userColumns(row: RowToWrite['row']): RowToWrite['row'] {
+  return Object.fromEntries(
+    Object.entries(row).filter(([name]) => !name.startsWith('_kafka_') && name !== '_ingested_at'),
+  );
 }

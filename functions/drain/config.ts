@@ -40,6 +40,7 @@ export interface DrainConfig {
   readonly retentionGapPolicy: 'fail' | 'skip';
   readonly startPosition: StartPosition;
   readonly rulesModule: string | null;
+  readonly unknownFields: 'reject' | 'ignore';
   readonly logLevel: LogLevel;
   readonly execution: string;
   readonly taskIndex: number;
@@ -142,6 +143,7 @@ export function parseConfig(env: Env): DrainConfig {
     retentionGapPolicy: read.oneOf('RETENTION_GAP_POLICY', ['fail', 'skip'], 'fail'),
     startPosition: parseStartPosition(read.optional('START_POSITION')),
     rulesModule: read.optional('RULES_MODULE'),
+    unknownFields: read.oneOf('UNKNOWN_FIELDS', ['reject', 'ignore'], 'reject'),
     logLevel: read.oneOf('LOG_LEVEL', ['debug', 'info', 'warning', 'error'], 'info'),
     execution: read.optional('CLOUD_RUN_EXECUTION') ?? 'local',
     taskIndex,

@@ -3,6 +3,8 @@ import { ownedBy, partitionId } from './assignment.js';
 import { splitBatches, writeBatch } from './batch.js';
 import { asError, FencedError } from './errors.js';
 import type { Logger } from './logger.js';
+import type { RowShape } from './records.js';
+import type { Rules } from './rules.js';
 import { type StartPosition, startOffset } from './start-position.js';
 import type {
   Alerts,
@@ -27,6 +29,8 @@ export interface DrainPorts {
   readonly deadLetters: DeadLetters;
   /** Without it (no ALERT_TOPIC), alerts are only logged. */
   readonly alerts?: Alerts;
+  /** Business rules (RULES_MODULE), if any. */
+  readonly rules?: Rules;
 }
 
 export interface DrainOptions {
@@ -47,6 +51,8 @@ export interface DrainOptions {
   /** How many partitions may have a batch in flight at once. */
   readonly partitionConcurrency: number;
   readonly alertThresholds: Thresholds;
+  /** Validation against the table schema; without it rows go to BigQuery as they are. */
+  readonly rowShape?: RowShape;
 }
 
 export interface DrainContext {
@@ -348,7 +354,13 @@ export async function runDrain(
         // At a hard stop the batch is abandoned, not awaited: a write still on the wire may land, and
         // the next run replays it (merge mode inserts nothing twice).
         const written = await untilAborted(
-          writeBatch(records, { ...ports, fault: context.fault }, new Date(now()), hardStop.signal),
+          writeBatch(
+            records,
+            { ...ports, fault: context.fault },
+            new Date(now()),
+            hardStop.signal,
+            options.rowShape,
+          ),
           hardStop.signal,
         );
         const wroteAt = now();

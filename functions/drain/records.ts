@@ -1,4 +1,12 @@
+import type { SchemaField } from '../sinks/table-schema.js';
 import type { DeadLetter, JsonValue, KafkaRecord, Row, RowToWrite } from './types.js';
+import { type UnknownFields, validateRecord } from './validate.js';
+
+/** The table's user columns and what to do with fields it does not have; without it, rows go as they are. */
+export interface RowShape {
+  readonly fields: readonly SchemaField[];
+  readonly unknownFields: UnknownFields;
+}
 
 /** The metadata columns every target row carries, next to the user columns. */
 export const metadataColumns = [
@@ -21,7 +29,7 @@ const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
  * letter, not a replacement character), and the value must be a JSON object whose keys do not collide
  * with the metadata columns.
  */
-export function toRow(record: KafkaRecord, ingestedAt: Date): RowToWrite | DeadLetter {
+export function toRow(record: KafkaRecord, ingestedAt: Date, shape?: RowShape): RowToWrite | DeadLetter {
   if (record.value === null) return { record, kind: 'decode', message: 'record value is null (tombstone)' };
   let parsed: JsonValue;
   try {
@@ -38,8 +46,14 @@ export function toRow(record: KafkaRecord, ingestedAt: Date): RowToWrite | DeadL
       return { record, kind: 'schema', message: `field ${column} is reserved for metadata` };
     }
   }
+  let user: Record<string, JsonValue> = parsed;
+  if (shape !== undefined) {
+    const checked = validateRecord(parsed, shape.fields, shape.unknownFields);
+    if (!checked.ok) return { record, kind: 'schema', message: checked.message };
+    user = checked.row;
+  }
   const row: Row = {
-    ...parsed,
+    ...user,
     _kafka_topic: record.topic,
     _kafka_partition: record.partition,
     _kafka_offset: record.offset,

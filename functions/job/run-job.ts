@@ -5,8 +5,10 @@ import { createFirestoreCheckpoints } from '../checkpoints/firestore-checkpoints
 import { createPubSubDeadLetters } from '../dead-letters/pubsub-dead-letters.js';
 import type { DrainConfig } from '../drain/config.js';
 import { type DrainContext, runDrain } from '../drain/drain-loop.js';
+import { ConfigError } from '../drain/errors.js';
 import type { Logger } from '../drain/logger.js';
 import { defaultRetryPolicy } from '../drain/retry.js';
+import { loadRules, type Rules } from '../drain/rules.js';
 import type { Checkpoints, RunSummary, Sink } from '../drain/types.js';
 import { createInsertAllSink, ensureTargetTable, insertAllLimits } from '../sinks/bigquery-sink.js';
 import { createMergeSink } from '../sinks/merge-sink.js';
@@ -33,6 +35,7 @@ export async function runJob(config: DrainConfig, io: JobIo): Promise<RunSummary
   const runId = `${config.execution}-t${config.taskIndex}-${randomBytes(4).toString('hex')}`;
   const logger = io.logger.child({ pipeline: config.pipelineId, runId });
   const userSchema = readUserSchema(config.bigquery.schemaFile);
+  const rules = config.rulesModule === null ? undefined : await loadRulesModule(config.rulesModule);
   const clients = createGoogleClients(config);
   const kafka = new kafkajs.Kafka(kafkaClientOptions(config, `kafka-bigquery-drain-${config.pipelineId}`));
   try {
@@ -100,6 +103,7 @@ export async function runJob(config: DrainConfig, io: JobIo): Promise<RunSummary
         startPosition: config.startPosition,
         settleMs,
         partitionConcurrency: 4,
+        rowShape: { fields: userSchema, unknownFields: config.unknownFields },
         alertThresholds: {
           idleSeconds: config.idleAlertSeconds,
           stallSeconds: config.stallAlertSeconds,
@@ -128,4 +132,12 @@ function lazySink(make: () => Promise<Sink>): Sink {
       return (await made).write(rows, signal);
     },
   };
+}
+
+async function loadRulesModule(specifier: string): Promise<Rules> {
+  try {
+    return await loadRules(specifier);
+  } catch (error) {
+    throw new ConfigError('RULES_MODULE', error instanceof Error ? error.message : String(error));
+  }
 }

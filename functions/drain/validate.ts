@@ -1,0 +1,229 @@
+import type { SchemaField } from '../sinks/table-schema.js';
+import type { JsonValue } from './types.js';
+
+/**
+ * A record's JSON against the table schema, the way BigQuery's JSON ingestion would judge it, so that a
+ * bad value becomes a `schema` dead letter naming its path (`items[3].price`) instead of a rejected row
+ * or, on some backends, a failed request. Returns the row with values in the form BigQuery ingests.
+ */
+export type Validation =
+  | { ok: true; row: Record<string, JsonValue> }
+  | { ok: false; path: string; message: string };
+
+export type UnknownFields = 'reject' | 'ignore';
+
+class Invalid extends Error {
+  constructor(
+    readonly path: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+const INT64_MIN = -(2n ** 63n);
+const INT64_MAX = 2n ** 63n - 1n;
+
+export function validateRecord(
+  value: Record<string, JsonValue>,
+  fields: readonly SchemaField[],
+  unknownFields: UnknownFields,
+): Validation {
+  try {
+    return { ok: true, row: record(value, fields, '', unknownFields) };
+  } catch (error) {
+    if (error instanceof Invalid)
+      return { ok: false, path: error.path, message: `${error.path}: ${error.message}` };
+    throw error;
+  }
+}
+
+function record(
+  value: Record<string, JsonValue>,
+  fields: readonly SchemaField[],
+  prefix: string,
+  unknownFields: UnknownFields,
+): Record<string, JsonValue> {
+  const out: Record<string, JsonValue> = {};
+  const known = new Set<string>();
+  for (const field of fields) {
+    known.add(field.name);
+    const path = prefix === '' ? field.name : `${prefix}.${field.name}`;
+    const present = Object.hasOwn(value, field.name);
+    const v = present ? value[field.name]! : null;
+    const mode = field.mode ?? 'NULLABLE';
+    if (mode === 'REPEATED') {
+      if (v === null) continue; // BigQuery stores a missing or null repeated field as empty
+      if (!Array.isArray(v)) throw new Invalid(path, 'is REPEATED and must be an array');
+      out[field.name] = v.map((item, i) => {
+        if (item === null) throw new Invalid(`${path}[${i}]`, 'a REPEATED field cannot hold null');
+        return scalarOrRecord(item, field, `${path}[${i}]`, unknownFields);
+      });
+      continue;
+    }
+    if (v === null) {
+      if (mode === 'REQUIRED')
+        throw new Invalid(path, present ? 'is REQUIRED and is null' : 'is REQUIRED and missing');
+      continue;
+    }
+    out[field.name] = scalarOrRecord(v, field, path, unknownFields);
+  }
+  for (const key of Object.keys(value)) {
+    if (!known.has(key) && unknownFields === 'reject') {
+      throw new Invalid(prefix === '' ? key : `${prefix}.${key}`, 'is not a column of the table');
+    }
+  }
+  return out;
+}
+
+function scalarOrRecord(
+  v: JsonValue,
+  field: SchemaField,
+  path: string,
+  unknownFields: UnknownFields,
+): JsonValue {
+  const type = field.type.toUpperCase();
+  if (type === 'RECORD' || type === 'STRUCT') {
+    if (v === null || typeof v !== 'object' || Array.isArray(v))
+      throw new Invalid(path, `is a ${type} and must be an object`);
+    return record(v, field.fields ?? [], path, unknownFields);
+  }
+  return scalar(v, type, path);
+}
+
+function scalar(v: JsonValue, type: string, path: string): JsonValue {
+  switch (type) {
+    case 'STRING':
+      if (typeof v !== 'string') throw new Invalid(path, `must be a string, not ${kindOf(v)}`);
+      return v;
+    case 'BYTES':
+      if (typeof v !== 'string' || !/^[A-Za-z0-9+/]*={0,2}$/.test(v) || v.length % 4 !== 0) {
+        throw new Invalid(path, 'must be base64-encoded bytes');
+      }
+      return v;
+    case 'INTEGER':
+    case 'INT64': {
+      let n: bigint;
+      if (typeof v === 'number') {
+        if (!Number.isInteger(v)) throw new Invalid(path, `must be a whole number, not ${v}`);
+        if (!Number.isSafeInteger(v))
+          throw new Invalid(path, `${v} is beyond 2^53: send integers this large as strings`);
+        n = BigInt(v);
+      } else if (typeof v === 'string' && /^-?\d+$/.test(v)) {
+        n = BigInt(v);
+      } else {
+        throw new Invalid(path, `must be an INT64, not ${kindOf(v)}`);
+      }
+      if (n < INT64_MIN || n > INT64_MAX) throw new Invalid(path, `${n} is outside the INT64 range`);
+      return typeof v === 'number' ? v : n.toString();
+    }
+    case 'FLOAT':
+    case 'FLOAT64':
+      if (typeof v === 'number') return v;
+      if (v === 'NaN' || v === 'Infinity' || v === '-Infinity') return v;
+      throw new Invalid(path, `must be a number, not ${kindOf(v)}`);
+    case 'NUMERIC':
+    case 'BIGNUMERIC':
+      return decimal(v, type, path);
+    case 'BOOLEAN':
+    case 'BOOL':
+      if (typeof v === 'boolean') return v;
+      if (v === 'true' || v === 'false') return v === 'true';
+      throw new Invalid(path, `must be true or false, not ${kindOf(v)}`);
+    case 'TIMESTAMP':
+      return timestamp(v, path);
+    case 'DATE':
+      if (typeof v !== 'string' || !validDate(v)) throw new Invalid(path, 'must be a DATE (YYYY-MM-DD)');
+      return v;
+    case 'TIME':
+      if (typeof v !== 'string' || !validTime(v))
+        throw new Invalid(path, 'must be a TIME (HH:MM:SS[.ffffff])');
+      return v;
+    case 'DATETIME': {
+      const m = typeof v === 'string' ? /^(\d{4}-\d{2}-\d{2})[T ](.+)$/.exec(v) : null;
+      if (m === null || !validDate(m[1]!) || !validTime(m[2]!)) {
+        throw new Invalid(path, 'must be a DATETIME (YYYY-MM-DD[T ]HH:MM:SS[.ffffff])');
+      }
+      return v;
+    }
+    case 'JSON':
+      // BigQuery ingests a JSON column as JSON text.
+      return typeof v === 'string' ? v : JSON.stringify(v);
+    case 'GEOGRAPHY':
+      if (typeof v !== 'string' || v.trim() === '')
+        throw new Invalid(path, 'must be a GEOGRAPHY as WKT or GeoJSON text');
+      return v;
+    default:
+      throw new Invalid(path, `has the type ${type}, which this drain does not validate`);
+  }
+}
+
+function decimal(v: JsonValue, type: string, path: string): string {
+  const text =
+    typeof v === 'number' ? (Number.isFinite(v) ? String(v) : '') : typeof v === 'string' ? v.trim() : '';
+  const m = /^[-+]?(\d*)(?:\.(\d*))?(?:[eE][-+]?\d+)?$/.exec(text);
+  if (text === '' || m === null || (m[1] === '' && (m[2] ?? '') === ''))
+    throw new Invalid(path, `must be a ${type}, not ${kindOf(v)}`);
+  if (/[eE]/.test(text)) return text; // exponent forms: BigQuery normalises; precision checked by it
+  const integer = m[1]!.replace(/^0+(?=\d)/, '');
+  const fraction = m[2] ?? '';
+  const [maxInteger, maxScale] = type === 'NUMERIC' ? [29, 9] : [38, 38];
+  if (integer.length > maxInteger)
+    throw new Invalid(path, `${text} has more than ${maxInteger} integer digits for ${type}`);
+  if (fraction.replace(/0+$/, '').length > maxScale)
+    throw new Invalid(path, `${text} has more than ${maxScale} decimal places for ${type}`);
+  return text;
+}
+
+function timestamp(v: JsonValue, path: string): JsonValue {
+  if (typeof v === 'number') {
+    // Seconds since the epoch, as BigQuery reads a number for a TIMESTAMP.
+    if (!Number.isFinite(v) || Math.abs(v) > 253_402_300_799)
+      throw new Invalid(path, `${v} is not a TIMESTAMP in range`);
+    return v;
+  }
+  if (typeof v !== 'string') throw new Invalid(path, `must be a TIMESTAMP, not ${kindOf(v)}`);
+  const m =
+    /^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?)(Z|[+-]\d{2}(?::?\d{2})?| ?UTC)?$/i.exec(
+      v.trim(),
+    );
+  if (m === null || !validDate(m[1]!) || !validTime(m[2]!.length === 5 ? `${m[2]}:00` : m[2]!)) {
+    throw new Invalid(path, `"${v.slice(0, 40)}" is not a TIMESTAMP (YYYY-MM-DD[T ]HH:MM:SS[.ffffff][zone])`);
+  }
+  return v;
+}
+
+function validDate(text: string): boolean {
+  const m = /^(\d{4})-(\d{2})-(\d{2})$/.exec(text);
+  if (m === null) return false;
+  const [y, mo, d] = [Number(m[1]), Number(m[2]), Number(m[3])];
+  if (y < 1 || mo < 1 || mo > 12 || d < 1) return false;
+  const days = [
+    31,
+    y % 4 === 0 && (y % 100 !== 0 || y % 400 === 0) ? 29 : 28,
+    31,
+    30,
+    31,
+    30,
+    31,
+    31,
+    30,
+    31,
+    30,
+    31,
+  ];
+  return d <= days[mo - 1]!;
+}
+
+function validTime(text: string): boolean {
+  const m = /^(\d{2}):(\d{2}):(\d{2})(?:\.\d{1,9})?$/.exec(text);
+  return m !== null && Number(m[1]) < 24 && Number(m[2]) < 60 && Number(m[3]) < 60;
+}
+
+function kindOf(v: JsonValue): string {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'an array';
+  if (typeof v === 'object') return 'an object';
+  if (typeof v === 'string') return `the string "${v.length > 30 ? `${v.slice(0, 30)}...` : v}"`;
+  return `${typeof v} ${String(v)}`;
+}

@@ -1,0 +1,154 @@
+import { describe, expect, test } from 'vitest';
+import { createRules } from '../../functions/drain/rules.js';
+import type { JsonValue } from '../../functions/drain/types.js';
+import { validateRecord } from '../../functions/drain/validate.js';
+import type { SchemaField } from '../../functions/sinks/table-schema.js';
+import { record } from '../support/memory-ports.js';
+
+const one = (type: string, mode: SchemaField['mode'] = 'NULLABLE'): SchemaField[] => [
+  { name: 'v', type, mode },
+];
+const check = (type: string, v: JsonValue, mode?: SchemaField['mode']) =>
+  validateRecord({ v }, one(type, mode), 'reject');
+
+describe('validation against the table schema', () => {
+  test.each([
+    ['STRING', 'text', 'text'],
+    ['BYTES', 'aGVsbG8=', 'aGVsbG8='],
+    ['INT64', 42, 42],
+    ['INTEGER', '-9223372036854775808', '-9223372036854775808'],
+    ['INT64', '9223372036854775807', '9223372036854775807'],
+    ['FLOAT64', 1.5, 1.5],
+    ['FLOAT', 'NaN', 'NaN'],
+    ['NUMERIC', '12345678901234567890123456789.123456789', '12345678901234567890123456789.123456789'],
+    ['NUMERIC', 12.5, '12.5'],
+    ['BIGNUMERIC', '0.00000000000000000000000000000000000001', '0.00000000000000000000000000000000000001'],
+    ['BOOLEAN', true, true],
+    ['BOOL', 'false', false],
+    ['TIMESTAMP', '2026-01-31T12:00:00Z', '2026-01-31T12:00:00Z'],
+    ['TIMESTAMP', '2026-01-31 12:00:00.123456+01:00', '2026-01-31 12:00:00.123456+01:00'],
+    ['TIMESTAMP', 1_769_860_800, 1_769_860_800],
+    ['DATE', '2024-02-29', '2024-02-29'],
+    ['TIME', '23:59:59.999999', '23:59:59.999999'],
+    ['DATETIME', '2026-01-31T12:00:00', '2026-01-31T12:00:00'],
+    ['JSON', { a: [1, 2] }, '{"a":[1,2]}'],
+    ['GEOGRAPHY', 'POINT(1 2)', 'POINT(1 2)'],
+  ])('%s accepts %j', (type, value, converted) => {
+    expect(check(type, value)).toEqual({ ok: true, row: { v: converted } });
+  });
+
+  test.each([
+    ['STRING', 5, 'must be a string, not number 5'],
+    ['BYTES', 'not base64!', 'base64'],
+    ['INT64', 1.5, 'whole number'],
+    ['INT64', 2 ** 53 + 2, 'beyond 2^53'],
+    ['INT64', '9223372036854775808', 'outside the INT64 range'],
+    ['INT64', '12a', 'must be an INT64'],
+    ['FLOAT64', 'fast', 'must be a number'],
+    ['NUMERIC', '123456789012345678901234567890.5', 'more than 29 integer digits'],
+    ['NUMERIC', '1.1234567891', 'more than 9 decimal places'],
+    ['NUMERIC', 'abc', 'must be a NUMERIC'],
+    ['BIGNUMERIC', `1.${'1'.repeat(39)}`, 'more than 38 decimal places'],
+    ['BOOLEAN', 'yes', 'true or false'],
+    ['TIMESTAMP', '31/01/2026', 'not a TIMESTAMP'],
+    ['TIMESTAMP', 1e12, 'not a TIMESTAMP in range'],
+    ['DATE', '2023-02-29', 'DATE'],
+    ['TIME', '24:00:00', 'TIME'],
+    ['DATETIME', '2026-01-31', 'DATETIME'],
+    ['GEOGRAPHY', '', 'GEOGRAPHY'],
+  ])('%s rejects %j', (type, value, message) => {
+    const result = check(type, value as JsonValue);
+    expect(result.ok).toBe(false);
+    expect((result as { message: string }).message).toContain(message);
+    expect((result as { path: string }).path).toBe('v');
+  });
+
+  test('modes: REQUIRED, NULLABLE, REPEATED', () => {
+    expect(validateRecord({}, one('STRING', 'REQUIRED'), 'reject')).toMatchObject({
+      ok: false,
+      message: 'v: is REQUIRED and missing',
+    });
+    expect(check('STRING', null, 'REQUIRED')).toMatchObject({
+      ok: false,
+      message: 'v: is REQUIRED and is null',
+    });
+    expect(check('STRING', null)).toEqual({ ok: true, row: {} });
+    expect(check('INT64', [1, '2'], 'REPEATED')).toEqual({ ok: true, row: { v: [1, '2'] } });
+    expect(check('INT64', null, 'REPEATED')).toEqual({ ok: true, row: {} });
+    expect(check('INT64', 1, 'REPEATED')).toMatchObject({
+      ok: false,
+      message: 'v: is REPEATED and must be an array',
+    });
+    expect(check('INT64', [1, null], 'REPEATED')).toMatchObject({ ok: false, path: 'v[1]' });
+  });
+
+  test('nested records name the exact path of what is wrong', () => {
+    const fields: SchemaField[] = [
+      {
+        name: 'order',
+        type: 'RECORD',
+        fields: [
+          {
+            name: 'items',
+            type: 'RECORD',
+            mode: 'REPEATED',
+            fields: [{ name: 'price', type: 'NUMERIC', mode: 'REQUIRED' }],
+          },
+        ],
+      },
+    ];
+    const value = {
+      order: { items: [{ price: '1.00' }, { price: '2.00' }, { price: '3.00' }, { price: 'free' }] },
+    };
+    expect(validateRecord(value, fields, 'reject')).toMatchObject({
+      ok: false,
+      path: 'order.items[3].price',
+    });
+    expect(validateRecord({ order: 'x' }, fields, 'reject')).toMatchObject({
+      ok: false,
+      path: 'order',
+      message: 'order: is a RECORD and must be an object',
+    });
+  });
+
+  test('unknown fields, including __proto__ and constructor keys, are rejected or dropped by policy', () => {
+    const parsed = JSON.parse('{"v":"a","__proto__":{"x":1},"constructor":1}') as Record<string, JsonValue>;
+    expect(validateRecord(parsed, one('STRING'), 'reject')).toMatchObject({ ok: false, path: '__proto__' });
+    const ignored = validateRecord(parsed, one('STRING'), 'ignore');
+    expect(ignored).toEqual({ ok: true, row: { v: 'a' } });
+    expect(Object.keys((ignored as { row: object }).row)).toEqual(['v']);
+  });
+});
+
+describe('business rules', () => {
+  const r = record('orders', 1, 7, { amount: 5 });
+  test.each([
+    [() => true, undefined],
+    [() => undefined, undefined],
+    [async () => ({ ok: true }), undefined],
+    [() => 'amount must be positive', 'amount must be positive'],
+    [() => false, 'rejected by a rule'],
+    [async () => ({ ok: false, reason: 'blocked customer' }), 'blocked customer'],
+    [
+      () => {
+        throw new Error('boom');
+      },
+      'rule threw: boom',
+    ],
+    [() => 42, 'rule returned 42, not ok or a reason'],
+  ])('%s → %s', async (validate, expected) => {
+    expect(await createRules(validate as never).check({ amount: 5 }, r)).toBe(expected);
+  });
+
+  test('a rule sees the record and its origin, and cannot change the row', async () => {
+    const value = { amount: 5 };
+    let seen: unknown;
+    await createRules((v, context) => {
+      seen = context;
+      (v as { amount: number }).amount = 0;
+      return true;
+    }).check(value, r);
+    expect(seen).toMatchObject({ topic: 'orders', partition: 1, offset: 7 });
+    expect(value.amount).toBe(5);
+  });
+});
