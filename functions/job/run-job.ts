@@ -80,6 +80,7 @@ export async function runJob(config: DrainConfig, io: JobIo): Promise<RunSummary
         ...(config.alertTopic === null
           ? {}
           : { alerts: createPubSubAlerts(clients.pubsub, config.alertTopic) }),
+        ...(rules === undefined ? {} : { rules }),
         deadLetters: createPubSubDeadLetters(clients.pubsub, {
           topic: config.deadLetterTopic,
           pipeline: config.pipelineId,
