@@ -8,11 +8,15 @@ import { hostname, userInfo } from 'node:os';
 import { pathToFileURL } from 'node:url';
 import kafkajs from 'kafkajs';
 import { createFirestoreCheckpoints } from '../checkpoints/firestore-checkpoints.js';
+import { createDeadLetterSubscription } from '../dead-letters/pubsub-subscription.js';
+import { replayDeadLetters } from '../dead-letters/replay.js';
 import { type DrainConfig, parseConfig } from '../drain/config.js';
 import { ConfigError } from '../drain/errors.js';
 import { createLogger } from '../drain/logger.js';
 import { createGoogleClients } from '../job/clients.js';
 import { quietLocalAuth, runMain } from '../job/main.js';
+import { createSink, rulesFrom } from '../job/run-job.js';
+import { readUserSchema } from '../sinks/table-schema.js';
 import { createKafkaSource, kafkaClientOptions } from '../sources/kafka-source.js';
 import { partitionStatus } from '../status/partition-status.js';
 import { verifyPipeline } from '../verify/verify.js';
@@ -37,6 +41,10 @@ commands:
                    move checkpoints on purpose, under a lease, with an audit record
   pause --topic T [--partition P] --reason "..."     runs skip the partition
   resume --topic T [--partition P] --reason "..."
+  dead-letters --subscription S [--max N]   list dead letters (origin, kind, reason); acknowledges none
+  replay-dead-letters --subscription S [--max N] [--dry-run]
+                   re-validate dead letters with the current schema and rules; write those that pass
+                   (idempotently, keyed by their origin) and acknowledge them once durable; leave the rest
 
 configuration comes from the environment (see README.md); exit codes: 0 ok, 1 failed (retry is safe),
 2 bad configuration or usage`;
@@ -64,6 +72,16 @@ export async function cli(argv: readonly string[], env: NodeJS.ProcessEnv): Prom
     }
     return verify(env, json).catch((error: unknown) => {
       process.stderr.write(`verify failed: ${error instanceof Error ? error.message : String(error)}\n`);
+      return 1;
+    });
+  }
+  if (command === 'dead-letters' || command === 'replay-dead-letters') {
+    return deadLetterCommand(command, rest, env).catch((error: unknown) => {
+      if (error instanceof UsageError) {
+        process.stderr.write(`${command}: ${error.message}\nnothing was changed\n`);
+        return 2;
+      }
+      process.stderr.write(`${command} failed: ${error instanceof Error ? error.message : String(error)}\n`);
       return 1;
     });
   }
@@ -113,6 +131,75 @@ async function operate(command: string, argv: readonly string[], env: NodeJS.Pro
     if (command === 'seek') return await seek(deps, args);
     return await setPaused(deps, args, command === 'pause');
   } finally {
+    await clients.close();
+  }
+}
+
+async function deadLetterCommand(
+  command: string,
+  argv: readonly string[],
+  env: NodeJS.ProcessEnv,
+): Promise<number> {
+  let subscription = '';
+  let max = 10_000;
+  let dryRun = false;
+  for (let i = 0; i < argv.length; i++) {
+    const flag = argv[i];
+    if (flag === '--subscription' && argv[i + 1] !== undefined) subscription = argv[++i]!;
+    else if (flag === '--max' && /^\d+$/.test(argv[i + 1] ?? '')) max = Number(argv[++i]);
+    else if (flag === '--dry-run' && command === 'replay-dead-letters') dryRun = true;
+    else throw new UsageError(`unknown or incomplete argument "${flag}"`);
+  }
+  if (subscription === '')
+    throw new UsageError('--subscription is required (a pull subscription on DEAD_LETTER_TOPIC)');
+  const config = readConfig(env);
+  if (config === undefined) return 2;
+  const clients = createGoogleClients(config);
+  const letters = createDeadLetterSubscription(clients.pubsub, subscription);
+  const print = (line: string) => process.stdout.write(`${line}\n`);
+  try {
+    if (command === 'dead-letters') {
+      const pulled = await letters.pull(Math.min(max, 1000));
+      for (const l of pulled) {
+        const a = l.attributes;
+        print(
+          `${a.source_topic}:${a.source_partition}:${a.source_offset}  ${a.error_kind}  ${a.error_message}`,
+        );
+      }
+      await Promise.all(pulled.map((l) => l.release()));
+      print(`${pulled.length} dead letters shown (none acknowledged)`);
+      return 0;
+    }
+    const logger = createLogger({ level: 'warning', write: (line) => process.stderr.write(`${line}\n`) });
+    const { sink, close } = createSink(
+      config,
+      clients,
+      readUserSchema(config.bigquery.schemaFile),
+      logger,
+      `replay-${Date.now().toString(36)}`,
+    );
+    const rules = await rulesFrom(config);
+    try {
+      const outcome = await replayDeadLetters(
+        {
+          pull: (n) => letters.pull(n),
+          sink,
+          ...(rules === undefined ? {} : { rules }),
+          shape: { fields: readUserSchema(config.bigquery.schemaFile), unknownFields: config.unknownFields },
+          now: () => new Date(),
+          print,
+        },
+        { dryRun, max },
+      );
+      print(
+        `${dryRun ? 'would replay' : 'replayed'} ${outcome.replayed}, still failing ${outcome.stillFailing.length}`,
+      );
+      return 0;
+    } finally {
+      await close();
+    }
+  } finally {
+    await letters.close();
     await clients.close();
   }
 }

@@ -1,4 +1,4 @@
-import { isDeadLetter, type RowShape, recordSize, toRow } from './records.js';
+import { isDeadLetter, type RowShape, recordSize, toRow, userColumns } from './records.js';
 import type { Rules } from './rules.js';
 import type { DeadLetter, DeadLetters, KafkaRecord, RowToWrite, Sink } from './types.js';
 
@@ -72,11 +72,4 @@ export function splitBatches(
   }
   if (current.length > 0) batches.push(current);
   return batches;
-}
-
-/** What a rule sees: the record's own fields, not the metadata columns. */
-function userColumns(row: RowToWrite['row']): RowToWrite['row'] {
-  return Object.fromEntries(
-    Object.entries(row).filter(([name]) => !name.startsWith('_kafka_') && name !== '_ingested_at'),
-  );
 }

@@ -72,3 +72,10 @@ export function isDeadLetter(value: RowToWrite | DeadLetter): value is DeadLette
 export function recordSize(record: KafkaRecord): number {
   return (record.value?.length ?? 0) + (record.key?.length ?? 0) + 64;
 }
+
+/** A row's own fields, without the metadata columns: what a business rule judges. */
+export function userColumns(row: Row): Row {
+  return Object.fromEntries(
+    Object.entries(row).filter(([name]) => !(metadataColumns as readonly string[]).includes(name)),
+  );
+}

@@ -12,9 +12,9 @@ import { loadRules, type Rules } from '../drain/rules.js';
 import type { Checkpoints, RunSummary, Sink } from '../drain/types.js';
 import { createInsertAllSink, ensureTargetTable, insertAllLimits } from '../sinks/bigquery-sink.js';
 import { createMergeSink } from '../sinks/merge-sink.js';
-import { readUserSchema, targetTableSchema } from '../sinks/table-schema.js';
+import { readUserSchema, type SchemaField, targetTableSchema } from '../sinks/table-schema.js';
 import { createKafkaSource, kafkaClientOptions } from '../sources/kafka-source.js';
-import { createGoogleClients } from './clients.js';
+import { createGoogleClients, type GoogleClients } from './clients.js';
 
 /** How long a batch in flight may settle after SIGTERM or the budget; Cloud Run kills 10 s after SIGTERM. */
 export const settleMs = 6_000;
@@ -31,42 +31,22 @@ export interface JobIo {
 }
 
 /** Wires the real adapters from a parsed config and runs one bounded drain for this task. */
+/** Loads RULES_MODULE, naming the variable if it cannot. */
+export async function rulesFrom(config: DrainConfig): Promise<Rules | undefined> {
+  return config.rulesModule === null ? undefined : loadRulesModule(config.rulesModule);
+}
+
 export async function runJob(config: DrainConfig, io: JobIo): Promise<RunSummary> {
   const runId = `${config.execution}-t${config.taskIndex}-${randomBytes(4).toString('hex')}`;
   const logger = io.logger.child({ pipeline: config.pipelineId, runId });
   const userSchema = readUserSchema(config.bigquery.schemaFile);
-  const rules = config.rulesModule === null ? undefined : await loadRulesModule(config.rulesModule);
+  const rules = await rulesFrom(config);
   const clients = createGoogleClients(config);
   const kafka = new kafkajs.Kafka(kafkaClientOptions(config, `kafka-bigquery-drain-${config.pipelineId}`));
   try {
-    let closeSink = async (): Promise<void> => {};
-    // The table is made ready at the first write, not before leasing: with BigQuery down the run still
-    // leases its partitions, fails its writes and so raises `stalled`, instead of failing before it looks.
-    const sink =
-      io.sink ??
-      lazySink(async () => {
-        const table = await ensureTargetTable(clients.bigquery, config.bigquery, userSchema);
-        if (config.bigquery.writeMode !== 'merge') {
-          return createInsertAllSink(table, { ...insertAllLimits, retry: defaultRetryPolicy, logger });
-        }
-        const merge = createMergeSink({
-          bigquery: clients.bigquery,
-          dataset: config.bigquery.dataset,
-          table: config.bigquery.table,
-          schema: targetTableSchema(userSchema),
-          pipelineId: config.pipelineId,
-          taskIndex: config.taskIndex,
-          runId,
-          retry: defaultRetryPolicy,
-          logger,
-          fault: io.fault,
-          // Older than any run can last: a staging table this old belongs to no live run.
-          leftoverAgeMs: (config.budgetSeconds + 600) * 1000,
-        });
-        await merge.cleanLeftovers();
-        closeSink = () => merge.close();
-        return merge;
-      });
+    const made =
+      io.sink === undefined ? createSink(config, clients, userSchema, logger, runId, io.fault) : undefined;
+    const sink = io.sink ?? made!.sink;
     const summary = await runDrain(
       {
         source: createKafkaSource(kafka, {
@@ -114,7 +94,7 @@ export async function runJob(config: DrainConfig, io: JobIo): Promise<RunSummary
       },
       { logger, now: Date.now, signal: io.signal, fault: io.fault, onProgress: io.onProgress },
     );
-    await closeSink();
+    await made?.close();
     return summary;
   } finally {
     await clients.close();
@@ -141,4 +121,44 @@ async function loadRulesModule(specifier: string): Promise<Rules> {
   } catch (error) {
     throw new ConfigError('RULES_MODULE', error instanceof Error ? error.message : String(error));
   }
+}
+
+/**
+ * The sink the write mode asks for, made ready at its first write rather than before leasing: with
+ * BigQuery down a run still leases its partitions, fails its writes and so raises `stalled`, instead of
+ * failing before it looks. Shared by the drain and the dead-letter replay.
+ */
+export function createSink(
+  config: DrainConfig,
+  clients: GoogleClients,
+  userSchema: readonly SchemaField[],
+  logger: Logger,
+  runId: string,
+  fault?: DrainContext['fault'],
+): { sink: Sink; close(): Promise<void> } {
+  let close = async (): Promise<void> => {};
+  const sink = lazySink(async () => {
+    const table = await ensureTargetTable(clients.bigquery, config.bigquery, userSchema);
+    if (config.bigquery.writeMode !== 'merge') {
+      return createInsertAllSink(table, { ...insertAllLimits, retry: defaultRetryPolicy, logger });
+    }
+    const merge = createMergeSink({
+      bigquery: clients.bigquery,
+      dataset: config.bigquery.dataset,
+      table: config.bigquery.table,
+      schema: targetTableSchema(userSchema),
+      pipelineId: config.pipelineId,
+      taskIndex: config.taskIndex,
+      runId,
+      retry: defaultRetryPolicy,
+      logger,
+      fault,
+      // Older than any run can last: a staging table this old belongs to no live run.
+      leftoverAgeMs: (config.budgetSeconds + 600) * 1000,
+    });
+    await merge.cleanLeftovers();
+    close = () => merge.close();
+    return merge;
+  });
+  return { sink, close: () => close() };
 }

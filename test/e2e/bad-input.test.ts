@@ -1,0 +1,69 @@
+/**
+ * Bad input end to end: schema and rule failures become dead letters with their reason and origin, and
+ * once the rule is fixed, replay moves them into the table, idempotently.
+ */
+import { writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, expect, test } from 'vitest';
+import { assertNoJobsLeft, createPipeline, runCli, runJob, tableOffsets } from '../support/job.js';
+import { produce } from '../support/kafka.js';
+import { pullAll } from '../support/pubsub.js';
+import { stackClients, uniqueName } from '../support/stack.js';
+
+const clients = await stackClients();
+afterEach(assertNoJobsLeft);
+afterAll(() => clients.close());
+
+function rulesModule(body: string): string {
+  const file = join(tmpdir(), `${uniqueName('rules')}.mjs`);
+  writeFileSync(file, body);
+  return file;
+}
+
+test('a rule rejects records; the rule is fixed; replay moves them into the table; a second replay inserts nothing', async () => {
+  const strict = rulesModule(
+    'export function validate(order) { return order.n % 5 === 0 ? `n ${order.n} is a multiple of 5` : true; }',
+  );
+  const fixed = rulesModule('export async function validate() { return { ok: true }; }');
+  const pipeline = await createPipeline(clients, 1, { BQ_WRITE_MODE: 'merge', RULES_MODULE: strict });
+  // A second subscription on the dead-letter topic sees every dead letter too: the second replay.
+  const second = `${pipeline.deadLetterTopic}-second`;
+  await clients.pubsub.topic(pipeline.deadLetterTopic).createSubscription(second);
+  await produce(pipeline.topic, [
+    ...Array.from({ length: 20 }, (_, i) => ({ partition: 0, value: JSON.stringify({ id: `r${i}`, n: i }) })),
+    { partition: 0, value: JSON.stringify({ id: 'bad', n: 'twenty' }) },
+  ]);
+  const run = await runJob(pipeline.env);
+  expect(run.summary).toMatchObject({ rowsWritten: 16, deadLettered: 5 });
+
+  const listed = await runCli(
+    ['dead-letters', '--subscription', pipeline.deadLetterSubscription],
+    pipeline.env,
+  );
+  expect(listed.code).toBe(0);
+  expect(listed.stdout).toContain(`${pipeline.topic}:0:5  rule  n 5 is a multiple of 5`);
+  expect(listed.stdout).toContain(
+    `${pipeline.topic}:0:20  schema  n: must be an INT64, not the string "twenty"`,
+  );
+
+  const replayed = await runCli(['replay-dead-letters', '--subscription', pipeline.deadLetterSubscription], {
+    ...pipeline.env,
+    RULES_MODULE: fixed,
+  });
+  expect(replayed.code).toBe(0);
+  expect(replayed.stdout).toContain('replayed 4, still failing 1');
+  expect(replayed.stdout).toContain('schema: n: must be an INT64');
+  expect((await tableOffsets(clients, pipeline)).get(0)).toEqual([...Array(20).keys()]);
+  // The record that still fails stays in the subscription; the replayed ones were acknowledged.
+  expect(
+    (await pullAll(clients, pipeline.deadLetterSubscription)).map((m) => m.attributes.source_offset),
+  ).toEqual(['20']);
+
+  const again = await runCli(['replay-dead-letters', '--subscription', second], {
+    ...pipeline.env,
+    RULES_MODULE: fixed,
+  });
+  expect(again.stdout).toContain('replayed 4, still failing 1');
+  expect((await tableOffsets(clients, pipeline)).get(0)).toEqual([...Array(20).keys()]);
+});
