@@ -51,6 +51,22 @@ export function deadLetterMessage(letter: DeadLetter, context: { pipeline: strin
     if (key.length <= maxAttributeBytes) attributes.key_base64 = key;
     else attributes.key_sha256 = createHash('sha256').update(record.key).digest('hex');
   }
+  // Kafka headers travel as `header_<name>` attributes, as far as Pub/Sub's 100 attributes and 1024-byte
+  // values allow; the rest are dropped (and counted).
+  let dropped = 0;
+  for (const [name, headerValue] of Object.entries(record.headers)) {
+    const attribute = `header_${name}`;
+    if (
+      Object.keys(attributes).length >= 95 ||
+      Buffer.byteLength(attribute) > 256 ||
+      Buffer.byteLength(headerValue) > maxAttributeBytes
+    ) {
+      dropped++;
+      continue;
+    }
+    attributes[attribute] = headerValue;
+  }
+  if (dropped > 0) attributes.headers_dropped = String(dropped);
   let data = value;
   if (value.length > maxDataBytes) {
     // Too large for Pub/Sub: keep what fits, and enough to recognise the original.

@@ -18,6 +18,9 @@ export const metadataColumns = [
   '_ingested_at',
 ] as const;
 
+/** Larger values cannot be rows (BigQuery's 10 MB request and row limits, less the metadata). */
+export const maxRecordBytes = 9 * 1024 * 1024;
+
 export function rowKey(record: { topic: string; partition: number; offset: number }): string {
   return `${record.topic}:${record.partition}:${record.offset}`;
 }
@@ -31,6 +34,14 @@ const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
  */
 export function toRow(record: KafkaRecord, ingestedAt: Date, shape?: RowShape): RowToWrite | DeadLetter {
   if (record.value === null) return { record, kind: 'decode', message: 'record value is null (tombstone)' };
+  if (record.value.length > maxRecordBytes) {
+    // BigQuery takes at most 10 MB per insert request and per row: such a record can never be a row.
+    return {
+      record,
+      kind: 'oversize',
+      message: `value of ${record.value.length} bytes is over the ${maxRecordBytes}-byte limit of a row`,
+    };
+  }
   let parsed: JsonValue;
   try {
     parsed = JSON.parse(strictUtf8.decode(record.value)) as JsonValue;

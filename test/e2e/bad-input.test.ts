@@ -23,7 +23,7 @@ function rulesModule(body: string): string {
 
 test('a rule rejects records; the rule is fixed; replay moves them into the table; a second replay inserts nothing', async () => {
   const strict = rulesModule(
-    'export function validate(order) { return order.n % 5 === 0 ? `n ${order.n} is a multiple of 5` : true; }',
+    "export function validate(order) { return order.n % 5 === 0 ? 'n ' + order.n + ' is a multiple of 5' : true; }",
   );
   const fixed = rulesModule('export async function validate() { return { ok: true }; }');
   const pipeline = await createPipeline(clients, 1, { BQ_WRITE_MODE: 'merge', RULES_MODULE: strict });

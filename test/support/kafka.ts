@@ -27,14 +27,25 @@ export async function produce(
   const producer = testKafka().producer();
   await producer.connect();
   try {
-    for (let i = 0; i < messages.length; i += 1000) {
+    // At most 1,000 records or ~512 KB a request: the broker refuses record batches over 1 MB.
+    let chunk: typeof messages = [];
+    let bytes = 0;
+    const flush = async () => {
+      if (chunk.length === 0) return;
       await producer.send({
         topic,
-        messages: messages
-          .slice(i, i + 1000)
-          .map((m) => ({ partition: m.partition, value: m.value, key: m.key ?? null })),
+        messages: chunk.map((m) => ({ partition: m.partition, value: m.value, key: m.key ?? null })),
       });
+      chunk = [];
+      bytes = 0;
+    };
+    for (const m of messages) {
+      const size = m.value === null ? 0 : m.value.length;
+      if (chunk.length >= 1000 || (chunk.length > 0 && bytes + size > 512 * 1024)) await flush();
+      chunk.push(m);
+      bytes += size;
     }
+    await flush();
   } finally {
     await producer.disconnect();
   }

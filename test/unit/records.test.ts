@@ -42,6 +42,11 @@ describe('toRow', () => {
     expect((result as { message: string }).message).toContain(message);
   });
 
+  test('a value larger than a BigQuery row can be is an oversize dead letter', () => {
+    const big = { ...record('t', 0, 0, ''), value: Buffer.alloc(9 * 1024 * 1024 + 1, 0x20) };
+    expect(toRow(big, at)).toMatchObject({ kind: 'oversize' });
+  });
+
   test('invalid UTF-8 and tombstones are decode dead letters', () => {
     expect(toRow({ ...record('t', 0, 0, ''), value: Buffer.from([0x7b, 0xff, 0x7d]) }, at)).toMatchObject({
       kind: 'decode',
@@ -148,5 +153,26 @@ describe('dead-letter message', () => {
     expect(Buffer.byteLength(cut)).toBeLessThanOrEqual(1024);
     expect(cut.endsWith('...')).toBe(true);
     expect(cut).not.toContain('\uFFFD');
+  });
+
+  test('a value too large for Pub/Sub keeps as much as fits, with its full size and hash, as oversize', () => {
+    const big = Buffer.alloc(10 * 1024 * 1024 + 5, 0x61);
+    const message = deadLetterMessage(
+      { record: { ...record('t', 0, 1, ''), value: big }, kind: 'oversize', message: 'too big' },
+      { pipeline: 'p', execution: 'e' },
+    );
+    expect(message.data.length).toBe(9 * 1024 * 1024);
+    expect(message.attributes).toMatchObject({ error_kind: 'oversize', value_size: String(big.length) });
+    expect(message.attributes.value_sha256).toMatch(/^[0-9a-f]{64}$/);
+  });
+
+  test('Kafka headers travel as attributes where they fit', () => {
+    const headers: Record<string, string> = { trace: 'abc', huge: 'x'.repeat(2000) };
+    const message = deadLetterMessage(
+      { record: { ...record('t', 0, 1, '{}'), headers }, kind: 'decode', message: 'm' },
+      { pipeline: 'p', execution: 'e' },
+    );
+    expect(message.attributes).toMatchObject({ header_trace: 'abc', headers_dropped: '1' });
+    expect(message.attributes.header_huge).toBeUndefined();
   });
 });
