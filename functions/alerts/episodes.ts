@@ -30,6 +30,8 @@ export interface OpenEpisode {
 export interface LivenessState {
   openAlerts: Partial<Record<AlertKind, OpenEpisode>>;
   highWatermark: number | null;
+  /** The earliest offset still in the log when last seen. */
+  logStart?: number | null;
   /** When the high watermark was last seen to move: the last time a record arrived, as far as we know. */
   highWatermarkChangedAt: number | null;
   /** Lag left after the last runs, newest last (at most a few). */
@@ -151,6 +153,7 @@ export function evaluateEpisodes(
     state: {
       openAlerts: open,
       highWatermark: seen.end,
+      logStart: seen.logStart,
       highWatermarkChangedAt,
       lagHistory,
       pendingAlerts: [...previous.pendingAlerts, ...alerts],

@@ -125,6 +125,7 @@ export function createFirestoreCheckpoints(
           liveness: {
             openAlerts: data?.openAlerts ?? {},
             highWatermark: data?.highWatermark ?? null,
+            logStart: data?.logStart ?? null,
             highWatermarkChangedAt: data?.highWatermarkChangedAt ?? null,
             lagHistory: data?.lagHistory ?? [],
             pendingAlerts: data?.pendingAlerts ?? [],
