@@ -5,15 +5,13 @@
 import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, expect, test } from 'vitest';
-import { assertNoJobsLeft, createPipeline, runCli, runJob, tableOffsets } from '../support/job.js';
+import { expect, test } from 'vitest';
+import { createPipeline, e2eClients, runCli, runJob, tableOffsets } from '../support/job.js';
 import { produce } from '../support/kafka.js';
 import { pullAll } from '../support/pubsub.js';
-import { stackClients, uniqueName } from '../support/stack.js';
+import { uniqueName } from '../support/stack.js';
 
-const clients = await stackClients();
-afterEach(assertNoJobsLeft);
-afterAll(() => clients.close());
+const clients = await e2eClients();
 
 function rulesModule(body: string): string {
   const file = join(tmpdir(), `${uniqueName('rules')}.mjs`);

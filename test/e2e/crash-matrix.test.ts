@@ -4,12 +4,12 @@
  * to completion. Afterwards every produced offset must be in the table or the dead-letter topic (G1), no
  * checkpoint ever went back (G6), `verify` finds no hole, and in merge mode no row is in the table twice (G2).
  */
-import { afterAll, afterEach, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import {
-  assertNoJobsLeft,
   checkpointsOf,
   createPipeline,
   deadLetterOffsets,
+  e2eClients,
   leasesFree,
   ledgerOf,
   runJob,
@@ -19,11 +19,8 @@ import {
   waitFor,
 } from '../support/job.js';
 import { startProducer } from '../support/kafka.js';
-import { stackClients } from '../support/stack.js';
 
-const clients = await stackClients();
-afterEach(assertNoJobsLeft);
-afterAll(() => clients.close());
+const clients = await e2eClients();
 
 const randomKills = 50;
 const repeatsPerPoint = 3;

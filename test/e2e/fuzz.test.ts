@@ -3,14 +3,11 @@
  * every record ends up exactly once in the table or the dead-letter topic, and valid records in the same
  * batches as bad ones land all the same.
  */
-import { afterAll, afterEach, expect, test } from 'vitest';
-import { assertNoJobsLeft, createPipeline, deadLetterOffsets, runJob, tableOffsets } from '../support/job.js';
+import { expect, test } from 'vitest';
+import { createPipeline, deadLetterOffsets, e2eClients, runJob, tableOffsets } from '../support/job.js';
 import { produce } from '../support/kafka.js';
-import { stackClients } from '../support/stack.js';
 
-const clients = await stackClients();
-afterEach(assertNoJobsLeft);
-afterAll(() => clients.close());
+const clients = await e2eClients();
 
 /** A small seeded generator, so that a failure can be reproduced. */
 function random(seed: number) {
@@ -83,7 +80,7 @@ test('10,000 generated payloads: no crash, each record exactly once in the table
   const pipeline = await createPipeline(clients, 2, { DRAIN_BUDGET_SECONDS: '300', LEASE_TTL_SECONDS: '30' });
   const generated = payloads(10_000, 20261129);
   const byPartition: Payload[][] = [[], []];
-  generated.forEach((p, i) => byPartition[i % 2]!.push(p));
+  for (const [i, p] of generated.entries()) byPartition[i % 2]!.push(p);
   await produce(
     pipeline.topic,
     byPartition.flatMap((ps, partition) => ps.map((p) => ({ partition, value: p.value }))),

@@ -2,11 +2,11 @@
  * G5, against real Kafka and the emulators, through the real CLI: each gap raises one alert per
  * episode on ALERT_TOPIC (and a `resolved` when it ends), across runs.
  */
-import { afterAll, afterEach, expect, test } from 'vitest';
+import { expect, test } from 'vitest';
 import {
-  assertNoJobsLeft,
   checkpointsOf,
   createPipeline,
+  e2eClients,
   type Pipeline,
   runJob,
   runVerify,
@@ -15,11 +15,9 @@ import {
 } from '../support/job.js';
 import { produce, testKafka } from '../support/kafka.js';
 import { pullAll } from '../support/pubsub.js';
-import { stackClients, uniqueName } from '../support/stack.js';
+import { uniqueName } from '../support/stack.js';
 
-const clients = await stackClients();
-afterEach(assertNoJobsLeft);
-afterAll(() => clients.close());
+const clients = await e2eClients();
 
 async function withAlerts(partitions: number, env: Record<string, string> = {}) {
   const alertTopic = uniqueName('alerts').replaceAll('_', '-');

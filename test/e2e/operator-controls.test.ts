@@ -1,9 +1,9 @@
-import { afterAll, afterEach, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { createFirestoreCheckpoints } from '../../functions/checkpoints/firestore-checkpoints.js';
 import {
-  assertNoJobsLeft,
   checkpointsOf,
   createPipeline,
+  e2eClients,
   type Pipeline,
   runCli,
   runJob,
@@ -12,11 +12,8 @@ import {
   waitFor,
 } from '../support/job.js';
 import { produce } from '../support/kafka.js';
-import { stackClients } from '../support/stack.js';
 
-const clients = await stackClients();
-afterEach(assertNoJobsLeft);
-afterAll(() => clients.close());
+const clients = await e2eClients();
 
 const records = (partition: number, from: number, count: number) =>
   Array.from({ length: count }, (_, i) => ({

@@ -1,8 +1,8 @@
-import { afterAll, afterEach, expect, test } from 'vitest';
+import { expect, test } from 'vitest';
 import {
-  assertNoJobsLeft,
   checkpointsOf,
   createPipeline,
+  e2eClients,
   ledgerOf,
   runJob,
   startJob,
@@ -10,11 +10,8 @@ import {
   waitFor,
 } from '../support/job.js';
 import { produce } from '../support/kafka.js';
-import { stackClients } from '../support/stack.js';
 
-const clients = await stackClients();
-afterEach(assertNoJobsLeft);
-afterAll(() => clients.close());
+const clients = await e2eClients();
 
 test('zombie: a run frozen past its lease TTL cannot move the checkpoint after another run took over (G3)', async () => {
   const pipeline = await createPipeline(clients, 1, { LEASE_TTL_SECONDS: '3', BATCH_MAX_RECORDS: '20' });

@@ -6,16 +6,25 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { afterAll, afterEach } from 'vitest';
 import type { GoogleClients } from '../../functions/job/clients.js';
 import { createTopic } from './kafka.js';
 import { pullAll } from './pubsub.js';
-import { root, stackEnv, uniqueName } from './stack.js';
+import { root, stackClients, stackEnv, uniqueName } from './stack.js';
 
 export const schemaFields = [
   { name: 'id', type: 'STRING', mode: 'REQUIRED' },
   { name: 'n', type: 'INT64', mode: 'NULLABLE' },
   { name: 'note', type: 'STRING', mode: 'NULLABLE' },
 ];
+
+/** For an end-to-end test file: clients on the local stack, closed after it; no job may outlive a test. */
+export async function e2eClients(): Promise<GoogleClients> {
+  const clients = await stackClients();
+  afterEach(assertNoJobsLeft);
+  afterAll(() => clients.close());
+  return clients;
+}
 
 export interface Pipeline {
   id: string;
