@@ -14,7 +14,7 @@ import kafkajs from 'kafkajs';
 
 const root = join(import.meta.dirname, '..');
 const stack = Object.fromEntries(
-  readFileSync(join(root, '.stack', 'env'), 'utf8')
+  readFileSync(join(process.env.KBD_STACK_DIR ?? join(root, '.stack'), 'env'), 'utf8')
     .split('\n')
     .filter((l) => l.includes('='))
     .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),

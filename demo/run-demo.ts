@@ -12,7 +12,7 @@ import { createGoogleClients } from '../functions/job/clients.js';
 
 const root = join(import.meta.dirname, '..');
 const stack = Object.fromEntries(
-  readFileSync(join(root, '.stack', 'env'), 'utf8')
+  readFileSync(join(process.env.KBD_STACK_DIR ?? join(root, '.stack'), 'env'), 'utf8')
     .split('\n')
     .filter((line) => line.includes('='))
     .map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]),
