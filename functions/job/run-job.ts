@@ -101,32 +101,35 @@ export async function runJob(config: DrainConfig, io: JobIo): Promise<RunSummary
   }
 }
 
-/** A sink made on its first write; a failed making is tried again at the next write. */
-function lazySink(make: () => Promise<Sink>): Sink {
+/**
+ * A sink whose making (the target table, the staging clean-up) starts at once but is not waited for: if it
+ * fails (BigQuery down), the run goes on to lease and read, its writes try the making again and fail, and
+ * so the partitions raise `stalled` instead of the run dying before it looks.
+ */
+function eagerSink(make: () => Promise<Sink>, logger: Logger): { sink: Sink; ready: Promise<unknown> } {
   let made: Promise<Sink> | undefined;
+  const start = (): Promise<Sink> => {
+    const attempt = make();
+    made = attempt;
+    attempt.catch((error: unknown) => {
+      if (made === attempt) made = undefined;
+      logger.warn('the BigQuery target is not ready; writes will try again', { error });
+    });
+    return attempt;
+  };
+  const ready = start().catch(() => undefined);
   return {
-    async write(rows, signal) {
-      made ??= make().catch((error: unknown) => {
-        made = undefined;
-        throw error;
-      });
-      return (await made).write(rows, signal);
+    sink: {
+      async write(rows, signal) {
+        return (await (made ?? start())).write(rows, signal);
+      },
     },
+    ready,
   };
 }
 
-async function loadRulesModule(specifier: string): Promise<Rules> {
-  try {
-    return await loadRules(specifier);
-  } catch (error) {
-    throw new ConfigError('RULES_MODULE', error instanceof Error ? error.message : String(error));
-  }
-}
-
 /**
- * The sink the write mode asks for, made ready at its first write rather than before leasing: with
- * BigQuery down a run still leases its partitions, fails its writes and so raises `stalled`, instead of
- * failing before it looks. Shared by the drain and the dead-letter replay.
+ * The sink the write mode asks for (see eagerSink). Shared by the drain and the dead-letter replay.
  */
 export function createSink(
   config: DrainConfig,
@@ -137,7 +140,7 @@ export function createSink(
   fault?: DrainContext['fault'],
 ): { sink: Sink; close(): Promise<void> } {
   let close = async (): Promise<void> => {};
-  const sink = lazySink(async () => {
+  const { sink, ready } = eagerSink(async () => {
     const table = await ensureTargetTable(clients.bigquery, config.bigquery, userSchema);
     if (config.bigquery.writeMode !== 'merge') {
       return createInsertAllSink(table, { ...insertAllLimits, retry: defaultRetryPolicy, logger });
@@ -159,6 +162,20 @@ export function createSink(
     await merge.cleanLeftovers();
     close = () => merge.close();
     return merge;
-  });
-  return { sink, close: () => close() };
+  }, logger);
+  return {
+    sink,
+    close: async () => {
+      await ready;
+      await close();
+    },
+  };
+}
+
+async function loadRulesModule(specifier: string): Promise<Rules> {
+  try {
+    return await loadRules(specifier);
+  } catch (error) {
+    throw new ConfigError('RULES_MODULE', error instanceof Error ? error.message : String(error));
+  }
 }
