@@ -1,3 +1,4 @@
+import { chunksOf } from './chunks.js';
 import { isDeadLetter, type RowShape, recordSize, toRow, userColumns } from './records.js';
 import type { Rules } from './rules.js';
 import type { DeadLetter, DeadLetters, KafkaRecord, RowToWrite, Sink } from './types.js';
@@ -57,19 +58,5 @@ export function splitBatches(
   maxRecords: number,
   maxBytes: number,
 ): KafkaRecord[][] {
-  const batches: KafkaRecord[][] = [];
-  let current: KafkaRecord[] = [];
-  let bytes = 0;
-  for (const record of records) {
-    const size = recordSize(record);
-    if (current.length > 0 && (current.length >= maxRecords || bytes + size > maxBytes)) {
-      batches.push(current);
-      current = [];
-      bytes = 0;
-    }
-    current.push(record);
-    bytes += size;
-  }
-  if (current.length > 0) batches.push(current);
-  return batches;
+  return chunksOf(records, maxRecords, maxBytes, recordSize);
 }

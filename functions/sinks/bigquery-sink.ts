@@ -1,4 +1,5 @@
 import type { BigQuery, Table } from '@google-cloud/bigquery';
+import { chunksOf } from '../drain/chunks.js';
 import { DrainError } from '../drain/errors.js';
 import type { Logger } from '../drain/logger.js';
 import { type RetryPolicy, withRetry } from '../drain/retry.js';
@@ -175,19 +176,10 @@ export function splitRequests(
   maxRows: number,
   maxBytes: number,
 ): RowToWrite[][] {
-  const requests: RowToWrite[][] = [];
-  let current: RowToWrite[] = [];
-  let bytes = 0;
-  for (const row of rows) {
-    const size = Buffer.byteLength(JSON.stringify(row.row)) + row.rowKey.length + 32;
-    if (current.length > 0 && (current.length >= maxRows || bytes + size > maxBytes)) {
-      requests.push(current);
-      current = [];
-      bytes = 0;
-    }
-    current.push(row);
-    bytes += size;
-  }
-  if (current.length > 0) requests.push(current);
-  return requests;
+  return chunksOf(
+    rows,
+    maxRows,
+    maxBytes,
+    (row) => Buffer.byteLength(JSON.stringify(row.row)) + row.rowKey.length + 32,
+  );
 }
