@@ -6,19 +6,15 @@
  * RSS. Timing goals live here, never in tests.
  */
 import { execFileSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PubSub } from '@google-cloud/pubsub';
 import kafkajs from 'kafkajs';
+import { stackEnv } from '../stack/stack-env.js';
 
 const root = join(import.meta.dirname, '..');
-const stack = Object.fromEntries(
-  readFileSync(join(process.env.KBD_STACK_DIR ?? join(root, '.stack'), 'env'), 'utf8')
-    .split('\n')
-    .filter((l) => l.includes('='))
-    .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
-) as Record<string, string>;
+const stack = stackEnv() as unknown as Record<string, string>;
 const records = Number(process.env.BENCH_RECORDS ?? 20_000);
 const partitions = Number(process.env.BENCH_PARTITIONS ?? 4);
 const batch = process.env.BENCH_BATCH ?? '500';

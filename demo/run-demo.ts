@@ -4,19 +4,14 @@
  * drained, from the checkpoints the last run left.
  */
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { v1 } from '@google-cloud/pubsub';
 import kafkajs from 'kafkajs';
 import { createGoogleClients } from '../functions/job/clients.js';
+import { stackEnv } from '../stack/stack-env.js';
 
 const root = join(import.meta.dirname, '..');
-const stack = Object.fromEntries(
-  readFileSync(join(process.env.KBD_STACK_DIR ?? join(root, '.stack'), 'env'), 'utf8')
-    .split('\n')
-    .filter((line) => line.includes('='))
-    .map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]),
-) as Record<string, string>;
+const stack = stackEnv() as unknown as Record<string, string>;
 
 const pipeline = 'demo';
 const topic = 'demo-orders';

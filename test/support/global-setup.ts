@@ -1,10 +1,10 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { stackDir } from '../../stack/stack-env.js';
 
 const root = join(import.meta.dirname, '..', '..');
 const stack = join(root, 'stack', 'stack.sh');
-const stackDir = process.env.KBD_STACK_DIR ?? join(root, '.stack');
 
 function running(): boolean {
   const pids = join(stackDir, 'pids');

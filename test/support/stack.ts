@@ -1,30 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 export const root = join(import.meta.dirname, '..', '..');
-/** Where `stack/stack.sh` keeps its state (KBD_STACK_DIR moves it, e.g. for a second stack). */
-export const stackDir = process.env.KBD_STACK_DIR ?? join(root, '.stack');
+export { type StackEnv, stackDir, stackEnv } from '../../stack/stack-env.js';
 
-export interface StackEnv {
-  KAFKA_BROKERS: string;
-  FIRESTORE_EMULATOR_HOST: string;
-  PUBSUB_EMULATOR_HOST: string;
-  BIGQUERY_API_ENDPOINT: string;
-  GOOGLE_CLOUD_PROJECT: string;
-}
-
-/** Where the local stack runs, as `stack/stack.sh up` wrote it. */
-export function stackEnv(): StackEnv {
-  const text = readFileSync(join(stackDir, 'env'), 'utf8');
-  const env: Record<string, string> = {};
-  for (const line of text.split('\n')) {
-    const at = line.indexOf('=');
-    if (at > 0) env[line.slice(0, at)] = line.slice(at + 1);
-  }
-  return env as unknown as StackEnv;
-}
-
+import { stackEnv } from '../../stack/stack-env.js';
 /** A name no other test uses (topics, datasets, pipelines, Pub/Sub topics). */
 export function uniqueName(prefix: string): string {
   return `${prefix}_${Date.now().toString(36)}_${randomBytes(3).toString('hex')}`;
