@@ -14,5 +14,5 @@ if (existsSync(source) && existsSync(join(root, 'node_modules', 'tsx'))) {
   register();
   entry = source;
 }
-const { cli } = await import(pathToFileURL(entry).href);
-process.exit(await cli(process.argv.slice(2), process.env));
+const { cli, exitWhenWritten } = await import(pathToFileURL(entry).href);
+exitWhenWritten(await cli(process.argv.slice(2), process.env));

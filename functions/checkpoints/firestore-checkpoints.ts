@@ -194,6 +194,7 @@ export function createFirestoreCheckpoints(
                 records: commit.records,
                 rows: commit.rows,
                 deadLetters: commit.deadLetters,
+                tombstones: commit.tombstones ?? 0,
                 // Offsets in the range with no record: compaction or transaction markers, or (lost) retention.
                 skipped: commit.nextOffset - commit.fromOffset - commit.records,
                 lost: commit.lost === true,

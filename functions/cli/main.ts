@@ -14,7 +14,7 @@ import { type DrainConfig, parseConfig } from '../drain/config.js';
 import { ConfigError } from '../drain/errors.js';
 import { createLogger } from '../drain/logger.js';
 import { createGoogleClients } from '../job/clients.js';
-import { quietLocalAuth, runMain } from '../job/main.js';
+import { exitWhenWritten, quietLocalAuth, runMain } from '../job/main.js';
 import { createSink, rulesFrom } from '../job/run-job.js';
 import { readUserSchema } from '../sinks/table-schema.js';
 import { createKafkaSource, kafkaClientOptions } from '../sources/kafka-source.js';
@@ -48,6 +48,8 @@ commands:
 
 configuration comes from the environment (see README.md); exit codes: 0 ok, 1 failed (retry is safe),
 2 bad configuration or usage`;
+
+export { exitWhenWritten };
 
 export async function cli(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<number> {
   quietLocalAuth(env);
@@ -257,5 +259,5 @@ function progressPrinter() {
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  process.exit(await cli(process.argv.slice(2), process.env));
+  exitWhenWritten(await cli(process.argv.slice(2), process.env));
 }

@@ -6,6 +6,17 @@ import type { DeadLetter, DeadLetters, KafkaRecord, RowToWrite, Sink } from './t
 export interface WrittenBatch {
   readonly rows: number;
   readonly deadLetters: number;
+  /** Tombstones skipped (TOMBSTONES=skip): nothing to write, counted so that every offset is accounted for. */
+  readonly tombstones: number;
+}
+
+export interface BatchPolicy {
+  readonly ingestedAt: Date;
+  readonly signal?: AbortSignal;
+  /** Validation against the table schema; without it rows go to BigQuery as they are. */
+  readonly shape?: RowShape;
+  /** A record with a null value: compacted topics carry them by design (skip), elsewhere a bug (dead-letter). */
+  readonly tombstones: 'skip' | 'dead-letter';
 }
 
 /**
@@ -16,13 +27,17 @@ export interface WrittenBatch {
 export async function writeBatch(
   records: readonly KafkaRecord[],
   ports: { sink: Sink; deadLetters: DeadLetters; rules?: Rules; fault?: (point: string) => void },
-  ingestedAt: Date,
-  signal?: AbortSignal,
-  shape?: RowShape,
+  policy: BatchPolicy,
 ): Promise<WrittenBatch> {
+  const { ingestedAt, signal, shape } = policy;
   const rows: RowToWrite[] = [];
   const letters: DeadLetter[] = [];
+  let tombstones = 0;
   for (const record of records) {
+    if (record.value === null && policy.tombstones === 'skip') {
+      tombstones++;
+      continue;
+    }
     const result = toRow(record, ingestedAt, shape);
     if (isDeadLetter(result)) {
       letters.push(result);
@@ -49,7 +64,7 @@ export async function writeBatch(
     await ports.deadLetters.publish(letters);
   }
   ports.fault?.('after-dead-letter-before-commit');
-  return { rows: written, deadLetters: letters.length };
+  return { rows: written, deadLetters: letters.length, tombstones };
 }
 
 /** Splits a partition's records into batches of at most `maxRecords` records and about `maxBytes`. */

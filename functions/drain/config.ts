@@ -1,5 +1,5 @@
 import { ConfigError } from './errors.js';
-import type { LogLevel } from './logger.js';
+import { type LogLevel, logLevelNames } from './logger.js';
 import { parseStartPosition, type StartPosition } from './start-position.js';
 
 export type WriteMode = 'insert-all' | 'merge' | 'storage-write';
@@ -12,6 +12,12 @@ export interface DrainConfig {
     readonly brokers: readonly string[];
     readonly topics: readonly string[];
     readonly ssl: boolean;
+    /** PEM files (paths) for TLS to the brokers: a private CA, and a client certificate and key for mTLS. */
+    readonly tls: {
+      readonly caFile: string | null;
+      readonly certFile: string | null;
+      readonly keyFile: string | null;
+    };
     readonly sasl: {
       readonly mechanism: SaslMechanism;
       readonly username: string;
@@ -41,6 +47,8 @@ export interface DrainConfig {
   readonly startPosition: StartPosition;
   readonly rulesModule: string | null;
   readonly unknownFields: 'reject' | 'ignore';
+  /** What a record with a null value (a tombstone) becomes. */
+  readonly tombstones: 'skip' | 'dead-letter';
   readonly logLevel: LogLevel;
   readonly execution: string;
   readonly taskIndex: number;
@@ -78,7 +86,8 @@ export function parseConfig(env: Env): DrainConfig {
   }
 
   const budgetSeconds = read.integer('DRAIN_BUDGET_SECONDS', 240, 5, 7 * 24 * 3600);
-  const leaseTtlSeconds = read.integer('LEASE_TTL_SECONDS', 60, 3, 3600);
+  // The default follows a short budget down: a default must never turn a valid budget into an error.
+  const leaseTtlSeconds = read.integer('LEASE_TTL_SECONDS', Math.min(60, budgetSeconds), 3, 3600);
   // A crashed run keeps its partitions blocked until its leases expire; a TTL longer than a whole run
   // would make the next scheduled run skip them.
   if (leaseTtlSeconds > budgetSeconds) {
@@ -97,6 +106,21 @@ export function parseConfig(env: Env): DrainConfig {
     );
   }
 
+  const tls = {
+    caFile: read.optional('KAFKA_SSL_CA_FILE'),
+    certFile: read.optional('KAFKA_SSL_CERT_FILE'),
+    keyFile: read.optional('KAFKA_SSL_KEY_FILE'),
+  };
+  if ((tls.certFile === null) !== (tls.keyFile === null)) {
+    const missing = tls.certFile === null ? 'KAFKA_SSL_CERT_FILE' : 'KAFKA_SSL_KEY_FILE';
+    throw new ConfigError(missing, 'is required with the other half of the client certificate (mTLS)');
+  }
+  const tlsFileSet = Object.values(tls).some((file) => file !== null);
+  const ssl = read.boolean('KAFKA_SSL', tlsFileSet);
+  if (!ssl && tlsFileSet) {
+    throw new ConfigError('KAFKA_SSL', 'is false but KAFKA_SSL_CA_FILE or a client certificate is set');
+  }
+
   const apiEndpoint = read.optional('BIGQUERY_API_ENDPOINT');
   if (apiEndpoint !== null && !/^https?:\/\/[^/]+/.test(apiEndpoint)) {
     throw new ConfigError('BIGQUERY_API_ENDPOINT', `"${apiEndpoint}" is not an http(s) URL`);
@@ -112,7 +136,8 @@ export function parseConfig(env: Env): DrainConfig {
     kafka: {
       brokers: read.list('KAFKA_BROKERS', /^[^\s:]+:\d{1,5}$/, 'host:port'),
       topics: read.list('KAFKA_TOPICS', /^[a-zA-Z0-9._-]{1,249}$/, 'a Kafka topic name'),
-      ssl: read.boolean('KAFKA_SSL', false),
+      ssl,
+      tls,
       sasl,
     },
     bigquery: {
@@ -144,7 +169,8 @@ export function parseConfig(env: Env): DrainConfig {
     startPosition: parseStartPosition(read.optional('START_POSITION')),
     rulesModule: read.optional('RULES_MODULE'),
     unknownFields: read.oneOf('UNKNOWN_FIELDS', ['reject', 'ignore'], 'reject'),
-    logLevel: read.oneOf('LOG_LEVEL', ['debug', 'info', 'warning', 'error'], 'info'),
+    tombstones: read.oneOf('TOMBSTONES', ['skip', 'dead-letter'], 'skip'),
+    logLevel: logLevelNames[read.oneOf('LOG_LEVEL', Object.keys(logLevelNames), 'info')]!,
     execution: read.optional('CLOUD_RUN_EXECUTION') ?? 'local',
     taskIndex,
     taskCount,

@@ -53,6 +53,7 @@ export interface DrainOptions {
   readonly alertThresholds: Thresholds;
   /** Validation against the table schema; without it rows go to BigQuery as they are. */
   readonly rowShape?: RowShape;
+  readonly tombstones: 'skip' | 'dead-letter';
 }
 
 export interface DrainContext {
@@ -97,7 +98,14 @@ export async function runDrain(
   const owned = new Map<string, Owned>();
   const summaries: PartitionSummary[] = [];
   const offsetsAtStart = new Map<string, Promise<Map<number, number>>>();
-  const totals = { recordsRead: 0, rowsWritten: 0, deadLettered: 0, commits: 0, alerts: 0 };
+  const totals = {
+    recordsRead: 0,
+    rowsWritten: 0,
+    deadLettered: 0,
+    tombstonesSkipped: 0,
+    commits: 0,
+    alerts: 0,
+  };
   let stopReason: StopReason = 'caught_up';
   let failure: Error | undefined;
 
@@ -357,9 +365,12 @@ export async function runDrain(
           writeBatch(
             records,
             { ...ports, fault: context.fault },
-            new Date(now()),
-            hardStop.signal,
-            options.rowShape,
+            {
+              ingestedAt: new Date(now()),
+              signal: hardStop.signal,
+              shape: options.rowShape,
+              tombstones: options.tombstones,
+            },
           ),
           hardStop.signal,
         );
@@ -374,15 +385,19 @@ export async function runDrain(
           records: records.length,
           rows: written.rows,
           deadLetters: written.deadLetters,
+          tombstones: written.tombstones,
           lastRecordTimestamp: last.timestamp,
         });
         context.fault?.('after-commit');
         totals.recordsRead += records.length;
         totals.rowsWritten += written.rows;
         totals.deadLettered += written.deadLetters;
+        totals.tombstonesSkipped += written.tombstones;
         entry.summary.read += records.length;
         entry.summary.rowsWritten += written.rows;
         entry.summary.deadLettered += written.deadLetters;
+        if (written.tombstones > 0)
+          entry.summary.tombstonesSkipped = (entry.summary.tombstonesSkipped ?? 0) + written.tombstones;
         log.debug('batch committed', {
           records: records.length,
           ...written,
@@ -415,6 +430,7 @@ export async function runDrain(
       lost?: boolean;
       rows: number;
       deadLetters: number;
+      tombstones?: number;
       lastRecordTimestamp: number | null;
     },
   ): Promise<Lease> {

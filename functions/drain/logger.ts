@@ -4,6 +4,14 @@
  */
 export type Severity = 'DEBUG' | 'INFO' | 'NOTICE' | 'WARNING' | 'ERROR' | 'CRITICAL';
 export type LogLevel = 'debug' | 'info' | 'warning' | 'error';
+/** LOG_LEVEL's accepted spellings: ours (Cloud Logging's), and `warn` as kafkajs, pino and winston spell it. */
+export const logLevelNames: Readonly<Record<string, LogLevel>> = {
+  debug: 'debug',
+  info: 'info',
+  warning: 'warning',
+  warn: 'warning',
+  error: 'error',
+};
 
 const rank: Record<Severity, number> = { DEBUG: 0, INFO: 1, NOTICE: 1, WARNING: 2, ERROR: 3, CRITICAL: 4 };
 const levelRank: Record<LogLevel, number> = { debug: 0, info: 1, warning: 2, error: 3 };
@@ -16,6 +24,11 @@ export interface Logger {
   notice(message: string, fields?: LogFields): void;
   warn(message: string, fields?: LogFields): void;
   error(message: string, fields?: LogFields): void;
+  /**
+   * Written whatever the level: the run summary, which log-based metrics, the dashboard and operators'
+   * scripts read, so it must not vanish at LOG_LEVEL=warning.
+   */
+  always(severity: Severity, message: string, fields?: LogFields): void;
   child(scope: LogFields): Logger;
 }
 
@@ -30,8 +43,8 @@ export function createLogger(options: {
   const now = options.now ?? (() => new Date());
   const scope = options.scope ?? {};
 
-  function log(severity: Severity, message: string, fields?: LogFields): void {
-    if (rank[severity] < min) return;
+  function log(severity: Severity, message: string, fields?: LogFields, always = false): void {
+    if (!always && rank[severity] < min) return;
     const entry = { severity, message, time: now().toISOString(), ...scope, ...fields };
     write(JSON.stringify(entry, errorsAsObjects));
   }
@@ -42,6 +55,7 @@ export function createLogger(options: {
     notice: (m, f) => log('NOTICE', m, f),
     warn: (m, f) => log('WARNING', m, f),
     error: (m, f) => log('ERROR', m, f),
+    always: (severity, m, f) => log(severity, m, f, true),
     child: (more) => createLogger({ ...options, scope: { ...scope, ...more } }),
   };
 }

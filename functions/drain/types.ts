@@ -133,6 +133,8 @@ export interface CheckpointCommit {
   readonly records: number;
   readonly rows: number;
   readonly deadLetters: number;
+  /** Records with a null value skipped by TOMBSTONES=skip (counted among `records`). */
+  readonly tombstones?: number;
   readonly lastRecordTimestamp: number | null;
   /** The range was lost to retention before it was read (RETENTION_GAP_POLICY=skip), not skipped by Kafka. */
   readonly lost?: boolean;
@@ -174,6 +176,8 @@ export interface PartitionSummary extends PartitionRef {
   read: number;
   rowsWritten: number;
   deadLettered: number;
+  /** Tombstones skipped (TOMBSTONES=skip); absent when none. */
+  tombstonesSkipped?: number;
   /** Why this partition was not (fully) drained, if it was not. */
   skipped?: 'leased_elsewhere' | 'fenced' | 'error' | 'paused';
 }
@@ -189,6 +193,8 @@ export interface RunSummary {
   recordsRead: number;
   rowsWritten: number;
   deadLettered: number;
+  /** Records with a null value skipped under TOMBSTONES=skip: read, accounted in the ledger, not written. */
+  tombstonesSkipped: number;
   alerts: number;
   commits: number;
   durationMs: number;

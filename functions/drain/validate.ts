@@ -106,15 +106,21 @@ function scalar(v: JsonValue, type: string, path: string): JsonValue {
       let n: bigint;
       if (typeof v === 'number') {
         if (!Number.isInteger(v)) throw new Invalid(path, `must be a whole number, not ${v}`);
+        if (v < -(2 ** 63) || v >= 2 ** 63) throw new Invalid(path, `${v} is outside the INT64 range`);
         if (!Number.isSafeInteger(v))
           throw new Invalid(path, `${v} is beyond 2^53: send integers this large as strings`);
         n = BigInt(v);
-      } else if (typeof v === 'string' && /^-?\d+$/.test(v)) {
-        n = BigInt(v);
+      } else if (typeof v === 'string' && /^[-+]?\d+$/.test(v.trim())) {
+        n = BigInt(v.trim());
+      } else if (typeof v === 'string' && decimalPattern.test(v.trim())) {
+        // An exponent form ("1.5e3"): exact, never through a float.
+        const d = exactDecimal(v.trim());
+        if (d === undefined || d.scale > 0) throw new Invalid(path, `${v} is not a whole number`);
+        n = d.unscaled * 10n ** BigInt(-d.scale);
       } else {
         throw new Invalid(path, `must be an INT64, not ${kindOf(v)}`);
       }
-      if (n < INT64_MIN || n > INT64_MAX) throw new Invalid(path, `${n} is outside the INT64 range`);
+      if (n < INT64_MIN || n > INT64_MAX) throw new Invalid(path, `${v} is outside the INT64 range`);
       return typeof v === 'number' ? v : n.toString();
     }
     case 'FLOAT':
@@ -158,21 +164,55 @@ function scalar(v: JsonValue, type: string, path: string): JsonValue {
   }
 }
 
+const decimalPattern = /^[-+]?(\d*)(?:\.(\d*))?(?:[eE]([-+]?\d+))?$/;
+
+/** A decimal's exact value: unscaled × 10^-scale, with no trailing zeros in `unscaled` (0 has scale 0). */
+interface ExactDecimal {
+  readonly unscaled: bigint;
+  readonly scale: number;
+}
+
+/**
+ * Reads decimal text exactly, exponent forms included ("1.5e3" is 15 × 10^2). Undefined when it is not
+ * decimal text, or when the exponent is so large that no BigQuery type could hold the value anyway.
+ */
+function exactDecimal(text: string): ExactDecimal | undefined {
+  const m = decimalPattern.exec(text);
+  if (m === null || (m[1] === '' && (m[2] ?? '') === '')) return undefined;
+  const exponent = Number(m[3] ?? '0');
+  if (!Number.isSafeInteger(exponent) || Math.abs(exponent) > 10_000) return undefined;
+  let digits = `${m[1]}${m[2] ?? ''}`.replace(/^0+/, '');
+  let scale = (m[2] ?? '').length - exponent;
+  if (digits === '') return { unscaled: 0n, scale: 0 };
+  const trailing = digits.length - digits.replace(/0+$/, '').length;
+  digits = digits.slice(0, digits.length - trailing);
+  scale -= trailing;
+  const unscaled = BigInt(digits) * (text.startsWith('-') ? -1n : 1n);
+  return { unscaled, scale };
+}
+
+/** Plain decimal text for an exact value: what BigQuery gets, whatever form the record used. */
+function decimalText({ unscaled, scale }: ExactDecimal): string {
+  if (scale <= 0) return (unscaled * 10n ** BigInt(-scale)).toString();
+  const sign = unscaled < 0n ? '-' : '';
+  const digits = (unscaled < 0n ? -unscaled : unscaled).toString().padStart(scale + 1, '0');
+  return `${sign}${digits.slice(0, -scale)}.${digits.slice(-scale)}`;
+}
+
 function decimal(v: JsonValue, type: string, path: string): string {
   const text =
     typeof v === 'number' ? (Number.isFinite(v) ? String(v) : '') : typeof v === 'string' ? v.trim() : '';
-  const m = /^[-+]?(\d*)(?:\.(\d*))?(?:[eE][-+]?\d+)?$/.exec(text);
-  if (text === '' || m === null || (m[1] === '' && (m[2] ?? '') === ''))
-    throw new Invalid(path, `must be a ${type}, not ${kindOf(v)}`);
-  if (/[eE]/.test(text)) return text; // exponent forms: BigQuery normalises; precision checked by it
-  const integer = m[1]!.replace(/^0+(?=\d)/, '');
-  const fraction = m[2] ?? '';
+  const exact = text === '' ? undefined : exactDecimal(text);
+  if (exact === undefined) throw new Invalid(path, `must be a ${type}, not ${kindOf(v)}`);
   const [maxInteger, maxScale] = type === 'NUMERIC' ? [29, 9] : [38, 38];
-  if (integer.length > maxInteger)
+  const magnitude = (exact.unscaled < 0n ? -exact.unscaled : exact.unscaled).toString();
+  const integerDigits = exact.unscaled === 0n ? 0 : magnitude.length - exact.scale;
+  if (integerDigits > maxInteger)
     throw new Invalid(path, `${text} has more than ${maxInteger} integer digits for ${type}`);
-  if (fraction.replace(/0+$/, '').length > maxScale)
+  if (exact.scale > maxScale)
     throw new Invalid(path, `${text} has more than ${maxScale} decimal places for ${type}`);
-  return text;
+  // Plain text only where the record used an exponent; otherwise the record's own text goes through.
+  return /[eE]/.test(text) ? decimalText(exact) : text;
 }
 
 function timestamp(v: JsonValue, path: string): JsonValue {

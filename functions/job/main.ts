@@ -21,14 +21,16 @@ export async function runMain(io: MainIo): Promise<number> {
     config = parseConfig(io.env);
   } catch (error) {
     const logger = createLogger({ level: 'info' });
-    if (error instanceof ConfigError) {
-      logger.error(`configuration error: ${error.message}`, {
-        event: 'config_error',
-        variable: error.variable,
-      });
-      return 2;
-    }
-    logger.error('configuration could not be read', { error: asError(error) });
+    const variable = error instanceof ConfigError ? error.variable : undefined;
+    const message =
+      error instanceof ConfigError
+        ? `configuration error: ${error.message}`
+        : `configuration could not be read: ${asError(error).message}`;
+    logger.error(message, { event: 'config_error', variable });
+    logger.always('ERROR', 'run refused: bad configuration', {
+      ...failedRunSummary(io.env.PIPELINE_ID?.trim() || null, message),
+      variable,
+    });
     return 2;
   }
   const logger = createLogger({ level: config.logLevel });
@@ -57,23 +59,59 @@ export async function runMain(io: MainIo): Promise<number> {
     process.off('SIGTERM', onSignal);
     process.off('SIGINT', onSignal);
   }
-  const severity = summary.stopReason === 'error' ? 'error' : 'notice';
-  logger[severity === 'error' ? 'error' : 'notice'](
+  logger.always(
+    summary.stopReason === 'error' ? 'ERROR' : 'NOTICE',
     'run finished',
     summary as unknown as Record<string, unknown>,
   );
   return summary.stopReason === 'error' ? 1 : 0;
 }
 
+/** A run that failed before it drained (bad config found late, RULES_MODULE, an unreachable service). */
 function finishWithError(logger: Logger, pipeline: string, error: Error): number {
   const code = error instanceof ConfigError ? 2 : 1;
-  logger.error(code === 2 ? `configuration error: ${error.message}` : 'run failed before draining', {
-    event: code === 2 ? 'config_error' : 'run_summary',
-    pipeline,
-    stopReason: 'error',
-    error,
-  });
+  const message = code === 2 ? `configuration error: ${error.message}` : 'run failed before draining';
+  if (error instanceof ConfigError) {
+    logger.error(message, { event: 'config_error', variable: error.variable });
+  }
+  logger.always('ERROR', message, failedRunSummary(pipeline, error.message));
   return code;
+}
+
+/** The summary of a run that drained nothing: same shape as a real one, so that every run ends with one. */
+function failedRunSummary(
+  pipeline: string | null,
+  error: string,
+): Omit<RunSummary, 'runId' | 'execution' | 'taskIndex' | 'taskCount'> {
+  return {
+    event: 'run_summary',
+    pipeline: pipeline ?? '',
+    stopReason: 'error',
+    recordsRead: 0,
+    rowsWritten: 0,
+    deadLettered: 0,
+    tombstonesSkipped: 0,
+    alerts: 0,
+    commits: 0,
+    durationMs: 0,
+    lag: 0,
+    partitions: [],
+    error,
+  };
+}
+
+/**
+ * Exits once stdout and stderr have been handed to the OS. A pipe (how a container runtime collects
+ * logs) takes 64 KB at a time; `process.exit` right after a larger write cuts the line there.
+ */
+export function exitWhenWritten(code: number): void {
+  let pending = 2;
+  const done = (): void => {
+    pending -= 1;
+    if (pending === 0) process.exit(code);
+  };
+  process.stdout.write('', done);
+  process.stderr.write('', done);
 }
 
 /** Against the local emulators there is no metadata server: stop the Google auth library probing for one. */
@@ -85,5 +123,5 @@ export function quietLocalAuth(env: NodeJS.ProcessEnv): void {
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   quietLocalAuth(process.env);
-  process.exit(await runMain({ env: process.env }));
+  exitWhenWritten(await runMain({ env: process.env }));
 }

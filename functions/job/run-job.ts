@@ -85,6 +85,7 @@ export async function runJob(config: DrainConfig, io: JobIo): Promise<RunSummary
         settleMs,
         partitionConcurrency: 4,
         rowShape: { fields: userSchema, unknownFields: config.unknownFields },
+        tombstones: config.tombstones,
         alertThresholds: {
           idleSeconds: config.idleAlertSeconds,
           stallSeconds: config.stallAlertSeconds,

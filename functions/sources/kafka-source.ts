@@ -1,6 +1,8 @@
+import { readFileSync } from 'node:fs';
+import type { ConnectionOptions } from 'node:tls';
 import kafkajs, { type Consumer, type Kafka, type KafkaConfig } from 'kafkajs';
 import type { DrainConfig } from '../drain/config.js';
-import { DrainError } from '../drain/errors.js';
+import { ConfigError, DrainError } from '../drain/errors.js';
 import type { Logger } from '../drain/logger.js';
 import { sleep } from '../drain/retry.js';
 import type {
@@ -13,6 +15,7 @@ import type {
   Watermarks,
 } from '../drain/types.js';
 import { createBatchQueue } from './batch-queue.js';
+import { registerCompressionCodecs } from './codecs.js';
 
 const { AssignerProtocol, logLevel } = kafkajs;
 
@@ -28,13 +31,20 @@ function kafkaError(error: unknown, what: string): Error {
   });
 }
 
-/** The kafkajs client options our settings produce; a pure function, so that SASL/SSL wiring is unit-tested. */
-export function kafkaClientOptions(config: Pick<DrainConfig, 'kafka'>, clientId: string): KafkaConfig {
-  const { sasl, ssl, brokers } = config.kafka;
+/**
+ * The kafkajs client options our settings produce; pure but for reading the PEM files (passed in), so
+ * that the SASL/TLS wiring is unit-tested.
+ */
+export function kafkaClientOptions(
+  config: Pick<DrainConfig, 'kafka'>,
+  clientId: string,
+  readFile: (path: string) => string = (path) => readFileSync(path, 'utf8'),
+): KafkaConfig {
+  const { sasl, ssl, tls, brokers } = config.kafka;
   return {
     clientId,
     brokers: [...brokers],
-    ssl,
+    ssl: ssl ? tlsOptions(tls, readFile) : false,
     ...(sasl === null
       ? {}
       : {
@@ -50,6 +60,25 @@ export function kafkaClientOptions(config: Pick<DrainConfig, 'kafka'>, clientId:
   };
 }
 
+function tlsOptions(
+  tls: DrainConfig['kafka']['tls'],
+  readFile: (path: string) => string,
+): ConnectionOptions | true {
+  const pem = (variable: string, path: string | null): string | undefined => {
+    if (path === null) return undefined;
+    try {
+      return readFile(path);
+    } catch (error) {
+      throw new ConfigError(variable, `"${path}" cannot be read: ${(error as Error).message}`);
+    }
+  };
+  const ca = pem('KAFKA_SSL_CA_FILE', tls.caFile);
+  const cert = pem('KAFKA_SSL_CERT_FILE', tls.certFile);
+  const key = pem('KAFKA_SSL_KEY_FILE', tls.keyFile);
+  if (ca === undefined && cert === undefined) return true; // the system's CAs, no client certificate
+  return { ...(ca === undefined ? {} : { ca: [ca] }), ...(cert === undefined ? {} : { cert, key }) };
+}
+
 /**
  * Reads exact offset ranges with kafkajs, which has no `assign()`. Each reader joins a consumer group of
  * its own (unique per run, so no other member ever shares it), whose assigner hands it exactly the
@@ -57,6 +86,7 @@ export function kafkaClientOptions(config: Pick<DrainConfig, 'kafka'>, clientId:
  * committed to Kafka, Kafka's offsets are never read as truth, and the group is deleted on close.
  */
 export function createKafkaSource(kafka: Kafka, options: { groupPrefix: string; logger: Logger }): Source {
+  registerCompressionCodecs();
   return {
     async watermarks(topics) {
       const admin = kafka.admin();

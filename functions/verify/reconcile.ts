@@ -8,6 +8,8 @@ export interface LedgerEntry {
   readonly records: number;
   readonly rows: number;
   readonly deadLetters: number;
+  /** Tombstones skipped under TOMBSTONES=skip. */
+  readonly tombstones: number;
   readonly lost: boolean;
   /** An operator moved the checkpoint here (seek): history is reconciled from its `to` on. */
   readonly reset?: boolean;
@@ -29,6 +31,7 @@ export interface PartitionVerdict {
   commits: number;
   ledgerRows: number;
   deadLetters: number;
+  tombstones: number;
   skipped: number;
   lost: number;
   tableRows: number;
@@ -73,6 +76,7 @@ export function reconcile(
     commits: sorted.length,
     ledgerRows,
     deadLetters: sum((e) => e.deadLetters),
+    tombstones: sum((e) => e.tombstones),
     skipped: sum((e) => (e.lost ? 0 : e.to - e.from - e.records)),
     lost,
     tableRows: table.rows,

@@ -26,6 +26,7 @@ export async function verifyPipeline(
         (d.get('records') as number | undefined) ?? (d.get('to') as number) - (d.get('from') as number),
       rows: d.get('rows') as number,
       deadLetters: d.get('deadLetters') as number,
+      tombstones: (d.get('tombstones') as number | undefined) ?? 0,
       lost: d.get('lost') === true,
       reset: d.get('reset') === true,
     }));

@@ -109,6 +109,10 @@ describe('parseConfig', () => {
     [{ CLOUD_RUN_TASK_INDEX: '2', CLOUD_RUN_TASK_COUNT: '2' }, 'CLOUD_RUN_TASK_INDEX', 'must be below'],
     [{ RETENTION_GAP_POLICY: 'earliest' }, 'RETENTION_GAP_POLICY', 'is not one of'],
     [{ LOG_LEVEL: 'verbose' }, 'LOG_LEVEL', 'is not one of'],
+    [{ TOMBSTONES: 'drop' }, 'TOMBSTONES', 'is not one of'],
+    [{ KAFKA_SSL_CERT_FILE: '/c.pem' }, 'KAFKA_SSL_KEY_FILE', 'client certificate'],
+    [{ KAFKA_SSL_KEY_FILE: '/k.pem' }, 'KAFKA_SSL_CERT_FILE', 'client certificate'],
+    [{ KAFKA_SSL_CA_FILE: '/ca.pem', KAFKA_SSL: 'false' }, 'KAFKA_SSL', 'KAFKA_SSL_CA_FILE'],
   ])('%o is refused naming %s', (override, variable, fragment) => {
     let thrown: unknown;
     try {
@@ -123,7 +127,55 @@ describe('parseConfig', () => {
   });
 });
 
+describe('settings that depend on each other', () => {
+  test('LEASE_TTL_SECONDS defaults to the smaller of 60 and the budget', () => {
+    expect(parseConfig({ ...base, DRAIN_BUDGET_SECONDS: '30' }).leaseTtlSeconds).toBe(30);
+    expect(parseConfig({ ...base, DRAIN_BUDGET_SECONDS: '600' }).leaseTtlSeconds).toBe(60);
+    expect(
+      parseConfig({ ...base, DRAIN_BUDGET_SECONDS: '30', LEASE_TTL_SECONDS: '10' }).leaseTtlSeconds,
+    ).toBe(10);
+  });
+
+  test.each([
+    ['warn', 'warning'],
+    ['warning', 'warning'],
+    ['debug', 'debug'],
+    ['error', 'error'],
+    [undefined, 'info'],
+  ])('LOG_LEVEL=%s is %s', (value, level) => {
+    expect(parseConfig({ ...base, LOG_LEVEL: value }).logLevel).toBe(level);
+  });
+
+  test('TOMBSTONES defaults to skip', () => {
+    expect(parseConfig(base).tombstones).toBe('skip');
+    expect(parseConfig({ ...base, TOMBSTONES: 'dead-letter' }).tombstones).toBe('dead-letter');
+  });
+
+  test('a CA file or a client certificate turns TLS on', () => {
+    expect(parseConfig({ ...base, KAFKA_SSL_CA_FILE: '/ca.pem' }).kafka).toMatchObject({
+      ssl: true,
+      tls: { caFile: '/ca.pem', certFile: null, keyFile: null },
+    });
+  });
+});
+
 describe('kafkaClientOptions', () => {
+  test('the PEM files are read and handed to kafkajs', () => {
+    const config = parseConfig({
+      ...base,
+      KAFKA_SSL_CA_FILE: '/ca.pem',
+      KAFKA_SSL_CERT_FILE: '/c.pem',
+      KAFKA_SSL_KEY_FILE: '/k.pem',
+    });
+    const options = kafkaClientOptions(config, 'id', (path) => `pem of ${path}`);
+    expect(options.ssl).toEqual({ ca: ['pem of /ca.pem'], cert: 'pem of /c.pem', key: 'pem of /k.pem' });
+  });
+
+  test('an unreadable PEM file is a configuration error naming its variable', () => {
+    const config = parseConfig({ ...base, KAFKA_SSL_CA_FILE: '/nowhere/ca.pem' });
+    expect(() => kafkaClientOptions(config, 'id')).toThrow(/KAFKA_SSL_CA_FILE.*\/nowhere\/ca.pem/);
+  });
+
   test('SASL and SSL settings reach kafkajs', () => {
     const config = parseConfig({
       ...base,

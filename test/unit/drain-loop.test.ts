@@ -27,6 +27,7 @@ const options: DrainOptions = {
   startPosition: { kind: 'earliest' },
   settleMs: 1_000,
   partitionConcurrency: 3,
+  tombstones: 'dead-letter',
   alertThresholds: { idleSeconds: 300, stallSeconds: 900, backlogRecords: 1_000_000, backlogGrowingRuns: 3 },
 };
 
@@ -59,6 +60,29 @@ function setup(log: Map<string, KafkaRecord[]>) {
 }
 
 describe('runDrain', () => {
+  test.each([
+    ['skip', 0, 3],
+    ['dead-letter', 3, 0],
+  ] as const)('TOMBSTONES=%s: tombstones become %i dead letters, %i skipped and counted', async (policy, letters, skipped) => {
+    const log = logOf(1, 9);
+    const records = log.get('t~0')!;
+    for (const at of [2, 5, 8]) records[at] = { ...records[at]!, value: null };
+    const { ports, checkpoints, context } = setup(log);
+    const summary = await runDrain(ports, { ...options, tombstones: policy }, context);
+
+    expect(summary).toMatchObject({
+      recordsRead: 9,
+      rowsWritten: 6,
+      deadLettered: letters,
+      tombstonesSkipped: skipped,
+    });
+    expect(summary.partitions[0]!.tombstonesSkipped).toBe(skipped === 0 ? undefined : skipped);
+    expect(ports.deadLetters.letters.map((l) => l.kind)).toEqual(Array(letters).fill('decode'));
+    expect(checkpoints.checkpoint({ topic: 't', partition: 0 })).toBe(9);
+    const counted = checkpoints.commits.reduce((n, c) => n + (c.tombstones ?? 0), 0);
+    expect(counted).toBe(skipped);
+  });
+
   test('drains every partition to the end seen at start, in offset order, and stops caught_up', async () => {
     const { ports, checkpoints, context } = setup(logOf(3, 10));
     const summary = await runDrain(ports, options, context);

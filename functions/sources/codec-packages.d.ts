@@ -1,0 +1,13 @@
+// The two codec packages ship no types; these are the calls codecs.ts makes.
+declare module 'snappyjs' {
+  const snappy: { uncompress(data: Uint8Array): Uint8Array; compress(data: Uint8Array): Uint8Array };
+  export default snappy;
+}
+declare module 'lz4js' {
+  const lz4: {
+    /** Decompresses one block of src[at, at + size) into dst from written on; returns the new end. */
+    decompressBlock(src: Uint8Array, dst: Uint8Array, at: number, size: number, written: number): number;
+    compress(data: Uint8Array): Uint8Array;
+  };
+  export default lz4;
+}
