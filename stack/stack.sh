@@ -14,6 +14,8 @@ PROJECT=${KBD_PROJECT:-local-project}
 
 KAFKA_PORT=${KBD_KAFKA_PORT:-19092}
 KAFKA_CONTROLLER_PORT=${KBD_KAFKA_CONTROLLER_PORT:-19093}
+# A second listener as production brokers have it: SASL/SCRAM-SHA-512 over TLS, with a CA of our own.
+KAFKA_SASL_PORT=${KBD_KAFKA_SASL_PORT:-19094}
 FIRESTORE_PORT=${KBD_FIRESTORE_PORT:-18080}
 PUBSUB_PORT=${KBD_PUBSUB_PORT:-18085}
 BIGQUERY_PORT=${KBD_BIGQUERY_PORT:-19050}
@@ -21,12 +23,15 @@ BIGQUERY_GRPC_PORT=${KBD_BIGQUERY_GRPC_PORT:-19060}
 
 KAFKA_VERSION=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$ROOT/stack/kafka/pom.xml")
 BQ_EMULATOR_VERSION=$(sed -n 's:^require github.com/goccy/bigquery-emulator \(.*\)$:\1:p' "$ROOT/stack/bigquery-emulator/go.mod")
-KAFKA_LIBS=$CACHE_DIR/kafka-$KAFKA_VERSION
+# Keyed by the pom too: a dependency added there (the tools) must not be hidden by an older cache.
+KAFKA_LIBS=$CACHE_DIR/kafka-$KAFKA_VERSION-$(sha256sum "$ROOT/stack/kafka/pom.xml" | cut -c1-8)
 BQ_EMULATOR_BIN=$CACHE_DIR/bigquery-emulator-$BQ_EMULATOR_VERSION
 GCLOUD_PLATFORM=${KBD_GCLOUD_PLATFORM:-/usr/lib/google-cloud-sdk/platform}
 FIRESTORE_JAR=$GCLOUD_PLATFORM/cloud-firestore-emulator/cloud-firestore-emulator.jar
 PUBSUB_JAR=$(ls "$GCLOUD_PLATFORM"/pubsub-emulator/lib/cloud-pubsub-emulator-*-all.jar 2>/dev/null | head -n 1 || true)
 
+TLS_DIR=$STACK_DIR/tls
+SCRAM_USER=kbd-drain
 LOGS=$STACK_DIR/logs
 PIDS=$STACK_DIR/pids
 SERVICES=(kafka firestore pubsub bigquery)
@@ -80,6 +85,47 @@ install_bigquery() {
   mv "$BQ_EMULATOR_BIN.tmp" "$BQ_EMULATOR_BIN"
 }
 
+# kcat (librdkafka) is a producer no one here wrote; the codec tests write with it. Debian ships it.
+install_kcat() {
+  command -v kcat >/dev/null && return
+  command -v apt-get >/dev/null || die "kcat is not installed and apt-get is not available to install it"
+  say "installing kcat from Debian's packages"
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat; } >"$LOGS/install-kcat.log" 2>&1 \
+    || { tail -n 20 "$LOGS/install-kcat.log" >&2; die "could not install kcat (log: $LOGS/install-kcat.log)"; }
+}
+
+# A CA of our own, the broker's certificate (SAN 127.0.0.1 and localhost) signed by it, a client
+# certificate for mTLS, and a second CA that signed nothing (the "untrusted" case). Made once per stack
+# directory; the broker reads PEM directly (ssl.keystore.type=PEM).
+make_tls() {
+  [[ -f $TLS_DIR/.complete ]] && return
+  command -v openssl >/dev/null || die "openssl is not on PATH (needed once, to make the local CA)"
+  rm -rf "$TLS_DIR" && mkdir -p "$TLS_DIR" && chmod 700 "$TLS_DIR"
+  (
+    cd "$TLS_DIR"
+    openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 3650 -subj "/CN=kbd local CA"
+    openssl req -x509 -newkey rsa:2048 -nodes -keyout other-ca.key -out other-ca.pem -days 3650 -subj "/CN=kbd other CA"
+    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n' >broker.ext
+    openssl req -newkey rsa:2048 -nodes -keyout broker.key -out broker.csr -subj "/CN=localhost"
+    openssl x509 -req -in broker.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out broker.pem -days 3650 -extfile broker.ext
+    cat broker.key broker.pem >broker-keystore.pem
+    printf 'extendedKeyUsage=clientAuth\n' >client.ext
+    openssl req -newkey rsa:2048 -nodes -keyout client.key -out client.csr -subj "/CN=$SCRAM_USER"
+    openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out client.pem -days 3650 -extfile client.ext
+    openssl rand -hex 16 >scram-password
+  ) >"$LOGS/make-tls.log" 2>&1 || { tail -n 20 "$LOGS/make-tls.log" >&2; die "could not make the local CA and certificates"; }
+  touch "$TLS_DIR/.complete"
+}
+
+# SCRAM credentials live in the cluster metadata: created with Kafka's own ConfigCommand once the broker
+# answers (idempotent: an existing user just gets the same password again).
+add_scram_user() {
+  java -cp "$KAFKA_LIBS/*" kafka.admin.ConfigCommand --bootstrap-server "127.0.0.1:$KAFKA_PORT" --alter \
+    --add-config "SCRAM-SHA-512=[iterations=4096,password=$(cat "$TLS_DIR/scram-password")]" \
+    --entity-type users --entity-name "$SCRAM_USER" >"$LOGS/kafka-scram.log" 2>&1 \
+    || { cat "$LOGS/kafka-scram.log" >&2; die "could not create the SCRAM user"; }
+}
+
 check_prerequisites() {
   command -v java >/dev/null || die "java (17+) is not on PATH"
   command -v mvn >/dev/null || die "mvn is not on PATH (needed once, to fetch the Kafka jars)"
@@ -104,11 +150,21 @@ start_kafka() {
 process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@127.0.0.1:$KAFKA_CONTROLLER_PORT
-listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT,CONTROLLER://127.0.0.1:$KAFKA_CONTROLLER_PORT
-advertised.listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT
+listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT,SASL_SSL://127.0.0.1:$KAFKA_SASL_PORT,CONTROLLER://127.0.0.1:$KAFKA_CONTROLLER_PORT
+advertised.listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT,SASL_SSL://127.0.0.1:$KAFKA_SASL_PORT
 controller.listener.names=CONTROLLER
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_SSL:SASL_SSL,CONTROLLER:PLAINTEXT
 inter.broker.listener.name=PLAINTEXT
+sasl.enabled.mechanisms=SCRAM-SHA-512
+listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+listener.name.sasl_ssl.ssl.keystore.type=PEM
+listener.name.sasl_ssl.ssl.keystore.location=$TLS_DIR/broker-keystore.pem
+listener.name.sasl_ssl.ssl.truststore.type=PEM
+listener.name.sasl_ssl.ssl.truststore.location=$TLS_DIR/ca.pem
+# A client certificate is checked when one is offered (mTLS), not required: SASL authenticates.
+listener.name.sasl_ssl.ssl.client.auth=requested
+# Records up to 12 MiB, so that the tests can produce values past what a BigQuery row can hold.
+message.max.bytes=12582912
 log.dirs=$dir/data
 num.partitions=1
 auto.create.topics.enable=false
@@ -191,6 +247,11 @@ wait_healthy() {
 write_env() {
   cat >"$STACK_DIR/env" <<EOF
 KAFKA_BROKERS=127.0.0.1:$KAFKA_PORT
+KBD_KAFKA_LIBS=$KAFKA_LIBS
+KBD_KAFKA_SASL_BROKERS=127.0.0.1:$KAFKA_SASL_PORT
+KBD_KAFKA_SASL_USERNAME=$SCRAM_USER
+KBD_KAFKA_SASL_PASSWORD=$(cat "$TLS_DIR/scram-password")
+KBD_TLS_DIR=$TLS_DIR
 FIRESTORE_EMULATOR_HOST=127.0.0.1:$FIRESTORE_PORT
 PUBSUB_EMULATOR_HOST=127.0.0.1:$PUBSUB_PORT
 BIGQUERY_API_ENDPOINT=http://127.0.0.1:$BIGQUERY_PORT
@@ -203,6 +264,8 @@ up() {
   check_prerequisites
   install_kafka
   install_bigquery
+  install_kcat
+  make_tls
   local started=()
   for s in "${SERVICES[@]}"; do
     if running "$s"; then continue; fi
@@ -210,10 +273,13 @@ up() {
     port_open "$port" && die "port $port ($(port_var_of "$s")) is already in use by another process; free it or choose another port"
     [[ $s == kafka ]] && port_open "$KAFKA_CONTROLLER_PORT" \
       && die "port $KAFKA_CONTROLLER_PORT (KBD_KAFKA_CONTROLLER_PORT) is already in use by another process"
+    [[ $s == kafka ]] && port_open "$KAFKA_SASL_PORT" \
+      && die "port $KAFKA_SASL_PORT (KBD_KAFKA_SASL_PORT) is already in use by another process"
     "start_$s"
     started+=("$s")
   done
   for s in "${SERVICES[@]}"; do wait_healthy "$s"; done
+  add_scram_user
   write_env
   [[ ${#started[@]} -gt 0 ]] && say "started: ${started[*]}" || say "already running"
   status

@@ -29,34 +29,59 @@ import {
   UsageError,
 } from './operations.js';
 
-const usage = `usage: kafka-bigquery-drain <command>
+/** Each command's usage, as `kafka-bigquery-drain <command> --help` prints it. */
+const commands: Readonly<Record<string, string>> = {
+  run: `run
+      drain this task's partitions once, from their checkpoints, within DRAIN_BUDGET_SECONDS; JSON log
+      lines on stdout, the last one the run summary`,
+  verify: `verify [--json]
+      reconcile each partition's continuity ledger with the target table; exit 1 on any hole, gap or
+      duplicate`,
+  status: `status [--json]
+      each partition: checkpoint, high watermark, lag, paused, lease holder, open alerts`,
+  seek: `seek --topic T [--partition P] (--offset N | --timestamp ISO | --earliest | --latest)
+       --reason "..." [--force] [--dry-run]
+      move checkpoints on purpose, under a lease, with an audit record`,
+  pause: `pause --topic T [--partition P] --reason "..."
+      runs skip the partition until it is resumed`,
+  resume: `resume --topic T [--partition P] --reason "..."
+      runs drain the partition again`,
+  'dead-letters': `dead-letters --subscription S [--max N]
+      list dead letters (origin, kind, reason); acknowledges none`,
+  'replay-dead-letters': `replay-dead-letters --subscription S [--max N] [--dry-run]
+      re-validate dead letters with the current schema and rules; write those that pass (idempotently,
+      keyed by their origin) and acknowledge them once durable; leave the rest`,
+};
+
+const footer = `configuration comes from the environment (see README.md); exit codes: 0 ok, 1 failed (retry is safe),
+2 bad configuration or usage`;
+
+const usage = `usage: kafka-bigquery-drain <command> [--help]
 
 commands:
-  run              drain this task's partitions once, from their checkpoints, within DRAIN_BUDGET_SECONDS
-  verify [--json]  reconcile each partition's continuity ledger with the target table; exit 1 on any
-                   hole, gap or duplicate
-  status [--json]  each partition: checkpoint, high watermark, lag, paused, lease holder, open alerts
-  seek --topic T [--partition P] (--offset N | --timestamp ISO | --earliest | --latest)
-       --reason "..." [--force] [--dry-run]
-                   move checkpoints on purpose, under a lease, with an audit record
-  pause --topic T [--partition P] --reason "..."     runs skip the partition
-  resume --topic T [--partition P] --reason "..."
-  dead-letters --subscription S [--max N]   list dead letters (origin, kind, reason); acknowledges none
-  replay-dead-letters --subscription S [--max N] [--dry-run]
-                   re-validate dead letters with the current schema and rules; write those that pass
-                   (idempotently, keyed by their origin) and acknowledge them once durable; leave the rest
+${Object.values(commands)
+  .map((text) => `  ${text}`)
+  .join('\n')}
 
-configuration comes from the environment (see README.md); exit codes: 0 ok, 1 failed (retry is safe),
-2 bad configuration or usage`;
+${footer}`;
+
+const helpFlags = ['--help', '-h'];
 
 export { exitWhenWritten };
 
 export async function cli(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<number> {
   quietLocalAuth(env);
   const [command, ...rest] = argv;
-  if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
-    process.stderr.write(`${usage}\n`);
+  if (command === undefined || helpFlags.includes(command) || command === 'help') {
+    const topic = command === 'help' ? commands[rest[0] ?? ''] : undefined;
+    if (topic !== undefined) process.stdout.write(`usage: kafka-bigquery-drain ${topic}\n\n${footer}\n`);
+    else (command === undefined ? process.stderr : process.stdout).write(`${usage}\n`);
     return command === undefined ? 2 : 0;
+  }
+  // `<command> --help` anywhere among its arguments: that command's usage, nothing run.
+  if (commands[command] !== undefined && rest.some((a) => helpFlags.includes(a))) {
+    process.stdout.write(`usage: kafka-bigquery-drain ${commands[command]}\n\n${footer}\n`);
+    return 0;
   }
   if (command === 'run') {
     if (rest.length > 0) {

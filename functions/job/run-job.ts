@@ -13,7 +13,7 @@ import type { Checkpoints, RunSummary, Sink } from '../drain/types.js';
 import { createInsertAllSink, ensureTargetTable, insertAllLimits } from '../sinks/bigquery-sink.js';
 import { createMergeSink } from '../sinks/merge-sink.js';
 import { readUserSchema, type SchemaField, targetTableSchema } from '../sinks/table-schema.js';
-import { createKafkaSource, kafkaClientOptions } from '../sources/kafka-source.js';
+import { checkBrokerCertificate, createKafkaSource, kafkaClientOptions } from '../sources/kafka-source.js';
 import { createGoogleClients, type GoogleClients } from './clients.js';
 
 /** How long a batch in flight may settle after SIGTERM or the budget; Cloud Run kills 10 s after SIGTERM. */
@@ -42,8 +42,10 @@ export async function runJob(config: DrainConfig, io: JobIo): Promise<RunSummary
   const userSchema = readUserSchema(config.bigquery.schemaFile);
   const rules = await rulesFrom(config);
   const clients = createGoogleClients(config);
-  const kafka = new kafkajs.Kafka(kafkaClientOptions(config, `kafka-bigquery-drain-${config.pipelineId}`));
+  const kafkaOptions = kafkaClientOptions(config, `kafka-bigquery-drain-${config.pipelineId}`);
+  const kafka = new kafkajs.Kafka(kafkaOptions);
   try {
+    await checkBrokerCertificate(kafkaOptions);
     const made =
       io.sink === undefined ? createSink(config, clients, userSchema, logger, runId, io.fault) : undefined;
     const sink = io.sink ?? made!.sink;

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
-import type { ConnectionOptions } from 'node:tls';
+import { isIP } from 'node:net';
+import { type ConnectionOptions, connect as tlsConnect } from 'node:tls';
 import kafkajs, { type Consumer, type Kafka, type KafkaConfig } from 'kafkajs';
 import type { DrainConfig } from '../drain/config.js';
 import { ConfigError, DrainError } from '../drain/errors.js';
@@ -77,6 +78,57 @@ function tlsOptions(
   const key = pem('KAFKA_SSL_KEY_FILE', tls.keyFile);
   if (ca === undefined && cert === undefined) return true; // the system's CAs, no client certificate
   return { ...(ca === undefined ? {} : { ca: [ca] }), ...(cert === undefined ? {} : { cert, key }) };
+}
+
+/** Node's codes for a certificate the client does not accept: retrying cannot help. */
+const untrustedCertificate = new Set([
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'CERT_HAS_EXPIRED',
+  'CERT_NOT_YET_VALID',
+  'CERT_SIGNATURE_FAILURE',
+  'CERT_UNTRUSTED',
+  'CERT_REJECTED',
+  'INVALID_CA',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+]);
+
+/**
+ * One TLS handshake with the first broker, as kafkajs would make it, before kafkajs is let loose: kafkajs
+ * calls every socket error retriable, so an untrusted certificate would cost a run its connection retries
+ * and end in "number of retries exceeded". This fails at once and says which setting to look at. Any
+ * other outcome (trusted, refused, unreachable) is left to kafkajs and its retries.
+ */
+export async function checkBrokerCertificate(options: KafkaConfig, timeoutMs = 5_000): Promise<void> {
+  if (!options.ssl) return;
+  const first = (Array.isArray(options.brokers) ? options.brokers : [])[0];
+  if (first === undefined) return;
+  const at = first.lastIndexOf(':');
+  const host = first.slice(0, at);
+  const port = Number(first.slice(at + 1));
+  const ssl = options.ssl === true ? {} : options.ssl;
+  const failure = await new Promise<Error | undefined>((resolve) => {
+    const socket = tlsConnect({ host, port, ...(isIP(host) ? {} : { servername: host }), ...ssl });
+    const done = (error?: Error): void => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(error);
+    };
+    const timer = setTimeout(() => done(), timeoutMs);
+    socket.once('secureConnect', () => done());
+    socket.once('error', (error) => done(error));
+  });
+  const code = (failure as { code?: string } | undefined)?.code;
+  if (failure !== undefined && code !== undefined && untrustedCertificate.has(code)) {
+    throw new DrainError(
+      `kafka TLS: broker ${first} presented a certificate this client does not trust (${code}: ${failure.message}); ` +
+        'set KAFKA_SSL_CA_FILE to the CA that signed it',
+      { retriable: false, code },
+    );
+  }
 }
 
 /**
