@@ -12,6 +12,13 @@ export interface InfraConfig {
   readonly kafkaSaslUsername: pulumi.Output<string> | undefined;
   readonly kafkaSaslPassword: pulumi.Output<string> | undefined;
   readonly kafkaSsl: boolean;
+  /**
+   * PEM text for TLS to the brokers: a private CA, and a client certificate and key for mTLS. Kept in
+   * Secret Manager like the SASL credentials and mounted into the job as files.
+   */
+  readonly kafkaSslCa: pulumi.Output<string> | undefined;
+  readonly kafkaSslClientCert: pulumi.Output<string> | undefined;
+  readonly kafkaSslClientKey: pulumi.Output<string> | undefined;
   readonly schemaFile: string;
   readonly dataset: string;
   readonly table: string;
@@ -39,6 +46,11 @@ export function readInfraConfig(): InfraConfig {
   }
   const budgetSeconds = config.getNumber('budgetSeconds') ?? 240;
   const mechanism = config.get('kafkaSaslMechanism');
+  const clientCert = config.getSecret('kafkaSslClientCert');
+  const clientKey = config.getSecret('kafkaSslClientKey');
+  if ((clientCert === undefined) !== (clientKey === undefined)) {
+    throw new Error('kafkaSslClientCert and kafkaSslClientKey go together (mTLS): set both or neither');
+  }
   return {
     project: gcp.require('project'),
     region: gcp.get('region') ?? config.get('region') ?? 'europe-west1',
@@ -49,6 +61,9 @@ export function readInfraConfig(): InfraConfig {
     kafkaSaslUsername: mechanism ? config.requireSecret('kafkaSaslUsername') : undefined,
     kafkaSaslPassword: mechanism ? config.requireSecret('kafkaSaslPassword') : undefined,
     kafkaSsl: config.getBoolean('kafkaSsl') ?? true,
+    kafkaSslCa: config.getSecret('kafkaSslCa'),
+    kafkaSslClientCert: clientCert,
+    kafkaSslClientKey: clientKey,
     schemaFile: config.require('schemaFile'),
     dataset: config.get('dataset') ?? 'kafka_drain',
     table: config.get('table') ?? 'events',
@@ -57,7 +72,7 @@ export function readInfraConfig(): InfraConfig {
     timeZone: config.get('timeZone') ?? 'Etc/UTC',
     taskCount: config.getNumber('taskCount') ?? 1,
     budgetSeconds,
-    leaseTtlSeconds: config.getNumber('leaseTtlSeconds') ?? 60,
+    leaseTtlSeconds: config.getNumber('leaseTtlSeconds') ?? Math.min(60, budgetSeconds),
     idleAlertSeconds: config.getNumber('idleAlertSeconds') ?? 300,
     image: config.require('image'),
     maxRetries: config.getNumber('maxRetries') ?? 3,

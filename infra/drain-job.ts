@@ -47,7 +47,7 @@ export class DrainJob extends pulumi.ComponentResource {
     const jobMember = pulumi.interpolate`serviceAccount:${this.jobAccount.email}`;
 
     // Least privilege: edit the target dataset only, run BigQuery jobs (no resource-level grant exists for
-    // that), use Firestore (likewise project level), publish to its two topics, read its two secrets.
+    // that), use Firestore (likewise project level), publish to its two topics, read its own secrets.
     new gcp.bigquery.DatasetIamMember(
       `${name}-job-dataset-editor`,
       { datasetId: data.dataset.datasetId, role: 'roles/bigquery.dataEditor', member: jobMember },
@@ -74,33 +74,53 @@ export class DrainJob extends pulumi.ComponentResource {
       );
     }
 
+    // Each secret: a Secret Manager secret, its version, and read access for the job's account only.
+    const secret = (variable: string, value: pulumi.Output<string>) => {
+      const id = `${config.pipelineId}-${variable.toLowerCase().replaceAll('_', '-')}`;
+      const made = new gcp.secretmanager.Secret(
+        `${name}-${variable}`,
+        { secretId: id, replication: { auto: {} } },
+        parent,
+      );
+      const version = new gcp.secretmanager.SecretVersion(
+        `${name}-${variable}-v`,
+        { secret: made.id, secretData: value },
+        parent,
+      );
+      new gcp.secretmanager.SecretIamMember(
+        `${name}-job-reads-${variable}`,
+        { secretId: made.id, role: 'roles/secretmanager.secretAccessor', member: jobMember },
+        parent,
+      );
+      return { secretId: made.secretId, version: version.version };
+    };
+
     const secretEnv: gcp.types.input.cloudrunv2.JobTemplateTemplateContainerEnv[] = [];
     if (config.kafkaSaslMechanism !== undefined) {
       for (const [variable, value] of [
         ['KAFKA_SASL_USERNAME', config.kafkaSaslUsername!],
         ['KAFKA_SASL_PASSWORD', config.kafkaSaslPassword!],
       ] as const) {
-        const id = `${config.pipelineId}-${variable.toLowerCase().replaceAll('_', '-')}`;
-        const secret = new gcp.secretmanager.Secret(
-          `${name}-${variable}`,
-          { secretId: id, replication: { auto: {} } },
-          parent,
-        );
-        const version = new gcp.secretmanager.SecretVersion(
-          `${name}-${variable}-v`,
-          { secret: secret.id, secretData: value },
-          parent,
-        );
-        new gcp.secretmanager.SecretIamMember(
-          `${name}-job-reads-${variable}`,
-          { secretId: secret.id, role: 'roles/secretmanager.secretAccessor', member: jobMember },
-          parent,
-        );
-        secretEnv.push({
-          name: variable,
-          valueSource: { secretKeyRef: { secret: secret.secretId, version: version.version } },
-        });
+        const { secretId, version } = secret(variable, value);
+        secretEnv.push({ name: variable, valueSource: { secretKeyRef: { secret: secretId, version } } });
       }
+    }
+    // PEM files (the CA, the client certificate and key) are mounted from Secret Manager as files, each
+    // in a volume of its own; the job is told where they are.
+    const volumes: gcp.types.input.cloudrunv2.JobTemplateTemplateVolume[] = [];
+    const volumeMounts: gcp.types.input.cloudrunv2.JobTemplateTemplateContainerVolumeMount[] = [];
+    const fileEnv: Record<string, string> = {};
+    for (const [variable, value] of [
+      ['KAFKA_SSL_CA_FILE', config.kafkaSslCa],
+      ['KAFKA_SSL_CERT_FILE', config.kafkaSslClientCert],
+      ['KAFKA_SSL_KEY_FILE', config.kafkaSslClientKey],
+    ] as const) {
+      if (value === undefined) continue;
+      const { secretId, version } = secret(variable, value);
+      const volume = variable.toLowerCase().replaceAll('_', '-');
+      volumes.push({ name: volume, secret: { secret: secretId, items: [{ version, path: 'pem' }] } });
+      volumeMounts.push({ name: volume, mountPath: `/secrets/${volume}` });
+      fileEnv[variable] = `/secrets/${volume}/pem`;
     }
 
     const plainEnv: Record<string, pulumi.Input<string>> = {
@@ -120,6 +140,7 @@ export class DrainJob extends pulumi.ComponentResource {
       LEASE_TTL_SECONDS: String(config.leaseTtlSeconds),
       IDLE_ALERT_SECONDS: String(config.idleAlertSeconds),
       ...(config.kafkaSaslMechanism === undefined ? {} : { KAFKA_SASL_MECHANISM: config.kafkaSaslMechanism }),
+      ...fileEnv,
     };
 
     this.job = new gcp.cloudrunv2.Job(
@@ -144,8 +165,10 @@ export class DrainJob extends pulumi.ComponentResource {
                   ...secretEnv,
                 ],
                 resources: { limits: { cpu: '1', memory: '1Gi' } },
+                ...(volumeMounts.length === 0 ? {} : { volumeMounts }),
               },
             ],
+            ...(volumes.length === 0 ? {} : { volumes }),
           },
         },
       },

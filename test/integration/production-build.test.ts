@@ -42,8 +42,12 @@ test('the production build imports no development dependency', () => {
 test('the compiled job refuses a bad configuration with exit 2, naming the variable', () => {
   const run = spawnSync(process.execPath, [main], { env: { PATH: process.env.PATH }, encoding: 'utf8' });
   expect(run.status).toBe(2);
-  const line = JSON.parse(run.stdout.trim().split('\n').at(-1)!) as Record<string, unknown>;
-  expect(line).toMatchObject({ severity: 'ERROR', event: 'config_error', variable: 'PIPELINE_ID' });
+  const lines = run.stdout
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+  expect(lines.at(-2)).toMatchObject({ severity: 'ERROR', event: 'config_error', variable: 'PIPELINE_ID' });
+  expect(lines.at(-1)).toMatchObject({ event: 'run_summary', stopReason: 'error', variable: 'PIPELINE_ID' });
 });
 
 test('the compiled job drains', async () => {

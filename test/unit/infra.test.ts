@@ -46,13 +46,19 @@ beforeAll(async () => {
       'kafka-bigquery-drain:kafkaSaslMechanism': 'scram-sha-512',
       'kafka-bigquery-drain:kafkaSaslUsername': 'drain',
       'kafka-bigquery-drain:kafkaSaslPassword': 'hunter2-secret-value',
+      'kafka-bigquery-drain:kafkaSslCa':
+        '-----BEGIN CERTIFICATE-----\nprivate-ca-pem\n-----END CERTIFICATE-----\n',
       'kafka-bigquery-drain:schemaFile': schemaFile,
       'kafka-bigquery-drain:image': 'europe-west1-docker.pkg.dev/proj/drain/kafka-bigquery-drain:1',
       'kafka-bigquery-drain:taskCount': '3',
       'kafka-bigquery-drain:budgetSeconds': '240',
       'kafka-bigquery-drain:statusInvokers': '["group:oncall@example.com"]',
     },
-    ['kafka-bigquery-drain:kafkaSaslUsername', 'kafka-bigquery-drain:kafkaSaslPassword'],
+    [
+      'kafka-bigquery-drain:kafkaSaslUsername',
+      'kafka-bigquery-drain:kafkaSaslPassword',
+      'kafka-bigquery-drain:kafkaSslCa',
+    ],
   );
   const program = await import('../../infra/index.js');
   // Every exported output resolves only once the resources it depends on are registered.
@@ -119,6 +125,34 @@ describe('the Pulumi program', () => {
     // The secret value reaches Secret Manager and nothing else.
     const carrying = resources.filter((r) => JSON.stringify(r.inputs).includes('hunter2-secret-value'));
     expect(carrying.map((r) => r.type)).toEqual(['gcp:secretmanager/secretVersion:SecretVersion']);
+  });
+
+  test('the private CA goes the way of the other secrets, and reaches the job as a mounted file', () => {
+    const job = one('gcp:cloudrunv2/job:Job');
+    const task = job.inputs.template.template;
+    const container = task.containers[0];
+    const env = Object.fromEntries(
+      (container.envs as { name: string; value?: string }[]).map((e) => [e.name, e.value]),
+    );
+    expect(env.KAFKA_SSL_CA_FILE).toBe('/secrets/kafka-ssl-ca-file/pem');
+    expect(container.volumeMounts).toEqual([
+      { name: 'kafka-ssl-ca-file', mountPath: '/secrets/kafka-ssl-ca-file' },
+    ]);
+    expect(task.volumes).toEqual([
+      {
+        name: 'kafka-ssl-ca-file',
+        secret: { secret: 'orders-kafka-ssl-ca-file', items: [{ version: '1', path: 'pem' }] },
+      },
+    ]);
+    const carrying = resources.filter((r) => JSON.stringify(r.inputs).includes('private-ca-pem'));
+    expect(carrying.map((r) => r.type)).toEqual(['gcp:secretmanager/secretVersion:SecretVersion']);
+    const readers = resources.filter(
+      (r) =>
+        r.type === 'gcp:secretmanager/secretIamMember:SecretIamMember' &&
+        r.name.includes('KAFKA_SSL_CA_FILE'),
+    );
+    expect(readers).toHaveLength(1);
+    expect(readers[0]!.inputs.member).toMatch(/^serviceAccount:orders-drain@/);
   });
 
   test('every IAM grant is allow-listed, scoped to a resource where one exists, and never primitive', () => {
