@@ -93,3 +93,30 @@ test('close while the consumer waits on backpressure returns promptly', async ()
   await reader.close();
   expect(Date.now() - started).toBeLessThan(10_000);
 });
+
+test('with a transaction open, the end is the last stable offset (what the reader can reach), not the high watermark', async () => {
+  const topic = uniqueName('src');
+  await createTopic(topic, 1);
+  await produce(topic, [{ partition: 0, value: '{"before":1}' }]);
+  const producer = kafka.producer({
+    transactionalId: uniqueName('tx'),
+    maxInFlightRequests: 1,
+    idempotent: true,
+  });
+  await producer.connect();
+  try {
+    const transaction = await producer.transaction();
+    await transaction.send({
+      topic,
+      messages: [0, 1, 2].map((i) => ({ partition: 0, value: `{"tx":${i}}` })),
+    });
+    // The open transaction's records are written (high watermark 4) but not readable past offset 1: a
+    // run that waited for the high watermark would wait until its budget. (kafkajs lists read_committed.)
+    expect(await source.watermarks([topic])).toEqual([{ topic, partition: 0, logStart: 0, end: 1 }]);
+    await transaction.commit();
+    // Committed: the end moves past the records and the commit marker.
+    expect(await source.watermarks([topic])).toEqual([{ topic, partition: 0, logStart: 0, end: 5 }]);
+  } finally {
+    await producer.disconnect();
+  }
+});
