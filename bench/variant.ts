@@ -65,6 +65,10 @@ async function drain(nullSink: boolean) {
     renew: counted(1, checkpoints.renew),
     // A commit writes the partition document and its ledger entry, atomically.
     commit: counted(2, checkpoints.commit),
+    recordIntents: async (intents, ttlMs) => {
+      firestoreWrites += intents.length;
+      return checkpoints.recordIntents(intents, ttlMs);
+    },
     release: counted(1, checkpoints.release),
     recordRun: counted(1, checkpoints.recordRun),
   });

@@ -25,7 +25,10 @@ KAFKA_VERSION=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$ROOT
 BQ_EMULATOR_VERSION=$(sed -n 's:^require github.com/goccy/bigquery-emulator \(.*\)$:\1:p' "$ROOT/stack/bigquery-emulator/go.mod")
 # Keyed by the pom too: a dependency added there (the tools) must not be hidden by an older cache.
 KAFKA_LIBS=$CACHE_DIR/kafka-$KAFKA_VERSION-$(sha256sum "$ROOT/stack/kafka/pom.xml" | cut -c1-8)
-BQ_EMULATOR_BIN=$CACHE_DIR/bigquery-emulator-$BQ_EMULATOR_VERSION
+# Our patch (the Storage Write API as BigQuery behaves where exactly-once depends on it; see the patch's
+# comments) is part of the binary's name: a changed patch builds a new binary.
+BQ_PATCH=$ROOT/stack/bigquery-emulator/storage-write.patch
+BQ_EMULATOR_BIN=$CACHE_DIR/bigquery-emulator-$BQ_EMULATOR_VERSION-$(cat "$ROOT/stack/bigquery-emulator/go.mod" "$ROOT/stack/bigquery-emulator/go.sum" "$BQ_PATCH" | sha256sum | cut -c1-8)
 GCLOUD_PLATFORM=${KBD_GCLOUD_PLATFORM:-/usr/lib/google-cloud-sdk/platform}
 FIRESTORE_JAR=$GCLOUD_PLATFORM/cloud-firestore-emulator/cloud-firestore-emulator.jar
 PUBSUB_JAR=$(ls "$GCLOUD_PLATFORM"/pubsub-emulator/lib/cloud-pubsub-emulator-*-all.jar 2>/dev/null | head -n 1 || true)
@@ -76,13 +79,25 @@ install_kafka() {
 
 install_bigquery() {
   if [[ -x $BQ_EMULATOR_BIN ]]; then return; fi
-  say "building github.com/goccy/bigquery-emulator $BQ_EMULATOR_VERSION through the Go module proxy (a few minutes the first time)"
+  say "building github.com/goccy/bigquery-emulator $BQ_EMULATOR_VERSION (patched) through the Go module proxy (a few minutes the first time)"
   # `go install pkg@version` asks the proxy for the module's version list, which it refuses for this
-  # module; building from a pinned go.mod/go.sum needs only the exact versions.
-  (cd "$ROOT/stack/bigquery-emulator" && CGO_ENABLED=0 go build -trimpath -o "$BQ_EMULATOR_BIN.tmp" \
-    github.com/goccy/bigquery-emulator/cmd/bigquery-emulator) >"$LOGS/install-bigquery.log" 2>&1 \
+  # module; building from a pinned go.mod/go.sum needs only the exact versions. The module's source, as
+  # the proxy serves it, is copied next to a copy of that go.mod, patched, and built through a `replace`.
+  local work=$CACHE_DIR/bigquery-emulator-build
+  rm -rf "$work" && mkdir -p "$work"
+  cp "$ROOT"/stack/bigquery-emulator/{go.mod,go.sum,tools.go} "$work/"
+  (
+    cd "$work"
+    source_dir=$(go mod download -json "github.com/goccy/bigquery-emulator@$BQ_EMULATOR_VERSION" \
+      | python3 -c 'import json, sys; print(json.load(sys.stdin)["Dir"])')
+    cp -r "$source_dir" module && chmod -R u+w module
+    (cd module && patch -p1 --no-backup-if-mismatch <"$BQ_PATCH")
+    go mod edit -replace "github.com/goccy/bigquery-emulator=./module"
+    CGO_ENABLED=0 go build -trimpath -o "$BQ_EMULATOR_BIN.tmp" github.com/goccy/bigquery-emulator/cmd/bigquery-emulator
+  ) >"$LOGS/install-bigquery.log" 2>&1 \
     || { tail -n 30 "$LOGS/install-bigquery.log" >&2; die "could not build the BigQuery emulator (log: $LOGS/install-bigquery.log)"; }
   mv "$BQ_EMULATOR_BIN.tmp" "$BQ_EMULATOR_BIN"
+  rm -rf "$work"
 }
 
 # kcat (librdkafka) is a producer no one here wrote; the codec tests write with it. Debian ships it.
@@ -130,6 +145,7 @@ check_prerequisites() {
   command -v java >/dev/null || die "java (17+) is not on PATH"
   command -v mvn >/dev/null || die "mvn is not on PATH (needed once, to fetch the Kafka jars)"
   command -v go >/dev/null || die "go is not on PATH (needed once, to build the BigQuery emulator)"
+  command -v patch >/dev/null || die "patch is not on PATH (needed once, to patch the BigQuery emulator)"
   [[ -f $FIRESTORE_JAR ]] || die "Firestore emulator not found at $FIRESTORE_JAR (install google-cloud-cli's cloud-firestore-emulator, or set KBD_GCLOUD_PLATFORM)"
   [[ -n $PUBSUB_JAR && -f $PUBSUB_JAR ]] || die "Pub/Sub emulator not found under $GCLOUD_PLATFORM/pubsub-emulator (install google-cloud-cli's pubsub-emulator)"
 }
@@ -215,6 +231,7 @@ start_bigquery() {
   port_open "$BIGQUERY_GRPC_PORT" && die "port $BIGQUERY_GRPC_PORT (KBD_BIGQUERY_GRPC_PORT) is already in use by another process"
   spawn bigquery "$BQ_EMULATOR_BIN" --project="$PROJECT" --host=127.0.0.1 \
     --port="$BIGQUERY_PORT" --grpc-port="$BIGQUERY_GRPC_PORT" --log-level=warn
+  echo "$BQ_EMULATOR_BIN" >"$PIDS/bigquery.bin"
 }
 
 # A real request per service, not just an open port.
@@ -267,6 +284,11 @@ up() {
   install_kcat
   make_tls
   local started=()
+  # A BigQuery emulator started from another build (before the patch changed) is replaced.
+  if running bigquery && [[ $(cat "$PIDS/bigquery.bin" 2>/dev/null) != "$BQ_EMULATOR_BIN" ]]; then
+    say "the running BigQuery emulator is another build; restarting it"
+    stop_one bigquery
+  fi
   for s in "${SERVICES[@]}"; do
     if running "$s"; then continue; fi
     local port; port=$(port_of "$s")

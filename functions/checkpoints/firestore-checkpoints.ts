@@ -6,6 +6,7 @@ import type {
   CheckpointCommit,
   CheckpointControls,
   Checkpoints,
+  CommitIntent,
   Lease,
   PartitionRef,
   RunSummary,
@@ -45,6 +46,7 @@ interface PartitionDoc extends Partial<LivenessState> {
   leaseOwner: string | null;
   leaseEpoch: number;
   leaseExpiresAt: Timestamp | null;
+  intent?: CommitIntent | null;
 }
 
 /**
@@ -122,6 +124,7 @@ export function createFirestoreCheckpoints(
           expiresAt,
           paused: data?.paused === true,
           lastProgressAt: data?.lastProgressAt?.toMillis() ?? null,
+          intent: data?.intent ?? null,
           liveness: {
             openAlerts: data?.openAlerts ?? {},
             highWatermark: data?.highWatermark ?? null,
@@ -181,6 +184,8 @@ export function createFirestoreCheckpoints(
             ...(commit.lastRecordTimestamp === null
               ? {}
               : { lastRecordAt: Timestamp.fromMillis(commit.lastRecordTimestamp) }),
+            // A commit finishes whatever flush the partition had recorded (storage-write mode).
+            intent: FieldValue.delete(),
             rowsWritten: FieldValue.increment(commit.rows),
             deadLettered: FieldValue.increment(commit.deadLetters),
             commits: FieldValue.increment(1),
@@ -198,6 +203,7 @@ export function createFirestoreCheckpoints(
                 // Offsets in the range with no record: compaction or transaction markers, or (lost) retention.
                 skipped: commit.nextOffset - commit.fromOffset - commit.records,
                 lost: commit.lost === true,
+                ...(commit.streams === undefined ? {} : { streams: [...commit.streams] }),
                 owner: lease.owner,
                 epoch: lease.epoch,
                 committedAt: Timestamp.fromMillis(now),
@@ -206,6 +212,41 @@ export function createFirestoreCheckpoints(
           ],
         };
       });
+    },
+
+    recordIntents: async (intents, ttlMs) => {
+      if (intents.length === 0) return [];
+      const refs = intents.map(({ lease }) => partitionRef(lease));
+      for (let attempt = 1; ; attempt++) {
+        try {
+          const snapshots = await db.getAll(...refs);
+          const now = clock();
+          const batch = db.batch();
+          const leases = intents.map(({ lease, intent }, i) => {
+            const snapshot = snapshots[i]!;
+            const data = snapshot.data() as PartitionDoc | undefined;
+            assertHeld(data, lease, now);
+            if (data!.nextOffset !== intent.fromOffset) {
+              throw new FencedError(
+                `checkpoint of ${partitionId(lease)} is at ${data!.nextOffset}, the intent starts at ${intent.fromOffset}`,
+              );
+            }
+            // One precondition per document: the whole write lands only if no document changed since read.
+            batch.update(
+              refs[i]!,
+              { intent: { ...intent, streams: [...intent.streams] }, leaseExpiresAt: Timestamp.fromMillis(now + ttlMs) },
+              { lastUpdateTime: snapshot.updateTime! },
+            );
+            return { ...lease, expiresAt: now + ttlMs, intent };
+          });
+          await batch.commit();
+          return leases;
+        } catch (error) {
+          const code = (error as { code?: unknown }).code;
+          if ((code === 9 || code === 6) && attempt < 10) continue;
+          throw firestoreError(error, 'record intents');
+        }
+      }
     },
 
     release: (lease, liveness) =>

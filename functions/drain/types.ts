@@ -13,6 +13,11 @@
  *   its reason and its origin to the dead-letter topic instead of the table.
  * - episode: the time an alert condition holds, from `open` to `resolved`; one alert each way.
  * - run: one bounded drain by one Cloud Run task (or one CLI invocation).
+ * - flush: the batches of several partitions written to BigQuery together (one MERGE, one stream commit).
+ * - stream: a Storage Write API PENDING stream; its rows become visible all at once, when it is committed,
+ *   and a stream commits at most once.
+ * - intent: a partition's share of a flush whose streams are finalized but maybe not committed, recorded
+ *   in the partition document before the commit, so that whoever holds the lease next can finish it.
  */
 
 import type { Alert, LivenessState } from '../alerts/episodes.js';
@@ -115,6 +120,21 @@ export interface Lease extends PartitionRef {
   readonly liveness?: LivenessState;
   /** When the checkpoint last moved. */
   readonly lastProgressAt?: number | null;
+  /** A flush recorded but maybe not committed (storage-write mode): finish it before anything else. */
+  readonly intent?: CommitIntent | null;
+}
+
+/** A partition's share of a flush, recorded before its streams are committed (storage-write mode). */
+export interface CommitIntent {
+  /** Every stream of the flush (the target table's, the error table's): all commit, or none. */
+  readonly streams: readonly string[];
+  readonly fromOffset: number;
+  readonly nextOffset: number;
+  readonly records: number;
+  readonly rows: number;
+  readonly deadLetters: number;
+  readonly tombstones: number;
+  readonly lastRecordTimestamp: number | null;
 }
 
 /** Who moved a checkpoint or paused a partition on purpose, and why (kept under `audit/`). */
@@ -138,6 +158,8 @@ export interface CheckpointCommit {
   readonly lastRecordTimestamp: number | null;
   /** The range was lost to retention before it was read (RETENTION_GAP_POLICY=skip), not skipped by Kafka. */
   readonly lost?: boolean;
+  /** The Storage Write API streams that made the range durable (storage-write mode), for the ledger. */
+  readonly streams?: readonly string[];
 }
 
 /** The checkpoints port: Firestore. */
@@ -148,6 +170,11 @@ export interface Checkpoints {
   renew(lease: Lease, ttlMs: number): Promise<Lease>;
   /** Advances the checkpoint (and extends the lease); throws a FencedError when the lease was lost. */
   commit(commit: CheckpointCommit, ttlMs: number): Promise<Lease>;
+  /**
+   * Records a flush's intent in every affected partition document in one atomic, fenced write (all or
+   * none); each must still be held and stand at its intent's `fromOffset`. Returns the leases, in order.
+   */
+  recordIntents(intents: readonly { lease: Lease; intent: CommitIntent }[], ttlMs: number): Promise<Lease[]>;
   /** Gives the lease up, keeping the partition's liveness state for the next run when given. */
   release(lease: Lease, liveness?: LivenessState): Promise<void>;
   recordRun(summary: RunSummary): Promise<void>;

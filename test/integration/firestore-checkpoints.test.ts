@@ -90,4 +90,69 @@ describe('firestore checkpoints', () => {
     await expect(checkpoints.commit(commitOf(after, 12, 20), 30_000)).rejects.toThrow(/is at 10/);
     await expect(checkpoints.commit(commitOf(after, 5, 20), 30_000)).rejects.toThrow(/is at 10/);
   });
+
+  test('intents are recorded in every partition of a flush in one fenced write, all or none; a commit clears them', async () => {
+    const pipeline = uniqueName('pipe');
+    const checkpoints = createFirestoreCheckpoints(clients.firestore, pipeline);
+    const p1 = { topic: 'orders', partition: 1 };
+    const a = (await checkpoints.commit(
+      commitOf(await checkpoints.acquire(p0, 'run-a', 30_000), 0, 0),
+      30_000,
+    ))!;
+    const b = (await checkpoints.commit(
+      commitOf(await checkpoints.acquire(p1, 'run-a', 30_000), 0, 0),
+      30_000,
+    ))!;
+    const intent = (from: number, to: number) => ({
+      streams: ['projects/p/datasets/d/tables/t/streams/s1'],
+      fromOffset: from,
+      nextOffset: to,
+      records: to - from,
+      rows: to - from,
+      deadLetters: 0,
+      tombstones: 0,
+      lastRecordTimestamp: null,
+    });
+
+    // One of the two no longer stands where its intent starts: nothing is written, for either.
+    await expect(
+      checkpoints.recordIntents(
+        [
+          { lease: a, intent: intent(0, 10) },
+          { lease: b, intent: intent(5, 10) },
+        ],
+        30_000,
+      ),
+    ).rejects.toBeInstanceOf(FencedError);
+    const doc = (p: number) => clients.firestore.doc(`pipelines/${pipeline}/partitions/orders~${p}`);
+    expect((await doc(0).get()).get('intent')).toBeUndefined();
+
+    const [a2, b2] = await checkpoints.recordIntents(
+      [
+        { lease: a, intent: intent(0, 10) },
+        { lease: b, intent: intent(0, 7) },
+      ],
+      30_000,
+    );
+    expect((await doc(1).get()).get('intent')).toMatchObject({
+      fromOffset: 0,
+      nextOffset: 7,
+      streams: intent(0, 7).streams,
+    });
+
+    // The next holder of the lease finds the intent; a commit clears it and names the streams in the ledger.
+    await checkpoints.release(a2!);
+    const next = (await checkpoints.acquire(p0, 'run-b', 30_000))!;
+    expect(next.intent).toMatchObject({ fromOffset: 0, nextOffset: 10 });
+    await checkpoints.commit({ ...commitOf(next, 0, 10), streams: intent(0, 10).streams }, 30_000);
+    expect((await doc(0).get()).get('intent')).toBeUndefined();
+    const ledger = await doc(0).collection('ledger').get();
+    expect(ledger.docs.map((d) => d.get('streams')).filter(Boolean)).toEqual([intent(0, 10).streams]);
+
+    // A run whose lease was taken over cannot record an intent.
+    await expect(
+      checkpoints.recordIntents([{ lease: a2!, intent: intent(10, 12) }], 30_000),
+    ).rejects.toBeInstanceOf(FencedError);
+    expect(b2!.intent).toMatchObject({ nextOffset: 7 });
+  });
 });

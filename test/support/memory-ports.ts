@@ -8,6 +8,7 @@ import { FencedError } from '../../functions/drain/errors.js';
 import type {
   CheckpointCommit,
   Checkpoints,
+  CommitIntent,
   DeadLetter,
   DeadLetters,
   FetchedBatch,
@@ -100,6 +101,7 @@ interface MemoryPartition {
   leaseOwner: string | null;
   leaseEpoch: number;
   leaseExpiresAt: number;
+  intent?: CommitIntent | null;
 }
 
 export function createMemoryCheckpoints(now: () => number) {
@@ -142,7 +144,21 @@ export function createMemoryCheckpoints(now: () => number) {
         expiresAt: p.leaseExpiresAt,
         liveness: p.liveness,
         lastProgressAt: p.lastProgressAt ?? null,
+        intent: p.intent ?? null,
       };
+    },
+    async recordIntents(intents, ttlMs) {
+      // All or none, as Firestore's batched write with preconditions.
+      const docs = intents.map(({ lease, intent }) => {
+        const p = held(partitions.get(partitionId(lease)), lease);
+        if (p.nextOffset !== intent.fromOffset) throw new FencedError('checkpoint moved');
+        return p;
+      });
+      return intents.map(({ lease, intent }, i) => {
+        docs[i]!.intent = intent;
+        docs[i]!.leaseExpiresAt = now() + ttlMs;
+        return { ...lease, intent, expiresAt: docs[i]!.leaseExpiresAt };
+      });
     },
     async renew(lease, ttlMs) {
       const p = held(partitions.get(partitionId(lease)), lease);
@@ -154,6 +170,7 @@ export function createMemoryCheckpoints(now: () => number) {
       if (p.nextOffset !== null && p.nextOffset !== commit.fromOffset)
         throw new FencedError('checkpoint moved');
       p.nextOffset = commit.nextOffset;
+      p.intent = null;
       p.leaseExpiresAt = now() + ttlMs;
       p.lastProgressAt = now();
       commits.push(commit);
