@@ -234,7 +234,10 @@ export function createFirestoreCheckpoints(
             // One precondition per document: the whole write lands only if no document changed since read.
             batch.update(
               refs[i]!,
-              { intent: { ...intent, streams: [...intent.streams] }, leaseExpiresAt: Timestamp.fromMillis(now + ttlMs) },
+              {
+                intent: { ...intent, streams: [...intent.streams] },
+                leaseExpiresAt: Timestamp.fromMillis(now + ttlMs),
+              },
               { lastUpdateTime: snapshot.updateTime! },
             );
             return { ...lease, expiresAt: now + ttlMs, intent };

@@ -94,6 +94,30 @@ export interface Sink {
   write(rows: readonly RowToWrite[], signal?: AbortSignal): Promise<RowResult[]>;
 }
 
+export type StreamState = 'committed' | 'pending' | 'gone';
+
+/**
+ * The sink of `storage-write` mode: rows become visible only when their streams commit, all at once, and
+ * a stream commits at most once. The drain records its intent between `prepare` and `commit`.
+ */
+export interface StreamSink {
+  /**
+   * Appends the rows to a new stream of the target table and the dead letters to one of the error table,
+   * and finalizes them: nothing is visible yet. Returns the streams (none when there is nothing to write).
+   */
+  prepare(rows: readonly RowToWrite[], letters: readonly DeadLetter[], ingestedAt: Date): Promise<string[]>;
+  /** Commits the streams; a stream already committed (by whoever found it first) counts as committed. */
+  commit(streams: readonly string[]): Promise<void>;
+  /** Where a recorded stream stands: committed, finalized and still committable, or gone (expired). */
+  streamState(stream: string): Promise<StreamState>;
+  /** How many offsets of [from, to) of the partition the target and error tables hold (recovery of a gone stream). */
+  heldInRange(
+    partition: PartitionRef,
+    from: number,
+    to: number,
+  ): Promise<{ rows: number; deadLetters: number }>;
+}
+
 export type DeadLetterKind = 'decode' | 'schema' | 'rule' | 'rejected' | 'oversize';
 
 export interface DeadLetter {

@@ -50,13 +50,26 @@ export function bigQueryError(error: unknown, what: string): Error {
 }
 
 /** Creates the target table if it is missing: user columns + metadata, day-partitioned, clustered. */
-export async function ensureTargetTable(
+export function ensureTargetTable(
   bigquery: BigQuery,
   target: { dataset: string; table: string; location: string | null },
   userFields: readonly SchemaField[],
 ): Promise<Table> {
+  return ensureTable(bigquery, target, target.table, targetTableSchema(userFields));
+}
+
+/**
+ * Creates a table of the dataset (and the dataset) if missing, day-partitioned by the Kafka timestamp and
+ * clustered by origin, as every table the drain writes is.
+ */
+export async function ensureTable(
+  bigquery: BigQuery,
+  target: { dataset: string; location: string | null },
+  name: string,
+  fields: readonly SchemaField[],
+): Promise<Table> {
   const dataset = bigquery.dataset(target.dataset);
-  const table = dataset.table(target.table);
+  const table = dataset.table(name);
   try {
     const [datasetExists] = await dataset.exists();
     if (!datasetExists) {
@@ -67,8 +80,8 @@ export async function ensureTargetTable(
     const [tableExists] = await table.exists();
     if (!tableExists) {
       await dataset
-        .createTable(target.table, {
-          schema: { fields: targetTableSchema(userFields) },
+        .createTable(name, {
+          schema: { fields: [...fields] },
           timePartitioning: { ...targetTablePartitioning },
           clustering: { fields: [...targetTableClustering] },
         })
@@ -76,7 +89,7 @@ export async function ensureTargetTable(
     }
     return table;
   } catch (error) {
-    throw bigQueryError(error, 'ensure target table');
+    throw bigQueryError(error, `ensure table ${name}`);
   }
 }
 

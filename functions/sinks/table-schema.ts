@@ -66,6 +66,28 @@ function checkFields(fields: SchemaField[], prefix: string): void {
   }
 }
 
+/**
+ * The error table of the exactly-once modes (`{table}_dead_letters`): one row per dead letter, written in
+ * the same commit as the batch's rows and keyed by origin like them, so it holds each bad record once.
+ */
+export const deadLetterTableSchema: readonly SchemaField[] = [
+  { name: '_kafka_topic', type: 'STRING', mode: 'REQUIRED' },
+  { name: '_kafka_partition', type: 'INT64', mode: 'REQUIRED' },
+  { name: '_kafka_offset', type: 'INT64', mode: 'REQUIRED' },
+  { name: '_kafka_timestamp', type: 'TIMESTAMP', mode: 'REQUIRED' },
+  { name: '_kafka_key', type: 'BYTES', mode: 'NULLABLE' },
+  { name: 'value', type: 'BYTES', mode: 'NULLABLE', description: 'the original record value (first 9 MiB)' },
+  { name: 'value_size', type: 'INT64', mode: 'NULLABLE', description: 'bytes of the original value' },
+  { name: 'error_kind', type: 'STRING', mode: 'REQUIRED' },
+  { name: 'error_message', type: 'STRING', mode: 'REQUIRED' },
+  { name: 'headers', type: 'JSON', mode: 'NULLABLE' },
+  { name: '_ingested_at', type: 'TIMESTAMP', mode: 'REQUIRED' },
+];
+
+export function deadLetterTableName(table: string): string {
+  return `${table}_dead_letters`;
+}
+
 export function targetTableSchema(userFields: readonly SchemaField[]): SchemaField[] {
   return [...userFields, ...metadataFields];
 }

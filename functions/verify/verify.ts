@@ -1,7 +1,7 @@
 import type { BigQuery } from '@google-cloud/bigquery';
 import type { Firestore } from '@google-cloud/firestore';
-import { bigQueryError } from '../sinks/bigquery-sink.js';
-import { type LedgerEntry, type PartitionVerdict, reconcile, type TableStats } from './reconcile.js';
+import { tableStats } from '../sinks/table-stats.js';
+import { type LedgerEntry, type PartitionVerdict, reconcile } from './reconcile.js';
 
 /**
  * `kafka-bigquery-drain verify`: per partition, the continuity ledger (Firestore) against the target table
@@ -37,35 +37,4 @@ export async function verifyPipeline(
     verdicts.push(reconcile({ topic, partition, checkpoint }, ledger, stats));
   }
   return verdicts.sort((a, b) => a.topic.localeCompare(b.topic) || a.partition - b.partition);
-}
-
-async function tableStats(
-  bigquery: BigQuery,
-  target: { dataset: string; table: string },
-  topic: string,
-  partition: number,
-  from: number,
-  to: number,
-): Promise<TableStats> {
-  for (const n of [partition, from, to]) {
-    if (!Number.isSafeInteger(n)) throw new RangeError(`${n} is not an offset or a partition`);
-  }
-  try {
-    // Integers are inlined (checked above): the local emulator cannot bind numeric query parameters.
-    const [rows] = await bigquery.query({
-      query: `SELECT COUNT(*) AS rows_, COUNT(DISTINCT _kafka_offset) AS distinct_, MIN(_kafka_offset) AS min_, MAX(_kafka_offset) AS max_
-        FROM \`${target.dataset}.${target.table}\`
-        WHERE _kafka_topic = @topic AND _kafka_partition = ${partition} AND _kafka_offset >= ${from} AND _kafka_offset < ${to}`,
-      params: { topic },
-    });
-    const r = rows[0] as { rows_: number; distinct_: number; min_: number | null; max_: number | null };
-    return {
-      rows: Number(r.rows_),
-      distinctOffsets: Number(r.distinct_),
-      minOffset: r.min_,
-      maxOffset: r.max_,
-    };
-  } catch (error) {
-    throw bigQueryError(error, 'verify');
-  }
 }

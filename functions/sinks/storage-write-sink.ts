@@ -1,0 +1,247 @@
+/**
+ * `storage-write` mode's BigQuery side: the Storage Write API's PENDING streams. A flush appends its rows
+ * to a new stream of the target table (and its dead letters to one of the error table) with explicit
+ * offsets, finalizes them and checks the row counts; nothing is visible until the drain has recorded its
+ * intent and asks for the commit. A stream commits at most once, so a recorded stream can be committed by
+ * whoever finds it, and a range is never written twice.
+ *
+ * Errors: an append or finalize that fails abandons its stream (it is never committed, and expires) and
+ * the flush starts over on a new one. The client's own write retries stay off: a retried append at the
+ * same offset is exactly what the offsets are there to refuse.
+ */
+import type { BigQuery } from '@google-cloud/bigquery';
+import { adapt, managedwriter } from '@google-cloud/bigquery-storage';
+import { chunksOf } from '../drain/chunks.js';
+import { DrainError } from '../drain/errors.js';
+import type { Logger } from '../drain/logger.js';
+import type { DeadLetter, PartitionRef, RowToWrite, StreamSink, StreamState } from '../drain/types.js';
+import { ensureTable } from './bigquery-sink.js';
+import { type StorageRow, toStorageRow } from './storage-rows.js';
+import { deadLetterTableName, deadLetterTableSchema, type SchemaField } from './table-schema.js';
+import { tableStats } from './table-stats.js';
+
+/** gRPC codes the Storage Write API answers that are worth another stream; the rest are fatal. */
+const retriableGrpcCodes = new Map<number, string>([
+  [1, 'CANCELLED'],
+  [4, 'DEADLINE_EXCEEDED'],
+  [8, 'RESOURCE_EXHAUSTED'],
+  [10, 'ABORTED'],
+  [13, 'INTERNAL'],
+  [14, 'UNAVAILABLE'],
+]);
+
+export function storageWriteError(error: unknown, what: string): Error {
+  if (error instanceof DrainError || error instanceof TypeError || error instanceof RangeError) return error;
+  const code = (error as { code?: unknown }).code;
+  const message =
+    error instanceof Error ? error.message : String((error as { message?: unknown })?.message ?? error);
+  return new DrainError(`bigquery storage write ${what}: ${message}`, {
+    retriable: typeof code === 'number' && retriableGrpcCodes.has(code),
+    code: String(code),
+    cause: error,
+  });
+}
+
+/** One AppendRows request stays well under BigQuery's 10 MB. */
+const maxAppendBytes = 5 * 1024 * 1024;
+
+export interface StorageWriteSinkOptions {
+  readonly bigquery: BigQuery;
+  readonly writer: managedwriter.WriterClient;
+  readonly project: string;
+  readonly dataset: string;
+  readonly table: string;
+  readonly location: string | null;
+  /** The target table's schema, metadata columns included. */
+  readonly schema: readonly SchemaField[];
+  readonly logger: Logger;
+  readonly fault?: (point: string) => void;
+}
+
+/** A dead letter as a row of the error table. */
+export function deadLetterRow(letter: DeadLetter, ingestedAt: Date): Record<string, unknown> {
+  const { record } = letter;
+  const value = record.value;
+  return {
+    _kafka_topic: record.topic,
+    _kafka_partition: record.partition,
+    _kafka_offset: record.offset,
+    _kafka_timestamp: new Date(record.timestamp).toISOString(),
+    _kafka_key: record.key === null ? null : record.key.toString('base64'),
+    value: value === null ? null : value.subarray(0, 9 * 1024 * 1024).toString('base64'),
+    value_size: value === null ? null : value.length,
+    error_kind: letter.kind,
+    error_message: letter.message.slice(0, 16_384),
+    headers: Object.keys(record.headers).length === 0 ? null : JSON.stringify(record.headers),
+    _ingested_at: ingestedAt.toISOString(),
+  };
+}
+
+export function createStorageWriteSink(options: StorageWriteSinkOptions): StreamSink & { close(): void } {
+  const errorTable = deadLetterTableName(options.table);
+  const parentOf = (table: string) =>
+    `projects/${options.project}/datasets/${options.dataset}/tables/${table}`;
+  const descriptors = new Map<string, ReturnType<typeof adapt.convertStorageSchemaToProto2Descriptor>>();
+  const descriptorOf = (table: string, fields: readonly SchemaField[]) => {
+    let descriptor = descriptors.get(table);
+    if (descriptor === undefined) {
+      descriptor = adapt.convertStorageSchemaToProto2Descriptor(
+        adapt.convertBigQuerySchemaToStorageTableSchema({ fields: fields as never }),
+        'root',
+      );
+      descriptors.set(table, descriptor);
+    }
+    return descriptor;
+  };
+  let errorTableReady: Promise<unknown> | undefined;
+
+  /** Appends rows to a new PENDING stream of `table` at explicit offsets, finalizes it, checks the count. */
+  async function writeStream(
+    table: string,
+    fields: readonly SchemaField[],
+    rows: StorageRow[],
+  ): Promise<string> {
+    let stream: string;
+    try {
+      stream = await options.writer.createWriteStream({
+        streamType: managedwriter.PendingStream,
+        destinationTable: parentOf(table),
+      });
+    } catch (error) {
+      throw storageWriteError(error, `create a stream on ${table}`);
+    }
+    const connection = await options.writer
+      .createStreamConnection({ streamId: stream })
+      .catch((error: unknown) => {
+        throw storageWriteError(error, 'connect');
+      });
+    // Without a listener, an error event on the connection would end the process.
+    connection.on('error', (error: unknown) =>
+      options.logger.debug('storage write connection error', { error }),
+    );
+    const json = new managedwriter.JSONWriter({ connection, protoDescriptor: descriptorOf(table, fields) });
+    try {
+      let offset = 0;
+      const size = (row: StorageRow) =>
+        JSON.stringify(row, (_k, v) => (typeof v === 'bigint' ? String(v) : v)).length + 16;
+      for (const chunk of chunksOf(rows, 10_000, maxAppendBytes, size)) {
+        const result = await json.appendRows(chunk as never, offset).getResult();
+        if (result.error) {
+          // In-band errors (offsets, a bad row) come back as a resolved result, not a rejection.
+          throw storageWriteError(result.error, `append to ${table} at offset ${offset}`);
+        }
+        if ((result.rowErrors ?? []).length > 0) {
+          const first = result.rowErrors![0]!;
+          throw new DrainError(
+            `bigquery storage write: row ${Number(first.index ?? 0) + offset} of the flush was refused: ${first.message}`,
+            { retriable: false, code: 'row_error' },
+          );
+        }
+        offset += chunk.length;
+      }
+      options.fault?.('after-append');
+      const finalized = await options.writer.finalizeWriteStream({ name: stream }).catch((error: unknown) => {
+        throw storageWriteError(error, 'finalize');
+      });
+      if (Number(finalized.rowCount) !== rows.length) {
+        throw new DrainError(
+          `bigquery storage write: stream ${stream} holds ${finalized.rowCount} rows, ${rows.length} were appended`,
+          { retriable: true },
+        );
+      }
+      options.fault?.('after-finalize');
+      return stream;
+    } finally {
+      json.close();
+    }
+  }
+
+  return {
+    async prepare(rows, letters, ingestedAt) {
+      const streams: string[] = [];
+      if (rows.length > 0) {
+        streams.push(
+          await writeStream(
+            options.table,
+            options.schema,
+            rows.map((r) => toStorageRow(r.row, options.schema)),
+          ),
+        );
+      }
+      if (letters.length > 0) {
+        errorTableReady ??= ensureTable(options.bigquery, options, errorTable, deadLetterTableSchema).catch(
+          (error: unknown) => {
+            errorTableReady = undefined;
+            throw error;
+          },
+        );
+        await errorTableReady;
+        streams.push(
+          await writeStream(
+            errorTable,
+            deadLetterTableSchema,
+            letters.map((l) => toStorageRow(deadLetterRow(l, ingestedAt) as never, deadLetterTableSchema)),
+          ),
+        );
+      }
+      return streams;
+    },
+
+    async commit(streams) {
+      // One stream a call: a stream found already committed (by a run that took over) must not make the
+      // commit of another stream fail, as one atomic call would.
+      for (const stream of streams) {
+        const parent = stream.slice(0, stream.indexOf('/streams/'));
+        let response: Awaited<ReturnType<managedwriter.WriterClient['batchCommitWriteStream']>>;
+        try {
+          response = await options.writer.batchCommitWriteStream({ parent, writeStreams: [stream] });
+        } catch (error) {
+          throw storageWriteError(error, 'commit');
+        }
+        const errors = (response.streamErrors ?? []).filter(
+          (e) => String(e.code) !== 'STREAM_ALREADY_COMMITTED',
+        );
+        if (errors.length > 0) {
+          const gone = errors.some((e) => String(e.code) === 'STREAM_NOT_FOUND');
+          throw new DrainError(
+            `bigquery storage write commit: ${errors.map((e) => `${e.code} ${e.errorMessage ?? ''}`).join('; ')}`,
+            { retriable: !gone, code: String(errors[0]!.code) },
+          );
+        }
+      }
+    },
+
+    async streamState(stream): Promise<StreamState> {
+      try {
+        const found = await options.writer.getWriteStream({ streamId: stream });
+        return found.commitTime ? 'committed' : 'pending';
+      } catch (error) {
+        if ((error as { code?: unknown }).code === 5) return 'gone';
+        throw storageWriteError(error, 'read a stream');
+      }
+    },
+
+    async heldInRange(partition: PartitionRef, from: number, to: number) {
+      const held = (table: string) =>
+        tableStats(
+          options.bigquery,
+          { dataset: options.dataset, table },
+          partition.topic,
+          partition.partition,
+          from,
+          to,
+        )
+          .then((stats) => stats.distinctOffsets)
+          .catch((error: unknown) => {
+            // No error table yet: no dead letter was ever written there.
+            if (table === errorTable && /not found/i.test(String((error as Error).message))) return 0;
+            throw error;
+          });
+      return { rows: await held(options.table), deadLetters: await held(errorTable) };
+    },
+
+    close() {
+      options.writer.close();
+    },
+  };
+}

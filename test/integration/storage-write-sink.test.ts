@@ -1,0 +1,208 @@
+/**
+ * The storage-write sink against the patched emulator, read back with Google's own BigQuery client: every
+ * type the schema allows lands as it was sent, rows are invisible until the commit, a stream commits once,
+ * a stream's state is known, and dead letters land in the error table keyed by origin.
+ */
+import { managedwriter } from '@google-cloud/bigquery-storage';
+import * as grpc from '@grpc/grpc-js';
+import { afterAll, describe, expect, test } from 'vitest';
+import { createMemoryLogger } from '../../functions/drain/logger.js';
+import { isDeadLetter, toRow } from '../../functions/drain/records.js';
+import type { KafkaRecord, RowToWrite } from '../../functions/drain/types.js';
+import { ensureTargetTable } from '../../functions/sinks/bigquery-sink.js';
+import { createStorageWriteSink } from '../../functions/sinks/storage-write-sink.js';
+import { type SchemaField, targetTableSchema } from '../../functions/sinks/table-schema.js';
+import { stackClients, stackEnv, uniqueName } from '../support/stack.js';
+
+const clients = await stackClients();
+const env = stackEnv() as unknown as Record<string, string>;
+const sinks: { close(): void }[] = [];
+afterAll(async () => {
+  for (const s of sinks) s.close();
+  await clients.close();
+});
+
+const userFields: SchemaField[] = [
+  { name: 'id', type: 'STRING', mode: 'REQUIRED' },
+  { name: 'i', type: 'INT64' },
+  { name: 'big', type: 'INT64' },
+  { name: 'f', type: 'FLOAT64' },
+  { name: 'b', type: 'BOOL' },
+  { name: 'n', type: 'NUMERIC' },
+  { name: 'bn', type: 'BIGNUMERIC' },
+  { name: 'bytes', type: 'BYTES' },
+  { name: 'd', type: 'DATE' },
+  { name: 't', type: 'TIME' },
+  { name: 'dt', type: 'DATETIME' },
+  { name: 'ts', type: 'TIMESTAMP' },
+  { name: 'j', type: 'JSON' },
+  { name: 'g', type: 'GEOGRAPHY' },
+  { name: 'tags', type: 'STRING', mode: 'REPEATED' },
+  {
+    name: 'item',
+    type: 'RECORD',
+    fields: [
+      { name: 'sku', type: 'STRING' },
+      { name: 'qty', type: 'INT64' },
+    ],
+  },
+];
+
+async function sinkOn(fields: SchemaField[]) {
+  const dataset = uniqueName('sw_sink');
+  const table = 'events';
+  await ensureTargetTable(clients.bigquery, { dataset, table, location: null }, fields);
+  const sink = createStorageWriteSink({
+    bigquery: clients.bigquery,
+    writer: new managedwriter.WriterClient({
+      projectId: env.GOOGLE_CLOUD_PROJECT,
+      servicePath: '127.0.0.1',
+      port: Number(env.KBD_BIGQUERY_GRPC_PORT),
+      sslCreds: grpc.credentials.createInsecure(),
+    }),
+    project: env.GOOGLE_CLOUD_PROJECT!,
+    dataset,
+    table,
+    location: null,
+    schema: targetTableSchema(fields),
+    logger: createMemoryLogger(),
+  });
+  sinks.push(sink);
+  const query = async (sql: string) => (await clients.bigquery.query({ query: sql, wrapIntegers: true }))[0];
+  return { sink, dataset, table, query };
+}
+
+function record(offset: number, value: unknown, key: string | null = null): KafkaRecord {
+  return {
+    topic: 'orders',
+    partition: 0,
+    offset,
+    timestamp: Date.UTC(2026, 0, 31, 12, 0, 0, offset),
+    key: key === null ? null : Buffer.from(key),
+    value: Buffer.from(typeof value === 'string' ? value : JSON.stringify(value)),
+    headers: { source: 'test' },
+  };
+}
+
+function rowsOf(records: KafkaRecord[], fields: SchemaField[]): RowToWrite[] {
+  return records.map((r) => {
+    const result = toRow(r, new Date('2026-02-01T00:00:00Z'), { fields, unknownFields: 'reject' });
+    if (isDeadLetter(result)) throw new Error(result.message);
+    return result;
+  });
+}
+
+describe('storage-write sink', () => {
+  test('every type lands as it was sent, read back with the BigQuery client', async () => {
+    const { sink, dataset, table, query } = await sinkOn(userFields);
+    const sent = {
+      id: 'all',
+      i: 42,
+      big: '9223372036854775807',
+      f: 1.25,
+      b: true,
+      n: '12345678901234567890123456789.123456789',
+      bn: '-1.5e3',
+      bytes: Buffer.from([0, 1, 254, 255]).toString('base64'),
+      d: '2024-02-29',
+      t: '23:59:59.999999',
+      dt: '2026-01-31T12:34:56.789',
+      ts: '2026-01-31T13:00:00.123456+01:00',
+      j: { a: [1, 2], b: 'x' },
+      g: 'POINT(1 2)',
+      tags: ['a', 'b'],
+      item: { sku: 'k-1', qty: 3 },
+    };
+    const streams = await sink.prepare(rowsOf([record(7, sent, 'key-7')], userFields), [], new Date());
+    expect(streams).toHaveLength(1);
+    await sink.commit(streams);
+    const [row] = (await query(
+      `SELECT *, CAST(big AS STRING) AS big_text, CAST(n AS STRING) AS n_text, CAST(bn AS STRING) AS bn_text,
+              CAST(ts AS STRING) AS ts_text, TO_JSON_STRING(j) AS j_text, CAST(d AS STRING) AS d_text,
+              CAST(t AS STRING) AS t_text, CAST(dt AS STRING) AS dt_text
+       FROM \`${dataset}.${table}\``,
+    )) as Record<string, any>[];
+    expect(row).toBeDefined();
+    expect(row!.id).toBe('all');
+    expect(Number(row!.i.value ?? row!.i)).toBe(42);
+    expect(row!.big_text).toBe('9223372036854775807');
+    expect(row!.f).toBe(1.25);
+    expect(row!.b).toBe(true);
+    expect(row!.n_text).toBe('12345678901234567890123456789.123456789');
+    expect(row!.bn_text).toBe('-1500');
+    expect(Buffer.from(row!.bytes).equals(Buffer.from([0, 1, 254, 255]))).toBe(true);
+    expect(row!.d_text).toBe('2024-02-29');
+    expect(row!.t_text).toBe('23:59:59.999999');
+    expect(row!.dt_text).toMatch(/^2026-01-31[T ]12:34:56\.789/);
+    // BigQuery prints "2026-01-31 12:00:00.123456+00", the emulator "2026-01-31T12:00:00.123456Z": the same instant.
+    expect(row!.ts_text).toMatch(/^2026-01-31[T ]12:00:00\.123456(Z|\+00)/);
+    expect(JSON.parse(row!.j_text)).toEqual({ a: [1, 2], b: 'x' });
+    expect(JSON.stringify(row!.g)).toMatch(/POINT\s*\(1 2\)/);
+    expect(row!.tags).toEqual(['a', 'b']);
+    expect(row!.item.sku).toBe('k-1');
+    expect(Number(row!.item.qty.value ?? row!.item.qty)).toBe(3);
+    // The metadata columns.
+    expect(row!._kafka_topic).toBe('orders');
+    expect(Number(row!._kafka_offset.value ?? row!._kafka_offset)).toBe(7);
+    expect(Buffer.from(row!._kafka_key).toString()).toBe('key-7');
+    expect(new Date(row!._kafka_timestamp.value).toISOString()).toBe('2026-01-31T12:00:00.007Z');
+  });
+
+  test('rows are invisible until the commit; a stream commits once; its state is known; gone is gone', async () => {
+    const fields: SchemaField[] = [{ name: 'id', type: 'STRING', mode: 'REQUIRED' }];
+    const { sink, dataset, table, query } = await sinkOn(fields);
+    const count = async () =>
+      Number((await query(`SELECT COUNT(*) AS c FROM \`${dataset}.${table}\``))[0].c.value ?? 0);
+    const rows = rowsOf(
+      [0, 1, 2].map((o) => record(o, { id: `r${o}` })),
+      fields,
+    );
+    const [stream] = await sink.prepare(rows, [], new Date());
+    expect(await count()).toBe(0);
+    expect(await sink.streamState(stream!)).toBe('pending');
+    expect(await sink.heldInRange({ topic: 'orders', partition: 0 }, 0, 3)).toEqual({
+      rows: 0,
+      deadLetters: 0,
+    });
+    await sink.commit([stream!]);
+    await sink.commit([stream!]); // a second commit (a zombie's, a recovery's) adds nothing
+    expect(await count()).toBe(3);
+    expect(await sink.streamState(stream!)).toBe('committed');
+    expect(await sink.heldInRange({ topic: 'orders', partition: 0 }, 0, 3)).toEqual({
+      rows: 3,
+      deadLetters: 0,
+    });
+    expect(await sink.streamState(`${stream!.slice(0, stream!.indexOf('/streams/'))}/streams/nope`)).toBe(
+      'gone',
+    );
+  });
+
+  test('dead letters land in the error table in their own stream, with origin, kind and reason', async () => {
+    const fields: SchemaField[] = [{ name: 'id', type: 'STRING', mode: 'REQUIRED' }];
+    const { sink, dataset, table, query } = await sinkOn(fields);
+    const bad = record(5, '{not json', 'k');
+    const streams = await sink.prepare(
+      rowsOf([record(4, { id: 'ok' })], fields),
+      [{ record: bad, kind: 'decode', message: 'value is not UTF-8 JSON' }],
+      new Date(),
+    );
+    expect(streams).toHaveLength(2);
+    await sink.commit(streams);
+    const letters = await query(
+      `SELECT _kafka_offset, error_kind, error_message, value, value_size, JSON_VALUE(headers, '$.source') AS source
+       FROM \`${dataset}.${table}_dead_letters\``,
+    );
+    expect(letters).toHaveLength(1);
+    expect(Number(letters[0]._kafka_offset.value)).toBe(5);
+    expect(letters[0]).toMatchObject({
+      error_kind: 'decode',
+      error_message: 'value is not UTF-8 JSON',
+      source: 'test',
+    });
+    expect(Buffer.from(letters[0].value).toString()).toBe('{not json');
+    expect(await sink.heldInRange({ topic: 'orders', partition: 0 }, 4, 6)).toEqual({
+      rows: 1,
+      deadLetters: 1,
+    });
+  });
+});
