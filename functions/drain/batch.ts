@@ -1,13 +1,16 @@
 import { chunksOf } from './chunks.js';
 import { isDeadLetter, type RowShape, recordSize, toRow, userColumns } from './records.js';
 import type { Rules } from './rules.js';
-import type { DeadLetter, DeadLetters, KafkaRecord, RowToWrite, Sink } from './types.js';
+import type { DeadLetter, DeadLetters, KafkaRecord, Lease, RowToWrite, Sink } from './types.js';
 
 export interface WrittenBatch {
   readonly rows: number;
   readonly deadLetters: number;
   /** Tombstones skipped (TOMBSTONES=skip): nothing to write, counted so that every offset is accounted for. */
   readonly tombstones: number;
+  /** storage-write mode: the lease as the recorded intent left it, and the streams that made it durable. */
+  readonly lease?: Lease;
+  readonly streams?: readonly string[];
 }
 
 export interface BatchPolicy {
@@ -29,7 +32,27 @@ export async function writeBatch(
   ports: { sink: Sink; deadLetters: DeadLetters; rules?: Rules; fault?: (point: string) => void },
   policy: BatchPolicy,
 ): Promise<WrittenBatch> {
-  const { ingestedAt, signal, shape } = policy;
+  const { rows, letters, tombstones } = await classifyRecords(records, ports, policy);
+  let written = 0;
+  if (rows.length > 0) {
+    const results = await ports.sink.write(rows, policy.signal);
+    results.forEach((result, i) => {
+      if (result.ok) written++;
+      else letters.push({ record: rows[i]!.record, kind: 'rejected', message: result.reason });
+    });
+  }
+  ports.fault?.('after-write');
+  await publishDeadLetters(letters, ports.deadLetters);
+  ports.fault?.('after-dead-letter-before-commit');
+  return { rows: written, deadLetters: letters.length, tombstones };
+}
+
+/** Each record's fate: a row, a dead letter with its reason, or (TOMBSTONES=skip) a skipped tombstone. */
+export async function classifyRecords(
+  records: readonly KafkaRecord[],
+  ports: { rules?: Rules },
+  policy: BatchPolicy,
+): Promise<{ rows: RowToWrite[]; letters: DeadLetter[]; tombstones: number }> {
   const rows: RowToWrite[] = [];
   const letters: DeadLetter[] = [];
   let tombstones = 0;
@@ -38,7 +61,7 @@ export async function writeBatch(
       tombstones++;
       continue;
     }
-    const result = toRow(record, ingestedAt, shape);
+    const result = toRow(record, policy.ingestedAt, policy.shape);
     if (isDeadLetter(result)) {
       letters.push(result);
       continue;
@@ -48,23 +71,14 @@ export async function writeBatch(
     if (broken === undefined) rows.push(result);
     else letters.push({ record, kind: 'rule', message: broken });
   }
+  return { rows, letters, tombstones };
+}
 
-  let written = 0;
-  if (rows.length > 0) {
-    const results = await ports.sink.write(rows, signal);
-    results.forEach((result, i) => {
-      if (result.ok) written++;
-      else letters.push({ record: rows[i]!.record, kind: 'rejected', message: result.reason });
-    });
-  }
-  ports.fault?.('after-write');
-  if (letters.length > 0) {
-    // Dead letters keep offset order so that a reader of the topic sees them as Kafka had them.
-    letters.sort((a, b) => a.record.offset - b.record.offset);
-    await ports.deadLetters.publish(letters);
-  }
-  ports.fault?.('after-dead-letter-before-commit');
-  return { rows: written, deadLetters: letters.length, tombstones };
+/** Publishes dead letters in offset order (as a reader of the topic saw them in Kafka); resolves when acknowledged. */
+export async function publishDeadLetters(letters: DeadLetter[], deadLetters: DeadLetters): Promise<void> {
+  if (letters.length === 0) return;
+  letters.sort((a, b) => a.record.offset - b.record.offset);
+  await deadLetters.publish(letters);
 }
 
 /** Splits a partition's records into batches of at most `maxRecords` records and about `maxBytes`. */

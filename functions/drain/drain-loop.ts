@@ -1,22 +1,25 @@
 import { type Alert, emptyLiveness, evaluateEpisodes, type Thresholds } from '../alerts/episodes.js';
 import { ownedBy, partitionId } from './assignment.js';
-import { splitBatches, writeBatch } from './batch.js';
+import { classifyRecords, publishDeadLetters, splitBatches, writeBatch } from './batch.js';
 import { asError, FencedError } from './errors.js';
 import type { Logger } from './logger.js';
 import type { RowShape } from './records.js';
 import type { Rules } from './rules.js';
 import { type StartPosition, startOffset } from './start-position.js';
+import { createStreamFlusher, finishIntent } from './stream-flush.js';
 import type {
   Alerts,
   Checkpoints,
   DeadLetters,
   FetchedBatch,
+  KafkaRecord,
   Lease,
   PartitionSummary,
   Position,
   RunSummary,
   Sink,
   Source,
+  StreamSink,
   SourceReader,
   StopReason,
   Watermarks,
@@ -26,6 +29,8 @@ export interface DrainPorts {
   readonly source: Source;
   readonly checkpoints: Checkpoints;
   readonly sink: Sink;
+  /** storage-write mode: rows go through streams and intents (stream-flush.ts) instead of `sink`. */
+  readonly streams?: StreamSink;
   readonly deadLetters: DeadLetters;
   /** Without it (no ALERT_TOPIC), alerts are only logged. */
   readonly alerts?: Alerts;
@@ -108,6 +113,13 @@ export async function runDrain(
   };
   let stopReason: StopReason = 'caught_up';
   let failure: Error | undefined;
+  const flusher =
+    ports.streams === undefined
+      ? undefined
+      : createStreamFlusher(
+          { sink: ports.streams, checkpoints: ports.checkpoints },
+          { leaseTtlMs: options.leaseTtlMs, logger, now, fault: context.fault },
+        );
 
   // `stop` ends fetching (budget or signal); `hardStop` abandons the batch in flight after the grace.
   const stop = new AbortController();
@@ -218,6 +230,12 @@ export async function runDrain(
     };
     owned.set(id, entry);
     const log = logger.child({ topic: mark.topic, partition: mark.partition });
+    if (lease.intent && ports.streams !== undefined) {
+      // A flush a run recorded and did not finish: finished first, whatever happened to that run.
+      const finished = await finishRecordedIntent(entry, lease.intent, ports.streams);
+      if (finished === undefined) return undefined;
+      start = finished;
+    }
 
     if (start < mark.logStart) {
       // Records in [start, logStart) were deleted by retention before we read them. Never a silent jump.
@@ -276,6 +294,39 @@ export async function runDrain(
       return undefined;
     }
     return { topic: mark.topic, partition: mark.partition, offset: start };
+  }
+
+  /** Finishes a recorded intent; the offset to go on from, or undefined when the partition must wait. */
+  async function finishRecordedIntent(
+    entry: Owned,
+    intent: NonNullable<Lease['intent']>,
+    streams: StreamSink,
+  ): Promise<number | undefined> {
+    const log = logger.child({ topic: entry.mark.topic, partition: entry.mark.partition });
+    try {
+      const outcome = await finishIntent(streams, entry.mark, intent);
+      if (outcome === 'discard') {
+        log.warn('a recorded flush never committed and its streams are gone: the range is read again', {
+          from: intent.fromOffset,
+          to: intent.nextOffset,
+        });
+        return intent.fromOffset;
+      }
+      entry.lease = await commit(entry, { ...intent, streams: intent.streams });
+      log.notice('a flush recorded by an earlier run was finished', {
+        from: intent.fromOffset,
+        to: intent.nextOffset,
+        rows: intent.rows,
+        deadLetters: intent.deadLetters,
+      });
+      return intent.nextOffset;
+    } catch (error) {
+      // This partition waits (its `stalled` episode runs on); the others are drained.
+      log.error('finishing a recorded flush failed; the partition waits for the next run', { error });
+      entry.summary.skipped = 'error';
+      entry.done = true;
+      return undefined;
+    }
   }
 
   /**
@@ -361,17 +412,16 @@ export async function runDrain(
       try {
         // At a hard stop the batch is abandoned, not awaited: a write still on the wire may land, and
         // the next run replays it (merge mode inserts nothing twice).
+        const policy = {
+          ingestedAt: new Date(now()),
+          signal: hardStop.signal,
+          shape: options.rowShape,
+          tombstones: options.tombstones,
+        };
         const written = await untilAborted(
-          writeBatch(
-            records,
-            { ...ports, fault: context.fault },
-            {
-              ingestedAt: new Date(now()),
-              signal: hardStop.signal,
-              shape: options.rowShape,
-              tombstones: options.tombstones,
-            },
-          ),
+          flusher === undefined
+            ? writeBatch(records, { ...ports, fault: context.fault }, policy)
+            : flushToStreams(entry, records, nextOffset, policy),
           hardStop.signal,
         );
         const wroteAt = now();
@@ -379,6 +429,7 @@ export async function runDrain(
           log.warn('batch abandoned at shutdown; it will be read again by the next run');
           return;
         }
+        if (written.lease !== undefined) entry.lease = written.lease;
         entry.lease = await commit(entry, {
           fromOffset: entry.position,
           nextOffset,
@@ -387,6 +438,7 @@ export async function runDrain(
           deadLetters: written.deadLetters,
           tombstones: written.tombstones,
           lastRecordTimestamp: last.timestamp,
+          ...(written.streams === undefined ? {} : { streams: written.streams }),
         });
         context.fault?.('after-commit');
         totals.recordsRead += records.length;
@@ -421,6 +473,28 @@ export async function runDrain(
     }
   }
 
+  /** storage-write mode: the batch through the stream flusher (dead letters published first). */
+  async function flushToStreams(
+    entry: Owned,
+    records: readonly KafkaRecord[],
+    nextOffset: number,
+    policy: Parameters<typeof classifyRecords>[2],
+  ) {
+    const { rows, letters, tombstones } = await classifyRecords(records, ports, policy);
+    await publishDeadLetters(letters, ports.deadLetters);
+    const flushed = await flusher!.flush({
+      lease: entry.lease,
+      fromOffset: entry.position,
+      nextOffset,
+      records: records.length,
+      tombstones,
+      lastRecordTimestamp: records[records.length - 1]!.timestamp,
+      rows,
+      letters,
+    });
+    return { rows: rows.length, deadLetters: letters.length, tombstones, ...flushed };
+  }
+
   async function commit(
     entry: Owned,
     batch: {
@@ -432,6 +506,7 @@ export async function runDrain(
       deadLetters: number;
       tombstones?: number;
       lastRecordTimestamp: number | null;
+      streams?: readonly string[];
     },
   ): Promise<Lease> {
     const pending = ports.checkpoints.commit({ lease: entry.lease, ...batch }, options.leaseTtlMs);

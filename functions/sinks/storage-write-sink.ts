@@ -14,7 +14,7 @@ import { adapt, managedwriter } from '@google-cloud/bigquery-storage';
 import { chunksOf } from '../drain/chunks.js';
 import { DrainError } from '../drain/errors.js';
 import type { Logger } from '../drain/logger.js';
-import type { DeadLetter, PartitionRef, RowToWrite, StreamSink, StreamState } from '../drain/types.js';
+import type { DeadLetter, PartitionRef, StreamSink, StreamState } from '../drain/types.js';
 import { ensureTable } from './bigquery-sink.js';
 import { type StorageRow, toStorageRow } from './storage-rows.js';
 import { deadLetterTableName, deadLetterTableSchema, type SchemaField } from './table-schema.js';

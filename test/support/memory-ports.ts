@@ -4,7 +4,7 @@
  */
 import type { Alert, LivenessState } from '../../functions/alerts/episodes.js';
 import { partitionId } from '../../functions/drain/assignment.js';
-import { FencedError } from '../../functions/drain/errors.js';
+import { DrainError, FencedError } from '../../functions/drain/errors.js';
 import type {
   CheckpointCommit,
   Checkpoints,
@@ -21,6 +21,7 @@ import type {
   Sink,
   Source,
   SourceReader,
+  StreamSink,
 } from '../../functions/drain/types.js';
 
 export function record(topic: string, partition: number, offset: number, value: unknown): KafkaRecord {
@@ -240,4 +241,79 @@ export function createMemoryDeadLetters() {
     },
   };
   return deadLetters;
+}
+
+/**
+ * An in-memory Storage Write API: streams hold rows invisibly until committed, a stream commits once,
+ * and a stream can be made to expire (gone). `table` and `errorTable` are what a reader would see.
+ */
+export function createMemoryStreamSink() {
+  type Stream = { rows: RowToWrite[]; letters: DeadLetter[]; committed: boolean };
+  const streams = new Map<string, Stream>();
+  const table: RowToWrite[] = [];
+  const errorTable: DeadLetter[] = [];
+  let counter = 0;
+  let failure: Error | undefined;
+  const held = (p: PartitionRef, from: number, to: number, records: { record: KafkaRecord }[]) =>
+    new Set(
+      records
+        .filter((r) => r.record.topic === p.topic && r.record.partition === p.partition)
+        .map((r) => r.record.offset)
+        .filter((o) => o >= from && o < to),
+    ).size;
+  const sink: StreamSink & {
+    streams: typeof streams;
+    table: typeof table;
+    errorTable: typeof errorTable;
+    commits: number;
+    failWith(error: Error | undefined): void;
+    expire(stream: string): void;
+  } = {
+    streams,
+    table,
+    errorTable,
+    commits: 0,
+    failWith(error) {
+      failure = error;
+    },
+    expire(stream) {
+      streams.delete(stream);
+    },
+    async prepare(rows, letters) {
+      if (failure) throw failure;
+      const made: string[] = [];
+      if (rows.length > 0) {
+        const name = `target/streams/s${++counter}`;
+        streams.set(name, { rows: [...rows], letters: [], committed: false });
+        made.push(name);
+      }
+      if (letters.length > 0) {
+        const name = `errors/streams/s${++counter}`;
+        streams.set(name, { rows: [], letters: [...letters], committed: false });
+        made.push(name);
+      }
+      return made;
+    },
+    async commit(names) {
+      if (failure) throw failure;
+      for (const name of names) {
+        const stream = streams.get(name);
+        if (stream === undefined) throw new DrainError(`stream ${name} not found`, { retriable: false });
+        if (stream.committed) continue; // already committed: counts as committed, adds nothing
+        stream.committed = true;
+        sink.commits++;
+        table.push(...stream.rows);
+        errorTable.push(...stream.letters);
+      }
+    },
+    async streamState(name) {
+      if (failure) throw failure;
+      const stream = streams.get(name);
+      return stream === undefined ? 'gone' : stream.committed ? 'committed' : 'pending';
+    },
+    async heldInRange(p, from, to) {
+      return { rows: held(p, from, to, table), deadLetters: held(p, from, to, errorTable) };
+    },
+  };
+  return sink;
 }

@@ -1,0 +1,160 @@
+/**
+ * `storage-write` mode's way to durability, per flush (the batches of every partition ready at the same
+ * time, so one pair of streams and one commit serve them all):
+ *
+ * 1. each batch's dead letters are published to Pub/Sub (alerting, replay) — at least once;
+ * 2. the flush's rows and dead letters are appended to new PENDING streams and finalized (invisible);
+ * 3. the intent (the streams, and each partition's range and counts) is recorded in every affected
+ *    partition document in one fenced write: all or none;
+ * 4. the streams are committed; "already committed" counts as committed;
+ * 5. (the drain) each partition's checkpoint moves, clearing its intent, its ledger entry naming the streams.
+ *
+ * Whoever takes a lease and finds an intent finishes it first (`finishIntent`): a stream commits at most
+ * once, so committing a recorded stream is always safe, and a range is never written again while its
+ * stream could still commit.
+ */
+import { DrainError, FencedError } from './errors.js';
+import type { Logger } from './logger.js';
+import type { Checkpoints, CommitIntent, DeadLetter, Lease, PartitionRef, RowToWrite, StreamSink } from './types.js';
+
+/** One partition's batch, classified, waiting for a flush. */
+export interface FlushItem {
+  readonly lease: Lease;
+  readonly fromOffset: number;
+  readonly nextOffset: number;
+  readonly records: number;
+  readonly tombstones: number;
+  readonly lastRecordTimestamp: number | null;
+  readonly rows: readonly RowToWrite[];
+  readonly letters: readonly DeadLetter[];
+}
+
+/** What a flush made of one item: durable (streams committed), with the lease as the intent left it. */
+export interface Flushed {
+  readonly lease: Lease;
+  readonly streams: readonly string[];
+}
+
+export interface StreamFlusher {
+  /** Resolves once the batch's rows and dead letters are committed in BigQuery (not yet checkpointed). */
+  flush(item: FlushItem): Promise<Flushed>;
+}
+
+export function createStreamFlusher(
+  ports: { sink: StreamSink; checkpoints: Checkpoints },
+  options: { leaseTtlMs: number; logger: Logger; now: () => number; fault?: (point: string) => void },
+): StreamFlusher {
+  const waiting: { item: FlushItem; resolve: (f: Flushed) => void; reject: (e: unknown) => void }[] = [];
+  let flushing = false;
+
+  async function flushGroup(group: typeof waiting): Promise<void> {
+    let members = group;
+    while (members.length > 0) {
+      const items = members.map((m) => m.item);
+      const streams = await ports.sink.prepare(
+        items.flatMap((i) => i.rows),
+        items.flatMap((i) => i.letters),
+        new Date(options.now()),
+      );
+      let leases: Lease[];
+      try {
+        leases = await ports.checkpoints.recordIntents(
+          items.map((item) => ({ lease: item.lease, intent: intentOf(item, streams) })),
+          options.leaseTtlMs,
+        );
+      } catch (error) {
+        if (!(error instanceof FencedError)) throw error;
+        // Some partition of the flush was taken over. Its streams are abandoned (never committed, they
+        // expire); the partitions still held are flushed again on new streams.
+        const fenced = await fencedMembers(members);
+        for (const m of fenced) m.reject(error);
+        options.logger.warn('a partition of the flush was taken over; flushing the others again', {
+          fenced: fenced.length,
+        });
+        members = members.filter((m) => !fenced.includes(m));
+        continue;
+      }
+      options.fault?.('after-intent');
+      await ports.sink.commit(streams);
+      options.fault?.('after-batch-commit');
+      members.forEach((m, i) => m.resolve({ lease: leases[i]!, streams }));
+      return;
+    }
+  }
+
+  /** The members whose lease is gone: a renewal tells, one partition at a time. */
+  async function fencedMembers(members: typeof waiting): Promise<typeof waiting> {
+    const fenced: typeof waiting = [];
+    for (const m of members) {
+      await ports.checkpoints.renew(m.item.lease, options.leaseTtlMs).catch((error: unknown) => {
+        if (error instanceof FencedError) fenced.push(m);
+      });
+    }
+    // A FencedError from the intent write with every lease still held: a checkpoint moved under us.
+    if (fenced.length === 0) throw new DrainError('recording the intent was refused for no held lease', { retriable: true });
+    return fenced;
+  }
+
+  function start(): void {
+    if (flushing) return;
+    flushing = true;
+    void (async () => {
+      while (waiting.length > 0) {
+        const group = waiting.splice(0);
+        await flushGroup(group).catch((error: unknown) => {
+          for (const m of group) m.reject(error);
+        });
+      }
+      flushing = false;
+    })();
+  }
+
+  return {
+    flush(item) {
+      return new Promise((resolve, reject) => {
+        waiting.push({ item, resolve, reject });
+        start();
+      });
+    },
+  };
+}
+
+function intentOf(item: FlushItem, streams: readonly string[]): CommitIntent {
+  return {
+    streams,
+    fromOffset: item.fromOffset,
+    nextOffset: item.nextOffset,
+    records: item.records,
+    rows: item.rows.length,
+    deadLetters: item.letters.length,
+    tombstones: item.tombstones,
+    lastRecordTimestamp: item.lastRecordTimestamp,
+  };
+}
+
+/**
+ * A recorded intent, finished by whoever holds the lease now. `commit`: its streams are committed (by us
+ * now, or by whoever came first) and the checkpoint may move to the intent's end. `discard`: a stream is
+ * gone (expired: BigQuery keeps finalized streams about 4 h) and the tables hold nothing of the range, so
+ * it never committed and never can: the range is read and written again. Anything in between (some of the
+ * range present, some not) is refused: it cannot come from this protocol, and an operator must look.
+ */
+export async function finishIntent(
+  sink: StreamSink,
+  partition: PartitionRef,
+  intent: CommitIntent,
+): Promise<'commit' | 'discard'> {
+  const states = await Promise.all(intent.streams.map((stream) => sink.streamState(stream)));
+  if (!states.includes('gone')) {
+    await sink.commit(intent.streams.filter((_, i) => states[i] === 'pending'));
+    return 'commit';
+  }
+  const held = await sink.heldInRange(partition, intent.fromOffset, intent.nextOffset);
+  if (held.rows === intent.rows && held.deadLetters === intent.deadLetters) return 'commit';
+  if (held.rows === 0 && held.deadLetters === 0 && !states.includes('committed')) return 'discard';
+  throw new DrainError(
+    `intent for ${partition.topic}:${partition.partition} [${intent.fromOffset}, ${intent.nextOffset}) names streams that are gone, ` +
+      `and the tables hold ${held.rows} of its ${intent.rows} rows and ${held.deadLetters} of its ${intent.deadLetters} dead letters: an operator must decide`,
+    { retriable: false, code: 'intent_inconsistent' },
+  );
+}

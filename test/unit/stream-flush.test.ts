@@ -1,0 +1,232 @@
+/**
+ * The storage-write protocol with in-memory ports: group commit, intents, and every way a recorded intent
+ * is finished by the next holder of the lease, including a zombie that wakes after its flush was rolled
+ * forward by another run.
+ */
+import { describe, expect, test } from 'vitest';
+import { type DrainOptions, runDrain } from '../../functions/drain/drain-loop.js';
+import { createMemoryLogger } from '../../functions/drain/logger.js';
+import type { KafkaRecord } from '../../functions/drain/types.js';
+import {
+  createMemoryCheckpoints,
+  createMemoryDeadLetters,
+  createMemorySink,
+  createMemorySource,
+  createMemoryStreamSink,
+  record,
+} from '../support/memory-ports.js';
+
+const options: DrainOptions = {
+  pipelineId: 'p',
+  runId: 'run-1',
+  execution: 'local',
+  taskIndex: 0,
+  taskCount: 1,
+  topics: ['t'],
+  budgetMs: 10_000,
+  leaseTtlMs: 5_000,
+  batchMaxRecords: 4,
+  batchMaxBytes: 1_000_000,
+  retentionGapPolicy: 'fail',
+  startPosition: { kind: 'earliest' },
+  settleMs: 1_000,
+  partitionConcurrency: 4,
+  tombstones: 'skip',
+  alertThresholds: { idleSeconds: 300, stallSeconds: 900, backlogRecords: 1_000_000, backlogGrowingRuns: 3 },
+};
+
+function logOf(partitions: number, perPartition: number): Map<string, KafkaRecord[]> {
+  const log = new Map<string, KafkaRecord[]>();
+  for (let p = 0; p < partitions; p++) {
+    log.set(
+      `t~${p}`,
+      Array.from({ length: perPartition }, (_, o) => record('t', p, o, o % 5 === 4 ? 'not json' : { n: o })),
+    );
+  }
+  return log;
+}
+
+/** A world that outlives runs: Kafka, Firestore, BigQuery's streams and tables, Pub/Sub. */
+function world(log: Map<string, KafkaRecord[]>) {
+  const checkpoints = createMemoryCheckpoints(Date.now);
+  const streams = createMemoryStreamSink();
+  const deadLetters = createMemoryDeadLetters();
+  const run = (runId: string, fault?: (point: string) => void, logger = createMemoryLogger()) =>
+    runDrain(
+      { source: createMemorySource(log), checkpoints, sink: createMemorySink(), streams, deadLetters },
+      { ...options, runId },
+      { logger, now: Date.now, signal: new AbortController().signal, ...(fault ? { fault } : {}) },
+    );
+  /** Each offset of the log exactly once, in the table or the error table. */
+  const exactlyOnce = () => {
+    for (const [id, records] of log) {
+      const partition = Number(id.split('~')[1]);
+      const inTable = streams.table
+        .filter((r) => r.record.partition === partition)
+        .map((r) => r.record.offset);
+      const inErrors = streams.errorTable
+        .filter((l) => l.record.partition === partition)
+        .map((l) => l.record.offset);
+      expect([...inTable, ...inErrors].sort((a, b) => a - b)).toEqual(records.map((r) => r.offset));
+    }
+  };
+  return { checkpoints, streams, deadLetters, run, exactlyOnce };
+}
+
+const crashAt = (point: string) => (at: string) => {
+  if (at === point) throw new Error(`crash at ${point}`);
+};
+
+describe('storage-write: flushes, intents and their recovery', () => {
+  test('drains every partition exactly once, rows and dead letters in one commit per flush, intents cleared', async () => {
+    const w = world(logOf(3, 10));
+    const summary = await w.run('run-1');
+    expect(summary).toMatchObject({
+      stopReason: 'caught_up',
+      recordsRead: 30,
+      rowsWritten: 24,
+      deadLettered: 6,
+    });
+    w.exactlyOnce();
+    for (let p = 0; p < 3; p++) expect(w.checkpoints.checkpoint({ topic: 't', partition: p })).toBe(10);
+    expect([...w.checkpoints.partitions.values()].every((p) => (p.intent ?? null) === null)).toBe(true);
+    // Every data commit names its streams in the ledger; partitions share flushes.
+    const dataCommits = w.checkpoints.commits.filter((c) => c.nextOffset > c.fromOffset);
+    expect(dataCommits.every((c) => (c.streams ?? []).length > 0)).toBe(true);
+    const flushes = new Set(dataCommits.map((c) => c.streams!.join(',')));
+    expect(flushes.size).toBeLessThan(dataCommits.length);
+    // Pub/Sub still gets every dead letter (alerting, replay).
+    expect(w.deadLetters.letters).toHaveLength(6);
+  });
+
+  test.each([
+    'after-intent',
+    'after-batch-commit',
+  ])('a run that dies %s: the next run finishes the recorded flush, nothing twice', async (point) => {
+    const w = world(logOf(2, 10));
+    const first = await w.run('run-1', crashAt(point));
+    expect(first.stopReason).toBe('error');
+    const recorded = [...w.checkpoints.partitions.values()].filter((p) => p.intent);
+    expect(recorded.length).toBeGreaterThan(0);
+    const logger = createMemoryLogger();
+    const second = await w.run('run-2', undefined, logger);
+    expect(second.stopReason).toBe('caught_up');
+    expect(logger.lines.some((l) => l.message === 'a flush recorded by an earlier run was finished')).toBe(
+      true,
+    );
+    w.exactlyOnce();
+    for (let p = 0; p < 2; p++) expect(w.checkpoints.checkpoint({ topic: 't', partition: p })).toBe(10);
+  });
+
+  test('a run that dies before its intent: its streams are never committed, the next run writes the range again', async () => {
+    // The sink fails while preparing: no intent is recorded, so nothing ever commits those streams.
+    const w2 = world(logOf(1, 8));
+    w2.streams.failWith(new Error('BigQuery went away'));
+    expect((await w2.run('run-1')).stopReason).toBe('error');
+    w2.streams.failWith(undefined);
+    expect((await w2.run('run-2')).stopReason).toBe('caught_up');
+    w2.exactlyOnce();
+  });
+
+  test('an intent whose streams are gone and whose rows are absent is discarded: the range is read again, once', async () => {
+    const w = world(logOf(1, 8));
+    await w.run('run-1', crashAt('after-intent'));
+    const intent = [...w.checkpoints.partitions.values()][0]!.intent!;
+    for (const s of intent.streams) w.streams.expire(s);
+    const logger = createMemoryLogger();
+    expect((await w.run('run-2', undefined, logger)).stopReason).toBe('caught_up');
+    expect(
+      logger.lines.some((l) => String(l.message).includes('never committed and its streams are gone')),
+    ).toBe(true);
+    w.exactlyOnce();
+  });
+
+  test('an intent whose streams are gone but whose rows are all in the tables is committed, not written again', async () => {
+    const w = world(logOf(1, 8));
+    await w.run('run-1', crashAt('after-batch-commit'));
+    const intent = [...w.checkpoints.partitions.values()][0]!.intent!;
+    for (const s of intent.streams) w.streams.expire(s);
+    expect((await w.run('run-2')).stopReason).toBe('caught_up');
+    w.exactlyOnce();
+    expect(w.checkpoints.checkpoint({ topic: 't', partition: 0 })).toBe(8);
+  });
+
+  test('an intent only partly in the tables is refused: that partition waits for an operator, the others drain', async () => {
+    const w = world(logOf(2, 8));
+    await w.run('run-1', crashAt('after-batch-commit'));
+    const [, p1] = [...w.checkpoints.partitions.entries()].find(([id]) => id === 't~0')!;
+    const intent = p1.intent!;
+    for (const s of intent.streams) w.streams.expire(s);
+    // Take one of its rows out of the table: a state this protocol cannot produce.
+    const at = w.streams.table.findIndex(
+      (r) => r.record.partition === 0 && r.record.offset === intent.fromOffset,
+    );
+    w.streams.table.splice(at, 1);
+    const logger = createMemoryLogger();
+    const second = await w.run('run-2', undefined, logger);
+    expect(second.partitions.find((p) => p.partition === 0)).toMatchObject({ skipped: 'error' });
+    expect(w.checkpoints.checkpoint({ topic: 't', partition: 0 })).toBe(intent.fromOffset);
+    expect(w.checkpoints.checkpoint({ topic: 't', partition: 1 })).toBe(8);
+    expect(
+      logger.lines.some((l) =>
+        String((l.error as { message?: string })?.message).includes('an operator must decide'),
+      ),
+    ).toBe(true);
+  });
+
+  test('a zombie that wakes after another run rolled its flush forward commits nothing twice and moves no checkpoint', async () => {
+    const log = logOf(1, 12);
+    const w = world(log);
+    // Run A records its intent and freezes before committing its streams.
+    let wake: () => void = () => {};
+    const frozen = new Promise<void>((resolve) => {
+      wake = resolve;
+    });
+    let zombieReachedIntent: () => void = () => {};
+    const atIntent = new Promise<void>((resolve) => {
+      zombieReachedIntent = resolve;
+    });
+    let paused = false;
+    // Frozen means frozen: no lease renewal either, so the lease lapses.
+    const checkpointsA = {
+      ...w.checkpoints,
+      async renew(...args: Parameters<typeof w.checkpoints.renew>) {
+        if (paused) await frozen;
+        return w.checkpoints.renew(...args);
+      },
+    };
+    const zombieStreams = {
+      ...w.streams,
+      async commit(streams: readonly string[]) {
+        if (!paused) {
+          paused = true;
+          zombieReachedIntent();
+          await frozen;
+        }
+        return w.streams.commit(streams);
+      },
+    };
+    const zombie = runDrain(
+      {
+        source: createMemorySource(log),
+        checkpoints: checkpointsA,
+        sink: createMemorySink(),
+        streams: zombieStreams,
+        deadLetters: w.deadLetters,
+      },
+      { ...options, runId: 'zombie', leaseTtlMs: 300, budgetMs: 20_000, settleMs: 10_000 },
+      { logger: createMemoryLogger(), now: Date.now, signal: new AbortController().signal },
+    );
+    await atIntent;
+    // Its lease expires while it is frozen.
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    const taker = await w.run('taker');
+    expect(taker.stopReason).toBe('caught_up');
+    expect(w.checkpoints.checkpoint({ topic: 't', partition: 0 })).toBe(12);
+    wake();
+    const late = await zombie;
+    expect(late.partitions[0]!.skipped).toBe('fenced');
+    expect(w.checkpoints.checkpoint({ topic: 't', partition: 0 })).toBe(12);
+    w.exactlyOnce();
+  });
+});
