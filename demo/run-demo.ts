@@ -31,6 +31,7 @@ const clients = createGoogleClients({
     table: 'orders',
     schemaFile: '',
     writeMode: 'insert-all',
+    storageEndpoint: stack.BIGQUERY_STORAGE_ENDPOINT ?? null,
   },
 });
 

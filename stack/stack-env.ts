@@ -9,6 +9,7 @@ export interface StackEnv {
   FIRESTORE_EMULATOR_HOST: string;
   PUBSUB_EMULATOR_HOST: string;
   BIGQUERY_API_ENDPOINT: string;
+  BIGQUERY_STORAGE_ENDPOINT: string;
   GOOGLE_CLOUD_PROJECT: string;
 }
 

@@ -31,6 +31,8 @@ export interface DrainConfig {
     readonly writeMode: WriteMode;
     readonly location: string | null;
     readonly apiEndpoint: string | null;
+    /** The Storage Write API's gRPC `host:port` of a local emulator (plaintext); null in production. */
+    readonly storageEndpoint: string | null;
   };
   /** Local emulators (host:port); null in production. */
   readonly emulators: { readonly firestore: string | null; readonly pubsub: string | null };
@@ -81,9 +83,6 @@ export function parseConfig(env: Env): DrainConfig {
   }
 
   const writeMode = read.oneOf('BQ_WRITE_MODE', ['insert-all', 'merge', 'storage-write'], 'merge');
-  if (writeMode === 'storage-write') {
-    throw new ConfigError('BQ_WRITE_MODE', '"storage-write" is not available yet; use merge or insert-all');
-  }
 
   const budgetSeconds = read.integer('DRAIN_BUDGET_SECONDS', 240, 5, 7 * 24 * 3600);
   // The default follows a short budget down: a default must never turn a valid budget into an error.
@@ -147,6 +146,7 @@ export function parseConfig(env: Env): DrainConfig {
       writeMode,
       location: read.optional('BQ_LOCATION'),
       apiEndpoint,
+      storageEndpoint: read.matching('BIGQUERY_STORAGE_ENDPOINT', /^[^\s:/]+:\d{1,5}$/, 'host:port', true),
     },
     emulators: {
       firestore: read.matching('FIRESTORE_EMULATOR_HOST', /^[^\s:/]+:\d{1,5}$/, 'host:port', true),

@@ -1,12 +1,16 @@
 import { BigQuery } from '@google-cloud/bigquery';
 import { Firestore } from '@google-cloud/firestore';
+import { managedwriter } from '@google-cloud/bigquery-storage';
 import { PubSub } from '@google-cloud/pubsub';
+import * as grpc from '@grpc/grpc-js';
 import type { DrainConfig } from '../drain/config.js';
 
 export interface GoogleClients {
   readonly firestore: Firestore;
   readonly pubsub: PubSub;
   readonly bigquery: BigQuery;
+  /** The Storage Write API client, made at first use (storage-write mode only). */
+  bigqueryWriter(): managedwriter.WriterClient;
   close(): Promise<void>;
 }
 
@@ -29,11 +33,27 @@ export function createGoogleClients(
     ...(config.bigquery.location === null ? {} : { location: config.bigquery.location }),
     ...(config.bigquery.apiEndpoint === null ? {} : { apiEndpoint: config.bigquery.apiEndpoint }),
   });
+  let writer: managedwriter.WriterClient | undefined;
+  const storage = config.bigquery.storageEndpoint ?? null;
   return {
     firestore,
     pubsub,
     bigquery,
+    bigqueryWriter() {
+      writer ??= new managedwriter.WriterClient({
+        projectId: config.project,
+        ...(storage === null
+          ? {}
+          : {
+              servicePath: storage.slice(0, storage.lastIndexOf(':')),
+              port: Number(storage.slice(storage.lastIndexOf(':') + 1)),
+              sslCreds: grpc.credentials.createInsecure(),
+            }),
+      });
+      return writer;
+    },
     async close() {
+      writer?.close();
       await Promise.allSettled([firestore.terminate(), pubsub.close()]);
     },
   };

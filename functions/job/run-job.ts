@@ -9,9 +9,10 @@ import { ConfigError } from '../drain/errors.js';
 import type { Logger } from '../drain/logger.js';
 import { defaultRetryPolicy } from '../drain/retry.js';
 import { loadRules, type Rules } from '../drain/rules.js';
-import type { Checkpoints, RunSummary, Sink } from '../drain/types.js';
+import type { Checkpoints, RunSummary, Sink, StreamSink } from '../drain/types.js';
 import { createInsertAllSink, ensureTargetTable, insertAllLimits } from '../sinks/bigquery-sink.js';
 import { createMergeSink } from '../sinks/merge-sink.js';
+import { createStorageWriteSink } from '../sinks/storage-write-sink.js';
 import { readUserSchema, type SchemaField, targetTableSchema } from '../sinks/table-schema.js';
 import { checkBrokerCertificate, createKafkaSource, kafkaClientOptions } from '../sources/kafka-source.js';
 import { createGoogleClients, type GoogleClients } from './clients.js';
@@ -49,6 +50,7 @@ export async function runJob(config: DrainConfig, io: JobIo): Promise<RunSummary
     const made =
       io.sink === undefined ? createSink(config, clients, userSchema, logger, runId, io.fault) : undefined;
     const sink = io.sink ?? made!.sink;
+    const streams = io.sink === undefined ? made!.streams : undefined;
     const summary = await runDrain(
       {
         source: createKafkaSource(kafka, {
@@ -59,6 +61,7 @@ export async function runJob(config: DrainConfig, io: JobIo): Promise<RunSummary
           createFirestoreCheckpoints(clients.firestore, config.pipelineId),
         ),
         sink,
+        ...(streams === undefined ? {} : { streams }),
         ...(config.alertTopic === null
           ? {}
           : { alerts: createPubSubAlerts(clients.pubsub, config.alertTopic) }),
@@ -104,14 +107,25 @@ export async function runJob(config: DrainConfig, io: JobIo): Promise<RunSummary
   }
 }
 
+/** What a write mode writes through: `sink` always (replay uses it), `streams` in storage-write mode. */
+interface Made {
+  readonly sink: Sink;
+  readonly streams?: StreamSink;
+  close(): Promise<void>;
+}
+
 /**
- * A sink whose making (the target table, the staging clean-up) starts at once but is not waited for: if it
+ * Sinks whose making (the target table, the staging clean-up) starts at once but is not waited for: if it
  * fails (BigQuery down), the run goes on to lease and read, its writes try the making again and fail, and
  * so the partitions raise `stalled` instead of the run dying before it looks.
  */
-function eagerSink(make: () => Promise<Sink>, logger: Logger): { sink: Sink; ready: Promise<unknown> } {
-  let made: Promise<Sink> | undefined;
-  const start = (): Promise<Sink> => {
+function eagerSinks(
+  make: () => Promise<Made>,
+  logger: Logger,
+  withStreams: boolean,
+): { sink: Sink; streams?: StreamSink; close(): Promise<void> } {
+  let made: Promise<Made> | undefined;
+  const start = (): Promise<Made> => {
     const attempt = make();
     made = attempt;
     attempt.catch((error: unknown) => {
@@ -121,18 +135,34 @@ function eagerSink(make: () => Promise<Sink>, logger: Logger): { sink: Sink; rea
     return attempt;
   };
   const ready = start().catch(() => undefined);
+  const get = () => made ?? start();
+  const streams = async () => (await get()).streams!;
   return {
     sink: {
       async write(rows, signal) {
-        return (await (made ?? start())).write(rows, signal);
+        return (await get()).sink.write(rows, signal);
       },
     },
-    ready,
+    ...(withStreams
+      ? {
+          streams: {
+            prepare: async (rows, letters, at) => (await streams()).prepare(rows, letters, at),
+            commit: async (names) => (await streams()).commit(names),
+            streamState: async (name) => (await streams()).streamState(name),
+            heldInRange: async (p, from, to) => (await streams()).heldInRange(p, from, to),
+          } satisfies StreamSink,
+        }
+      : {}),
+    async close() {
+      const settled = await ready;
+      await settled?.close();
+    },
   };
 }
 
 /**
- * The sink the write mode asks for (see eagerSink). Shared by the drain and the dead-letter replay.
+ * The sinks the write mode asks for (see eagerSinks). Shared by the drain and the dead-letter replay, which
+ * in the exactly-once modes always writes through MERGE (idempotent by origin; replays are few).
  */
 export function createSink(
   config: DrainConfig,
@@ -141,38 +171,54 @@ export function createSink(
   logger: Logger,
   runId: string,
   fault?: DrainContext['fault'],
-): { sink: Sink; close(): Promise<void> } {
-  let close = async (): Promise<void> => {};
-  const { sink, ready } = eagerSink(async () => {
-    const table = await ensureTargetTable(clients.bigquery, config.bigquery, userSchema);
-    if (config.bigquery.writeMode !== 'merge') {
-      return createInsertAllSink(table, { ...insertAllLimits, retry: defaultRetryPolicy, logger });
-    }
-    const merge = createMergeSink({
-      bigquery: clients.bigquery,
-      dataset: config.bigquery.dataset,
-      table: config.bigquery.table,
-      schema: targetTableSchema(userSchema),
-      pipelineId: config.pipelineId,
-      taskIndex: config.taskIndex,
-      runId,
-      retry: defaultRetryPolicy,
-      logger,
-      fault,
-      // Older than any run can last: a staging table this old belongs to no live run.
-      leftoverAgeMs: (config.budgetSeconds + 600) * 1000,
-    });
-    await merge.cleanLeftovers();
-    close = () => merge.close();
-    return merge;
-  }, logger);
-  return {
-    sink,
-    close: async () => {
-      await ready;
-      await close();
+): { sink: Sink; streams?: StreamSink; close(): Promise<void> } {
+  const mode = config.bigquery.writeMode;
+  return eagerSinks(
+    async () => {
+      const table = await ensureTargetTable(clients.bigquery, config.bigquery, userSchema);
+      if (mode === 'insert-all') {
+        const sink = createInsertAllSink(table, { ...insertAllLimits, retry: defaultRetryPolicy, logger });
+        return { sink, close: async () => {} };
+      }
+      const merge = createMergeSink({
+        bigquery: clients.bigquery,
+        dataset: config.bigquery.dataset,
+        table: config.bigquery.table,
+        schema: targetTableSchema(userSchema),
+        pipelineId: config.pipelineId,
+        taskIndex: config.taskIndex,
+        runId,
+        retry: defaultRetryPolicy,
+        logger,
+        fault,
+        // Older than any run can last: a staging table this old belongs to no live run.
+        leftoverAgeMs: (config.budgetSeconds + 600) * 1000,
+      });
+      await merge.cleanLeftovers();
+      if (mode === 'merge') return { sink: merge, close: () => merge.close() };
+      const streams = createStorageWriteSink({
+        bigquery: clients.bigquery,
+        writer: clients.bigqueryWriter(),
+        project: config.project,
+        dataset: config.bigquery.dataset,
+        table: config.bigquery.table,
+        location: config.bigquery.location,
+        schema: targetTableSchema(userSchema),
+        logger,
+        fault,
+      });
+      return {
+        sink: merge,
+        streams,
+        close: async () => {
+          streams.close();
+          await merge.close();
+        },
+      };
     },
-  };
+    logger,
+    mode === 'storage-write',
+  );
 }
 
 async function loadRulesModule(specifier: string): Promise<Rules> {

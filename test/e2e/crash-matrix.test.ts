@@ -1,8 +1,10 @@
 /**
- * The crash matrix, in both write modes: the real job, killed by its own fault hook at each named point
+ * The crash matrix, in every write mode: the real job, killed by its own fault hook at each named point
  * several times, then by SIGKILL from outside at 50 random moments, all while a producer writes; then run
  * to completion. Afterwards every produced offset must be in the table or the dead-letter topic (G1), no
- * checkpoint ever went back (G6), `verify` finds no hole, and in merge mode no row is in the table twice (G2).
+ * checkpoint ever went back (G6), `verify` finds no hole, and in the exactly-once modes (merge,
+ * storage-write) no row is in the table twice (G2); in storage-write mode the error table holds each bad
+ * record exactly once too.
  */
 import { describe, expect, test } from 'vitest';
 import {
@@ -36,9 +38,14 @@ describe.each([
       'mid-commit',
     ],
   },
+  {
+    mode: 'storage-write',
+    points: ['after-append', 'after-finalize', 'after-intent', 'after-batch-commit', 'mid-commit'],
+  },
   { mode: 'insert-all', points: ['after-write', 'after-dead-letter-before-commit', 'mid-commit'] },
 ])('crash matrix, $mode mode', ({ mode, points }) => {
-  test(`every fault point ×${repeatsPerPoint} and ${randomKills} random SIGKILLs: no hole${mode === 'merge' ? ', no duplicate' : ''}`, async () => {
+  const exactlyOnce = mode !== 'insert-all';
+  test(`every fault point ×${repeatsPerPoint} and ${randomKills} random SIGKILLs: no hole${exactlyOnce ? ', no duplicate' : ''}`, async () => {
     const partitions = 3;
     const pipeline = await createPipeline(clients, partitions, {
       BQ_WRITE_MODE: mode,
@@ -135,9 +142,26 @@ describe.each([
       expect(ledger.at(-1)!.to).toBe(Math.max(...expected.keys()) + 1);
     }
 
+    let errorTableDuplicates = 0;
+    if (mode === 'storage-write') {
+      // The error table: each malformed record exactly once, whatever the crashes.
+      const [rows] = await clients.bigquery.query({
+        query: `SELECT _kafka_partition AS p, _kafka_offset AS o FROM \`${pipeline.dataset}.${pipeline.table}_dead_letters\``,
+      });
+      for (let p = 0; p < partitions; p++) {
+        const offsets = rows
+          .filter((r: { p: number }) => Number(r.p) === p)
+          .map((r: { o: number }) => Number(r.o));
+        const malformed = [...produced.offsets.get(p)!].filter(([, bad]) => bad).map(([o]) => o);
+        errorTableDuplicates += offsets.length - new Set(offsets).size;
+        expect(new Set(offsets), `partition ${p} error table`).toEqual(new Set(malformed));
+      }
+      expect(errorTableDuplicates).toBe(0);
+    }
+
     const verify = await runVerify(pipeline.env);
     for (const verdict of verify.verdicts) expect(verdict).toMatchObject({ missingRows: 0, gaps: [] });
-    if (mode === 'merge') {
+    if (exactlyOnce) {
       expect(duplicateRows).toBe(0);
       expect(verify.code).toBe(0);
     } else {

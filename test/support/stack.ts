@@ -24,6 +24,7 @@ export async function stackClients() {
       table: 'unused',
       schemaFile: 'unused',
       writeMode: 'insert-all',
+      storageEndpoint: env.BIGQUERY_STORAGE_ENDPOINT ?? null,
     },
   });
 }
