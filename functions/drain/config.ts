@@ -57,6 +57,8 @@ export interface DrainConfig {
   readonly taskCount: number;
   /** Test-only: a named point at which the process kills itself (crash tests). Never set in production. */
   readonly faultPoint: string | null;
+  /** Test-only: what happens there: `kill` (SIGKILL) or `stop` (SIGSTOP: a zombie, frozen mid-flush). */
+  readonly faultAction: 'kill' | 'stop';
 }
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -175,6 +177,7 @@ export function parseConfig(env: Env): DrainConfig {
     taskIndex,
     taskCount,
     faultPoint: read.optional('KBD_FAULT_POINT'),
+    faultAction: read.oneOf('KBD_FAULT_ACTION', ['kill', 'stop'], 'kill'),
   };
   return deepFreeze(config);
 }

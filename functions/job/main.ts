@@ -43,11 +43,18 @@ export async function runMain(io: MainIo): Promise<number> {
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
   const faultPoint = config.faultPoint;
+  let frozen = false;
   const fault =
     faultPoint === null
       ? undefined
       : (point: string) => {
-          if (point === faultPoint) process.kill(process.pid, 'SIGKILL');
+          if (point !== faultPoint) return;
+          if (config.faultAction === 'kill') process.kill(process.pid, 'SIGKILL');
+          else if (!frozen) {
+            // A zombie: frozen once, here; after SIGCONT it goes on as a run that slept would.
+            frozen = true;
+            process.kill(process.pid, 'SIGSTOP');
+          }
         };
 
   let summary: RunSummary;

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { expect, test } from 'vitest';
 import {
   checkpointsOf,
@@ -124,3 +125,64 @@ test('budget: a backlog larger than one run stops with stopReason budget near th
   expect((await checkpointsOf(clients, pipeline)).get(0)).toBe(partition.to);
   console.log(`budget: stopped after ${durationMs} ms with ${partition.to} of 40000 drained`);
 });
+
+test('storage-write zombie: frozen after recording its flush, rolled forward by the next run, it commits nothing twice when it wakes', async () => {
+  const pipeline = await createPipeline(clients, 1, {
+    BQ_WRITE_MODE: 'storage-write',
+    LEASE_TTL_SECONDS: '3',
+    BATCH_MAX_RECORDS: '50',
+  });
+  await produce(
+    pipeline.topic,
+    Array.from({ length: 600 }, (_, i) => ({
+      partition: 0,
+      value: i % 10 === 9 ? `{broken ${i}` : JSON.stringify({ id: `r${i}`, n: i }),
+    })),
+  );
+  // The zombie stops itself right after its first intent is recorded, before it commits the streams.
+  const zombie = startJob({ ...pipeline.env, KBD_FAULT_POINT: 'after-intent', KBD_FAULT_ACTION: 'stop' });
+  const intent = await waitFor('the zombie to record a flush', async () => {
+    const doc = await clients.firestore.doc(`pipelines/${pipeline.id}/partitions/${pipeline.topic}~0`).get();
+    return doc.get('intent') ?? undefined;
+  });
+  await waitFor('the zombie to be frozen', async () => processState(zombie.child.pid!) === 'T');
+
+  // Its lease lapses; the next run finds the recorded flush, commits its streams, and drains the rest.
+  const second = await waitFor(
+    'a run to take the partition over',
+    async () => {
+      const run = await runJob(pipeline.env);
+      return run.summary.partitions[0]!.skipped === 'leased_elsewhere' ? undefined : run;
+    },
+    30_000,
+  );
+  expect(second.summary.stopReason).toBe('caught_up');
+  expect(second.lines.some((l) => l.message === 'a flush recorded by an earlier run was finished')).toBe(
+    true,
+  );
+  expect((await checkpointsOf(clients, pipeline)).get(0)).toBe(600);
+
+  // The zombie wakes, commits its (already committed) streams, and is fenced at its checkpoint.
+  zombie.child.kill('SIGCONT');
+  const { code } = await zombie.exited;
+  expect(code).toBe(0);
+  expect(zombie.summary()).toMatchObject({ partitions: [{ skipped: 'fenced' }] });
+  expect((await checkpointsOf(clients, pipeline)).get(0)).toBe(600);
+  const rows = (await tableOffsets(clients, pipeline)).get(0)!;
+  expect(rows.length).toBe(540);
+  expect(new Set(rows).size).toBe(540);
+  const [letters] = await clients.bigquery.query({
+    query: `SELECT COUNT(*) AS n, COUNT(DISTINCT _kafka_offset) AS d FROM \`${pipeline.dataset}.${pipeline.table}_dead_letters\``,
+  });
+  expect(letters[0]).toMatchObject({ n: 60, d: 60 });
+  expect((intent as { streams: string[] }).streams.length).toBeGreaterThan(0);
+});
+
+/** A process's state letter from /proc (T: stopped). */
+function processState(pid: number): string | undefined {
+  try {
+    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.[0];
+  } catch {
+    return undefined;
+  }
+}
