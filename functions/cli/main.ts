@@ -16,7 +16,7 @@ import { createLogger } from '../drain/logger.js';
 import { createGoogleClients } from '../job/clients.js';
 import { exitWhenWritten, quietLocalAuth, runMain } from '../job/main.js';
 import { createSink, rulesFrom } from '../job/run-job.js';
-import { readUserSchema } from '../sinks/table-schema.js';
+import { deadLetterTableName, readUserSchema } from '../sinks/table-schema.js';
 import { createKafkaSource, kafkaClientOptions } from '../sources/kafka-source.js';
 import { partitionStatus } from '../status/partition-status.js';
 import { verifyPipeline } from '../verify/verify.js';
@@ -252,6 +252,9 @@ async function verify(env: NodeJS.ProcessEnv, json: boolean): Promise<number> {
       dataset: config.bigquery.dataset,
       table: config.bigquery.table,
       topics: config.kafka.topics,
+      ...(config.bigquery.writeMode === 'storage-write'
+        ? { deadLetterTable: deadLetterTableName(config.bigquery.table) }
+        : {}),
     });
     if (json) {
       process.stdout.write(`${JSON.stringify(verdicts)}\n`);

@@ -19,9 +19,9 @@ import type {
   RunSummary,
   Sink,
   Source,
-  StreamSink,
   SourceReader,
   StopReason,
+  StreamSink,
   Watermarks,
 } from './types.js';
 

@@ -15,7 +15,15 @@
  */
 import { DrainError, FencedError } from './errors.js';
 import type { Logger } from './logger.js';
-import type { Checkpoints, CommitIntent, DeadLetter, Lease, PartitionRef, RowToWrite, StreamSink } from './types.js';
+import type {
+  Checkpoints,
+  CommitIntent,
+  DeadLetter,
+  Lease,
+  PartitionRef,
+  RowToWrite,
+  StreamSink,
+} from './types.js';
 
 /** One partition's batch, classified, waiting for a flush. */
 export interface FlushItem {
@@ -91,7 +99,8 @@ export function createStreamFlusher(
       });
     }
     // A FencedError from the intent write with every lease still held: a checkpoint moved under us.
-    if (fenced.length === 0) throw new DrainError('recording the intent was refused for no held lease', { retriable: true });
+    if (fenced.length === 0)
+      throw new DrainError('recording the intent was refused for no held lease', { retriable: true });
     return fenced;
   }
 

@@ -1,6 +1,6 @@
 import { BigQuery } from '@google-cloud/bigquery';
-import { Firestore } from '@google-cloud/firestore';
 import { managedwriter } from '@google-cloud/bigquery-storage';
+import { Firestore } from '@google-cloud/firestore';
 import { PubSub } from '@google-cloud/pubsub';
 import * as grpc from '@grpc/grpc-js';
 import type { DrainConfig } from '../drain/config.js';

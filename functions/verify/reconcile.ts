@@ -40,6 +40,9 @@ export interface PartitionVerdict {
   missingRows: number;
   /** Offset ranges the ledger does not cover between its start and the checkpoint. */
   gaps: string[];
+  /** storage-write mode: rows of the error table in the range, and how many of them repeat an offset. */
+  errorTableRows?: number;
+  errorTableDuplicates?: number;
   ok: boolean;
 }
 
@@ -47,6 +50,8 @@ export function reconcile(
   partition: { topic: string; partition: number; checkpoint: number | null },
   ledger: readonly LedgerEntry[],
   table: TableStats,
+  /** The error table's stats, where it holds each dead letter once (storage-write mode). */
+  errorTable?: TableStats,
 ): PartitionVerdict {
   // Entries are in commit order; after an operator's reset only what follows it is reconciled.
   const lastReset = ledger.findLastIndex((e) => e.reset === true);
@@ -68,6 +73,10 @@ export function reconcile(
   const duplicates = table.rows - table.distinctOffsets;
   const missingRows = Math.max(0, ledgerRows - table.distinctOffsets);
   const lost = sum((e) => (e.lost ? e.to - e.from : 0));
+  const deadLetters = sum((e) => e.deadLetters);
+  const lettersOk =
+    errorTable === undefined ||
+    (errorTable.rows === errorTable.distinctOffsets && errorTable.distinctOffsets === deadLetters);
   return {
     topic: partition.topic,
     partition: partition.partition,
@@ -75,7 +84,7 @@ export function reconcile(
     checkpoint: partition.checkpoint,
     commits: sorted.length,
     ledgerRows,
-    deadLetters: sum((e) => e.deadLetters),
+    deadLetters,
     tombstones: sum((e) => e.tombstones),
     skipped: sum((e) => (e.lost ? 0 : e.to - e.from - e.records)),
     lost,
@@ -83,6 +92,17 @@ export function reconcile(
     duplicates,
     missingRows,
     gaps,
-    ok: gaps.length === 0 && duplicates === 0 && missingRows === 0 && table.distinctOffsets === ledgerRows,
+    ...(errorTable === undefined
+      ? {}
+      : {
+          errorTableRows: errorTable.rows,
+          errorTableDuplicates: errorTable.rows - errorTable.distinctOffsets,
+        }),
+    ok:
+      gaps.length === 0 &&
+      duplicates === 0 &&
+      missingRows === 0 &&
+      table.distinctOffsets === ledgerRows &&
+      lettersOk,
   };
 }

@@ -9,7 +9,14 @@ import { type LedgerEntry, type PartitionVerdict, reconcile } from './reconcile.
  */
 export async function verifyPipeline(
   clients: { firestore: Firestore; bigquery: BigQuery },
-  target: { pipelineId: string; dataset: string; table: string; topics: readonly string[] },
+  target: {
+    pipelineId: string;
+    dataset: string;
+    table: string;
+    topics: readonly string[];
+    /** storage-write mode: the error table holds each dead letter once, and is reconciled too. */
+    deadLetterTable?: string;
+  },
 ): Promise<PartitionVerdict[]> {
   const partitions = await clients.firestore.collection(`pipelines/${target.pipelineId}/partitions`).get();
   const verdicts: PartitionVerdict[] = [];
@@ -34,7 +41,22 @@ export async function verifyPipeline(
     const lastReset = ledger.findLast((e) => e.reset === true);
     const from = lastReset?.to ?? ledger[0]?.from ?? checkpoint ?? 0;
     const stats = await tableStats(clients.bigquery, target, topic, partition, from, checkpoint ?? from);
-    verdicts.push(reconcile({ topic, partition, checkpoint }, ledger, stats));
+    const letters =
+      target.deadLetterTable === undefined
+        ? undefined
+        : await tableStats(
+            clients.bigquery,
+            { dataset: target.dataset, table: target.deadLetterTable },
+            topic,
+            partition,
+            from,
+            checkpoint ?? from,
+          ).catch((error: unknown) => {
+            if (/not found/i.test((error as Error).message))
+              return { rows: 0, distinctOffsets: 0, minOffset: null, maxOffset: null };
+            throw error;
+          });
+    verdicts.push(reconcile({ topic, partition, checkpoint }, ledger, stats, letters));
   }
   return verdicts.sort((a, b) => a.topic.localeCompare(b.topic) || a.partition - b.partition);
 }

@@ -106,4 +106,25 @@ describe('reconcile', () => {
     );
     expect(v).toMatchObject({ ok: true, from: 15, commits: 2, ledgerRows: 10, gaps: [] });
   });
+
+  test('storage-write: the error table must hold each dead letter of the ledger exactly once', () => {
+    const ledger = [entry(0, 10, 8, 2)];
+    const table = { rows: 8, distinctOffsets: 8, minOffset: 0, maxOffset: 9 };
+    const letters = (rows: number, distinct: number) => ({
+      rows,
+      distinctOffsets: distinct,
+      minOffset: 3,
+      maxOffset: 7,
+    });
+    expect(reconcile({ ...p, checkpoint: 10 }, ledger, table, letters(2, 2))).toMatchObject({
+      ok: true,
+      errorTableRows: 2,
+    });
+    expect(reconcile({ ...p, checkpoint: 10 }, ledger, table, letters(1, 1)).ok).toBe(false);
+    expect(reconcile({ ...p, checkpoint: 10 }, ledger, table, letters(3, 2))).toMatchObject({
+      ok: false,
+      errorTableDuplicates: 1,
+    });
+    expect(reconcile({ ...p, checkpoint: 10 }, ledger, table).ok).toBe(true);
+  });
 });
