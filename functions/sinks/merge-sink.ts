@@ -24,6 +24,12 @@ import type { SchemaField } from './table-schema.js';
  * A batch id is derived from the run, the attempt and the offset ranges. A staging attempt that fails in
  * any way is abandoned and the batch staged again under a new attempt's id: a timed-out insert may still
  * land, and staging a row twice under one id would let the MERGE insert both copies.
+ *
+ * Never trusting a table created moments ago: BigQuery can answer 404 to streaming inserts into a table
+ * created seconds before (for up to minutes), so a 404 from the staging table this run created is
+ * retried for a bounded time (`freshTableMs`); and inserts into a young table have been seen to "succeed"
+ * and vanish, so after each MERGE one query confirms that every key of the batch is in the target. A
+ * loss anywhere in the staging path then fails the batch (its checkpoint stays) instead of losing it.
  */
 export interface MergeSinkOptions {
   readonly bigquery: BigQuery;
@@ -38,6 +44,10 @@ export interface MergeSinkOptions {
   readonly fault?: (point: string) => void;
   /** A staging table of this task older than this belongs to no live run. */
   readonly leftoverAgeMs: number;
+  /** How long after creating its staging table a 404 from it is taken for propagation and retried. */
+  readonly freshTableMs?: number;
+  /** The clock (tests move it). */
+  readonly now?: () => number;
 }
 
 export function stagingPrefix(pipelineId: string, taskIndex: number): string {
@@ -109,6 +119,36 @@ export function mergeStatement(
   ].join('\n');
 }
 
+/**
+ * The query that confirms a MERGE: how many of the batch's keys the target holds. Offsets and partitions
+ * are integers and topics Kafka topic names ([a-zA-Z0-9._-]), so they are inlined (the emulator cannot
+ * bind numeric parameters); anything else is refused.
+ */
+export function confirmStatement(
+  target: { dataset: string; table: string },
+  rows: readonly RowToWrite[],
+  days: { from: string; to: string },
+): string {
+  const byPartition = new Map<string, number[]>();
+  for (const { record } of rows) {
+    if (!/^[a-zA-Z0-9._-]+$/.test(record.topic)) throw new RangeError(`topic ${record.topic} is not a Kafka topic name`);
+    if (!Number.isSafeInteger(record.offset) || !Number.isSafeInteger(record.partition))
+      throw new RangeError(`${record.partition}:${record.offset} is not a partition and offset`);
+    const key = `${record.topic}\u0000${record.partition}`;
+    byPartition.set(key, [...(byPartition.get(key) ?? []), record.offset]);
+  }
+  const clauses = [...byPartition].map(([key, offsets]) => {
+    const [topic, partition] = key.split('\u0000');
+    return `(_kafka_topic = '${topic}' AND _kafka_partition = ${partition} AND _kafka_offset IN (${offsets.join(', ')}))`;
+  });
+  return [
+    `SELECT COUNT(DISTINCT CONCAT(_kafka_topic, ':', CAST(_kafka_partition AS STRING), ':', CAST(_kafka_offset AS STRING))) AS present`,
+    `FROM \`${target.dataset}.${target.table}\``,
+    `WHERE _kafka_timestamp >= TIMESTAMP('${days.from}') AND _kafka_timestamp < TIMESTAMP('${days.to}')`,
+    `AND (${clauses.join(' OR ')})`,
+  ].join('\n');
+}
+
 export interface MergeSink extends Sink {
   /** Drops this task's staging tables left by crashed runs; returns how many. */
   cleanLeftovers(): Promise<number>;
@@ -128,6 +168,10 @@ export function createMergeSink(options: MergeSinkOptions): MergeSink {
   }[] = [];
   let flushing: Promise<void> | undefined;
   let staging: Promise<Table> | undefined;
+  const now = options.now ?? Date.now;
+  const freshTableMs = options.freshTableMs ?? 10 * 60_000;
+  /** When this run created its staging table (undefined: it found it, or has not made it yet). */
+  let stagingCreatedAt: number | undefined;
 
   function stagingTable(): Promise<Table> {
     staging ??= (async () => {
@@ -135,6 +179,7 @@ export function createMergeSink(options: MergeSinkOptions): MergeSink {
       try {
         const [exists] = await table.exists();
         if (!exists) {
+          stagingCreatedAt = now();
           await dataset
             .createTable(stagingName, {
               schema: {
@@ -173,11 +218,14 @@ export function createMergeSink(options: MergeSinkOptions): MergeSink {
         const tagged = rows.map((r) => ({ ...r, row: { ...r.row, _kbd_batch: id } }));
         return { id, results: await once.write(tagged, signal) };
       } catch (error) {
-        if (
-          !(error instanceof DrainError && error.retriable) ||
-          attempt >= options.retry.attempts ||
-          signal?.aborted
-        ) {
+        // A 404 from the table this run just created is propagation, not absence: retried while young.
+        const youngTable404 =
+          error instanceof DrainError &&
+          error.code === '404' &&
+          stagingCreatedAt !== undefined &&
+          now() - stagingCreatedAt < freshTableMs;
+        const retriable = (error instanceof DrainError && error.retriable) || youngTable404;
+        if (!retriable || (attempt >= options.retry.attempts && !youngTable404) || signal?.aborted) {
           throw error;
         }
         const delayMs = backoffDelay(options.retry, attempt);
@@ -212,6 +260,25 @@ export function createMergeSink(options: MergeSinkOptions): MergeSink {
     );
   }
 
+  /** Every key of the batch is in the target after its MERGE, or the batch fails (and is written again). */
+  async function confirm(rows: readonly RowToWrite[], days: { from: string; to: string }): Promise<void> {
+    let present: number;
+    try {
+      const [result] = await options.bigquery.query({
+        query: confirmStatement({ dataset: options.dataset, table: options.table }, rows, days),
+      });
+      present = Number((result[0] as { present?: unknown } | undefined)?.present ?? 0);
+    } catch (error) {
+      throw bigQueryError(error, 'confirm merge');
+    }
+    if (present < rows.length) {
+      throw new DrainError(
+        `merge: the target holds ${present} of the batch's ${rows.length} rows after its MERGE (staged rows were lost); the batch is not committed and will be written again`,
+        { retriable: true, code: 'merge_unconfirmed' },
+      );
+    }
+  }
+
   async function flush(rows: RowToWrite[], signal?: AbortSignal): Promise<Map<string, RowResult>> {
     const began = Date.now();
     const { id, results } = await stage(rows, signal);
@@ -219,7 +286,9 @@ export function createMergeSink(options: MergeSinkOptions): MergeSink {
     const accepted = rows.filter((_, i) => results[i]!.ok);
     if (accepted.length > 0) {
       const target = { dataset: options.dataset, table: options.table, columns };
-      await merge(mergeStatement(target, stagingName, id, timestampDays(accepted)), signal);
+      const days = timestampDays(accepted);
+      await merge(mergeStatement(target, stagingName, id, days), signal);
+      await confirm(accepted, days);
     }
     options.fault?.('after-merge-before-commit');
     options.logger.debug('flush merged', { batch: id, rows: rows.length, durationMs: Date.now() - began });

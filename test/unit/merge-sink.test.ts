@@ -1,0 +1,181 @@
+/**
+ * Merge mode against BigQuery as it behaves on a bad day, with doubles of the BigQuery client: a table
+ * created moments ago that answers 404 to streaming inserts for a while, and inserts that "succeed" and
+ * vanish. Neither may lose a record: the first is retried, the second fails the batch (its checkpoint stays).
+ */
+import type { BigQuery } from '@google-cloud/bigquery';
+import { describe, expect, test } from 'vitest';
+import { type DrainOptions, runDrain } from '../../functions/drain/drain-loop.js';
+import { createMemoryLogger } from '../../functions/drain/logger.js';
+import type { KafkaRecord, Row } from '../../functions/drain/types.js';
+import { confirmStatement, createMergeSink } from '../../functions/sinks/merge-sink.js';
+import { targetTableSchema } from '../../functions/sinks/table-schema.js';
+import {
+  createMemoryCheckpoints,
+  createMemoryDeadLetters,
+  createMemorySource,
+  record,
+} from '../support/memory-ports.js';
+
+interface Behaviour {
+  /** Inserts into a staging table answered 404 before they succeed. */
+  notFoundInserts: number;
+  /** Staged rows that "succeed" and vanish. */
+  dropStaged: boolean;
+}
+
+/** Just enough of the BigQuery client for the merge sink: tables, insertAll, MERGE and the confirm query. */
+function bigQueryDouble(behaviour: Behaviour) {
+  const tables = new Set<string>();
+  const staged: Row[] = [];
+  const target: Row[] = [];
+  let notFound = 0;
+  const key = (r: Row) => `${r._kafka_topic}:${r._kafka_partition}:${r._kafka_offset}`;
+  const table = (name: string) => ({
+    id: name,
+    exists: async () => [tables.has(name)],
+    insert: async (rows: { json: Row }[]) => {
+      if (notFound < behaviour.notFoundInserts) {
+        notFound++;
+        throw Object.assign(new Error(`Not found: Table ${name}`), { code: 404 });
+      }
+      if (!behaviour.dropStaged) staged.push(...rows.map((r) => r.json));
+    },
+    delete: async () => {
+      tables.delete(name);
+    },
+  });
+  const dataset = {
+    table,
+    createTable: async (name: string) => {
+      tables.add(name);
+      return [table(name)];
+    },
+    getTables: async () => [[...tables].map(table)],
+  };
+  const bigquery = {
+    dataset: () => dataset,
+    async query({ query }: { query: string }) {
+      if (query.startsWith('MERGE')) {
+        const batch = /S\._kbd_batch = '([0-9a-f]+)'/.exec(query)![1];
+        for (const row of staged.filter((r) => r._kbd_batch === batch)) {
+          if (!target.some((t) => key(t) === key(row))) target.push(row);
+        }
+        return [[]];
+      }
+      const wanted = new Set<string>();
+      for (const m of query.matchAll(
+        /_kafka_topic = '([^']+)' AND _kafka_partition = (\d+) AND _kafka_offset IN \(([\d, ]+)\)/g,
+      )) {
+        for (const o of m[3]!.split(', ')) wanted.add(`${m[1]}:${m[2]}:${o}`);
+      }
+      return [[{ present: new Set(target.map(key).filter((k) => wanted.has(k))).size }]];
+    },
+  };
+  return { bigquery: bigquery as unknown as BigQuery, target, staged, behaviour };
+}
+
+const options: DrainOptions = {
+  pipelineId: 'p',
+  runId: 'run-1',
+  execution: 'local',
+  taskIndex: 0,
+  taskCount: 1,
+  topics: ['t'],
+  budgetMs: 10_000,
+  leaseTtlMs: 5_000,
+  batchMaxRecords: 5,
+  batchMaxBytes: 1_000_000,
+  retentionGapPolicy: 'fail',
+  startPosition: { kind: 'earliest' },
+  settleMs: 1_000,
+  partitionConcurrency: 2,
+  tombstones: 'skip',
+  alertThresholds: { idleSeconds: 300, stallSeconds: 900, backlogRecords: 1_000_000, backlogGrowingRuns: 3 },
+};
+
+function world(double: ReturnType<typeof bigQueryDouble>, log: Map<string, KafkaRecord[]>) {
+  const checkpoints = createMemoryCheckpoints(Date.now);
+  const run = (runId: string, clock: () => number = Date.now) => {
+    const sink = createMergeSink({
+      bigquery: double.bigquery,
+      dataset: 'd',
+      table: 'events',
+      schema: targetTableSchema([{ name: 'n', type: 'INT64' }]),
+      pipelineId: 'p',
+      taskIndex: 0,
+      runId,
+      retry: { attempts: 3, initialDelayMs: 1, maxDelayMs: 5 },
+      logger: createMemoryLogger(),
+      leftoverAgeMs: 60_000,
+      freshTableMs: 5_000,
+      now: clock,
+    });
+    return runDrain(
+      { source: createMemorySource(log), checkpoints, sink, deadLetters: createMemoryDeadLetters() },
+      { ...options, runId },
+      { logger: createMemoryLogger(), now: Date.now, signal: new AbortController().signal },
+    );
+  };
+  return { checkpoints, run };
+}
+
+const logOf = (count: number) =>
+  new Map([['t~0', Array.from({ length: count }, (_, o) => record('t', 0, o, { n: o }))]]);
+const targetOffsets = (double: ReturnType<typeof bigQueryDouble>) =>
+  double.target.map((r) => Number(r._kafka_offset)).sort((a, b) => a - b);
+
+describe('merge mode on a bad day', () => {
+  test('a staging table that answers 404 for a while after it was made: retried, nothing lost, nothing twice', async () => {
+    // More 404s than the retry policy's 3 attempts: only the young-table rule carries it through.
+    const double = bigQueryDouble({ notFoundInserts: 6, dropStaged: false });
+    const w = world(double, logOf(12));
+    const summary = await w.run('run-1');
+    expect(summary.stopReason).toBe('caught_up');
+    expect(targetOffsets(double)).toEqual([...Array(12).keys()]);
+    expect(w.checkpoints.checkpoint({ topic: 't', partition: 0 })).toBe(12);
+  });
+
+  test('a 404 long after the table was made is what it says: the run fails, the checkpoint stays', async () => {
+    const double = bigQueryDouble({ notFoundInserts: 100, dropStaged: false });
+    const w = world(double, logOf(5));
+    let clock = Date.now();
+    const summary = await w.run('run-1', () => (clock += 3_000));
+    expect(summary.stopReason).toBe('error');
+    expect(summary.error).toMatch(/Not found/);
+    expect(w.checkpoints.checkpoint({ topic: 't', partition: 0 })).toBe(0);
+  });
+
+  test('staged rows that vanish fail the batch (the MERGE is confirmed); once BigQuery behaves, each row lands once', async () => {
+    const double = bigQueryDouble({ notFoundInserts: 0, dropStaged: true });
+    const w = world(double, logOf(10));
+    const first = await w.run('run-1');
+    expect(first.stopReason).toBe('error');
+    expect(first.error).toMatch(/holds 0 of the batch's 5 rows after its MERGE/);
+    expect(w.checkpoints.checkpoint({ topic: 't', partition: 0 })).toBe(0);
+    expect(double.target).toEqual([]);
+
+    double.behaviour.dropStaged = false;
+    const second = await w.run('run-2');
+    expect(second.stopReason).toBe('caught_up');
+    expect(targetOffsets(double)).toEqual([...Array(10).keys()]);
+  });
+
+  test('the confirm query names exactly the batch keys, inlined only when they are safe', () => {
+    const rows = [record('t.a', 0, 3, {}), record('t.a', 0, 4, {}), record('t-b', 2, 9, {})].map((r) => ({
+      rowKey: '',
+      record: r,
+      row: {},
+    }));
+    const sql = confirmStatement({ dataset: 'd', table: 'e' }, rows, {
+      from: '2026-01-01T00:00:00.000Z',
+      to: '2026-01-02T00:00:00.000Z',
+    });
+    expect(sql).toContain("(_kafka_topic = 't.a' AND _kafka_partition = 0 AND _kafka_offset IN (3, 4))");
+    expect(sql).toContain("(_kafka_topic = 't-b' AND _kafka_partition = 2 AND _kafka_offset IN (9))");
+    const evil = [{ rowKey: '', record: record("t' OR 1=1 --", 0, 1, {}), row: {} }];
+    expect(() => confirmStatement({ dataset: 'd', table: 'e' }, evil, { from: '', to: '' })).toThrow(
+      RangeError,
+    );
+  });
+});
