@@ -22,7 +22,7 @@ export interface InfraConfig {
   readonly schemaFile: string;
   readonly dataset: string;
   readonly table: string;
-  readonly writeMode: 'merge' | 'insert-all';
+  readonly writeMode: 'storage-write' | 'merge' | 'insert-all';
   readonly schedule: string;
   readonly timeZone: string;
   readonly taskCount: number;
@@ -40,9 +40,9 @@ export interface InfraConfig {
 export function readInfraConfig(): InfraConfig {
   const gcp = new pulumi.Config('gcp');
   const config = new pulumi.Config();
-  const writeMode = config.get('writeMode') ?? 'merge';
-  if (writeMode !== 'merge' && writeMode !== 'insert-all') {
-    throw new Error(`writeMode must be merge or insert-all, not ${writeMode}`);
+  const writeMode = config.get('writeMode') ?? 'storage-write';
+  if (writeMode !== 'storage-write' && writeMode !== 'merge' && writeMode !== 'insert-all') {
+    throw new Error(`writeMode must be storage-write, merge or insert-all, not ${writeMode}`);
   }
   const budgetSeconds = config.getNumber('budgetSeconds') ?? 240;
   const mechanism = config.get('kafkaSaslMechanism');

@@ -1,6 +1,8 @@
 import * as gcp from '@pulumi/gcp';
 import * as pulumi from '@pulumi/pulumi';
 import {
+  deadLetterTableName,
+  deadLetterTableSchema,
   readUserSchema,
   targetTableClustering,
   targetTablePartitioning,
@@ -8,7 +10,11 @@ import {
 } from '../functions/sinks/table-schema.js';
 import type { InfraConfig } from './config.js';
 
-/** The error table the dead-letter topic's BigQuery subscription writes (raw message, reason, origin, time). */
+/**
+ * The error table the dead-letter topic's BigQuery subscription writes (raw message, reason, origin, time),
+ * in merge and insert-all modes. In storage-write mode the drain writes the error table itself, each dead
+ * letter once, in the same commit as the rows (`deadLetterTableSchema`), and there is no subscription.
+ */
 export const errorTableSchema = [
   { name: 'subscription_name', type: 'STRING', mode: 'NULLABLE' },
   { name: 'message_id', type: 'STRING', mode: 'NULLABLE' },
@@ -67,13 +73,22 @@ export class PipelineData extends pulumi.ComponentResource {
       },
       parent,
     );
+    const drainWritesErrors = config.writeMode === 'storage-write';
     this.errorTable = new gcp.bigquery.Table(
       `${name}-errors`,
       {
         datasetId: this.dataset.datasetId,
-        tableId: `${config.table}_dead_letters`,
-        schema: JSON.stringify(errorTableSchema),
-        timePartitioning: { type: 'DAY', field: 'publish_time' },
+        tableId: deadLetterTableName(config.table),
+        ...(drainWritesErrors
+          ? {
+              schema: JSON.stringify(deadLetterTableSchema),
+              timePartitioning: { type: 'DAY', field: '_kafka_timestamp' },
+              clusterings: ['_kafka_topic', '_kafka_partition', '_kafka_offset'],
+            }
+          : {
+              schema: JSON.stringify(errorTableSchema),
+              timePartitioning: { type: 'DAY', field: 'publish_time' },
+            }),
         deletionProtection: true,
       },
       parent,
@@ -104,6 +119,16 @@ export class PipelineData extends pulumi.ComponentResource {
       parent,
     );
 
+    if (!drainWritesErrors) this.feedErrorTableFromPubSub(name, config, parent);
+    this.registerOutputs({});
+  }
+
+  /** merge and insert-all modes: a BigQuery subscription copies every dead-letter message into the error table. */
+  private feedErrorTableFromPubSub(
+    name: string,
+    config: InfraConfig,
+    parent: pulumi.CustomResourceOptions,
+  ): void {
     // Pub/Sub's own service agent writes the error table: it may edit that table and nothing else.
     const project = gcp.organizations.getProjectOutput({ projectId: config.project });
     const pubsubAgent = pulumi.interpolate`serviceAccount:service-${project.number}@gcp-sa-pubsub.iam.gserviceaccount.com`;
@@ -129,6 +154,5 @@ export class PipelineData extends pulumi.ComponentResource {
       },
       { ...parent, dependsOn: [agentWrites] },
     );
-    this.registerOutputs({});
   }
 }

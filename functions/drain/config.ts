@@ -84,7 +84,7 @@ export function parseConfig(env: Env): DrainConfig {
     }
   }
 
-  const writeMode = read.oneOf('BQ_WRITE_MODE', ['insert-all', 'merge', 'storage-write'], 'merge');
+  const writeMode = read.oneOf('BQ_WRITE_MODE', ['insert-all', 'merge', 'storage-write'], 'storage-write');
 
   const budgetSeconds = read.integer('DRAIN_BUDGET_SECONDS', 240, 5, 7 * 24 * 3600);
   // The default follows a short budget down: a default must never turn a valid budget into an error.

@@ -131,7 +131,8 @@ export function confirmStatement(
 ): string {
   const byPartition = new Map<string, number[]>();
   for (const { record } of rows) {
-    if (!/^[a-zA-Z0-9._-]+$/.test(record.topic)) throw new RangeError(`topic ${record.topic} is not a Kafka topic name`);
+    if (!/^[a-zA-Z0-9._-]+$/.test(record.topic))
+      throw new RangeError(`topic ${record.topic} is not a Kafka topic name`);
     if (!Number.isSafeInteger(record.offset) || !Number.isSafeInteger(record.partition))
       throw new RangeError(`${record.partition}:${record.offset} is not a partition and offset`);
     const key = `${record.topic}\u0000${record.partition}`;

@@ -20,7 +20,7 @@ describe('parseConfig', () => {
     expect(config).toMatchObject({
       pipelineId: 'orders',
       kafka: { brokers: ['b1:9092', 'b2:9092'], topics: ['orders', 'refunds'], ssl: false, sasl: null },
-      bigquery: { writeMode: 'merge', apiEndpoint: null, location: null },
+      bigquery: { writeMode: 'storage-write', apiEndpoint: null, location: null, storageEndpoint: null },
       budgetSeconds: 240,
       batchMaxRecords: 500,
       batchMaxBytes: 5 * 1024 * 1024,
@@ -92,7 +92,6 @@ describe('parseConfig', () => {
     [{ KAFKA_SASL_MECHANISM: 'plain' }, 'KAFKA_SASL_USERNAME', 'is required'],
     [{ KAFKA_SASL_USERNAME: 'u' }, 'KAFKA_SASL_USERNAME', 'KAFKA_SASL_MECHANISM is not'],
     [{ BQ_WRITE_MODE: 'upsert' }, 'BQ_WRITE_MODE', 'is not one of'],
-    [{ BQ_WRITE_MODE: 'storage-write' }, 'BQ_WRITE_MODE', 'not available yet'],
     [{ BQ_DATASET: 'my-ds' }, 'BQ_DATASET', 'is not valid'],
     [{ BIGQUERY_API_ENDPOINT: '127.0.0.1:9050' }, 'BIGQUERY_API_ENDPOINT', 'not an http(s) URL'],
     [{ FIRESTORE_EMULATOR_HOST: 'http://x:1' }, 'FIRESTORE_EMULATOR_HOST', 'is not valid'],

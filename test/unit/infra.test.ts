@@ -1,81 +1,14 @@
-import { writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import * as pulumi from '@pulumi/pulumi';
 import { beforeAll, describe, expect, test } from 'vitest';
+import { type Registered, runProgram } from '../support/pulumi-program.js';
 
-interface Registered {
-  type: string;
-  name: string;
-  inputs: Record<string, any>;
-}
-const resources: Registered[] = [];
-
-const schemaFile = join(tmpdir(), 'infra-test.schema.json');
-writeFileSync(schemaFile, JSON.stringify([{ name: 'order_id', type: 'STRING', mode: 'REQUIRED' }]));
-
+let program: Awaited<ReturnType<typeof runProgram>>;
+let resources: Registered[] = [];
 beforeAll(async () => {
-  pulumi.runtime.setMocks(
-    {
-      newResource(args) {
-        resources.push({ type: args.type, name: args.name, inputs: args.inputs });
-        const state: Record<string, unknown> = { ...args.inputs };
-        if (args.type === 'gcp:serviceaccount/account:Account')
-          state.email = `${args.inputs.accountId}@proj.iam.gserviceaccount.com`;
-        if (args.type === 'gcp:cloudrunv2/service:Service') state.uri = 'https://status.example.run.app';
-        if (args.type === 'gcp:secretmanager/secretVersion:SecretVersion') state.version = '1';
-        return { id: `${args.name}-id`, state };
-      },
-      call(args) {
-        if (args.token === 'gcp:organizations/getProject:getProject')
-          return { number: '123456789', projectId: 'proj' };
-        return args.inputs;
-      },
-    },
-    'kafka-bigquery-drain',
-    'test',
-    false,
-  );
-  pulumi.runtime.setAllConfig(
-    {
-      'gcp:project': 'proj',
-      'gcp:region': 'europe-west1',
-      'kafka-bigquery-drain:pipelineId': 'orders',
-      'kafka-bigquery-drain:kafkaBrokers': 'b1:9093,b2:9093',
-      'kafka-bigquery-drain:kafkaTopics': 'orders',
-      'kafka-bigquery-drain:kafkaSaslMechanism': 'scram-sha-512',
-      'kafka-bigquery-drain:kafkaSaslUsername': 'drain',
-      'kafka-bigquery-drain:kafkaSaslPassword': 'hunter2-secret-value',
-      'kafka-bigquery-drain:kafkaSslCa':
-        '-----BEGIN CERTIFICATE-----\nprivate-ca-pem\n-----END CERTIFICATE-----\n',
-      'kafka-bigquery-drain:schemaFile': schemaFile,
-      'kafka-bigquery-drain:image': 'europe-west1-docker.pkg.dev/proj/drain/kafka-bigquery-drain:1',
-      'kafka-bigquery-drain:taskCount': '3',
-      'kafka-bigquery-drain:budgetSeconds': '240',
-      'kafka-bigquery-drain:statusInvokers': '["group:oncall@example.com"]',
-    },
-    [
-      'kafka-bigquery-drain:kafkaSaslUsername',
-      'kafka-bigquery-drain:kafkaSaslPassword',
-      'kafka-bigquery-drain:kafkaSslCa',
-    ],
-  );
-  const program = await import('../../infra/index.js');
-  // Every exported output resolves only once the resources it depends on are registered.
-  await new Promise<void>((resolve) =>
-    pulumi
-      .all([program.jobName, program.schedulerJob, program.statusUrl, program.targetTable])
-      .apply(() => resolve()),
-  );
-  await new Promise((resolve) => setTimeout(resolve, 50));
+  program = await runProgram();
+  resources = program.resources;
 });
-
-const ofType = (type: string) => resources.filter((r) => r.type === type);
-const one = (type: string) => {
-  const found = ofType(type);
-  expect(found, type).toHaveLength(1);
-  return found[0]!;
-};
+const ofType = (type: string) => program.ofType(type);
+const one = (type: string) => program.one(type);
 
 describe('the Pulumi program', () => {
   test('the scheduler calls exactly this job :run with an OAuth token of its own account', () => {
@@ -112,7 +45,7 @@ describe('the Pulumi program', () => {
       KAFKA_BROKERS: 'b1:9093,b2:9093',
       KAFKA_TOPICS: 'orders',
       KAFKA_SASL_MECHANISM: 'scram-sha-512',
-      BQ_WRITE_MODE: 'merge',
+      BQ_WRITE_MODE: 'storage-write',
       DEAD_LETTER_TOPIC: 'orders-dead-letters',
       ALERT_TOPIC: 'orders-alerts',
       DRAIN_BUDGET_SECONDS: '240',
@@ -198,15 +131,15 @@ describe('the Pulumi program', () => {
     ]);
     expect(target.inputs.timePartitioning).toEqual({ type: 'DAY', field: '_kafka_timestamp' });
     expect(target.inputs.clusterings).toEqual(['_kafka_topic', '_kafka_partition', '_kafka_offset']);
+    // storage-write (the default): the drain writes the error table itself, each dead letter once, keyed
+    // by origin; no BigQuery subscription copies the (at least once) Pub/Sub messages into it.
     const errors = tables.find((t) => t.inputs.tableId === 'events_dead_letters')!;
-    expect(JSON.parse(errors.inputs.schema).map((f: { name: string }) => f.name)).toContain('attributes');
-    const bigquerySubscription = ofType('gcp:pubsub/subscription:Subscription').find(
-      (s) => s.inputs.bigqueryConfig,
+    expect(JSON.parse(errors.inputs.schema).map((f: { name: string }) => f.name)).toEqual(
+      expect.arrayContaining(['_kafka_topic', '_kafka_partition', '_kafka_offset', 'value', 'error_kind']),
     );
-    expect(bigquerySubscription!.inputs).toMatchObject({
-      topic: 'orders-dead-letters',
-      bigqueryConfig: { writeMetadata: true },
-    });
+    expect(errors.inputs.clusterings).toEqual(['_kafka_topic', '_kafka_partition', '_kafka_offset']);
+    expect(ofType('gcp:pubsub/subscription:Subscription').filter((s) => s.inputs.bigqueryConfig)).toEqual([]);
+    expect(ofType('gcp:bigquery/iamMember:IamMember')).toEqual([]);
   });
 
   test('alert policies exist for every alert kind, failed executions, dead-letter rate and missing runs', () => {

@@ -1,0 +1,86 @@
+/**
+ * Runs the Pulumi program (infra/) under `pulumi.runtime.setMocks` with a configuration, and keeps every
+ * resource it registers, for unit tests of wiring and least privilege. One program per test file: vitest
+ * gives each file a module registry of its own.
+ */
+import { writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import * as pulumi from '@pulumi/pulumi';
+import { expect } from 'vitest';
+
+export interface Registered {
+  type: string;
+  name: string;
+  inputs: Record<string, any>;
+}
+
+const schemaFile = join(tmpdir(), 'infra-test.schema.json');
+writeFileSync(schemaFile, JSON.stringify([{ name: 'order_id', type: 'STRING', mode: 'REQUIRED' }]));
+
+/** The configuration the tests deploy, with `overrides` (null removes a key); secrets are marked so. */
+export async function runProgram(overrides: Record<string, string | null> = {}) {
+  const resources: Registered[] = [];
+  pulumi.runtime.setMocks(
+    {
+      newResource(args) {
+        resources.push({ type: args.type, name: args.name, inputs: args.inputs });
+        const state: Record<string, unknown> = { ...args.inputs };
+        if (args.type === 'gcp:serviceaccount/account:Account')
+          state.email = `${args.inputs.accountId}@proj.iam.gserviceaccount.com`;
+        if (args.type === 'gcp:cloudrunv2/service:Service') state.uri = 'https://status.example.run.app';
+        if (args.type === 'gcp:secretmanager/secretVersion:SecretVersion') state.version = '1';
+        return { id: `${args.name}-id`, state };
+      },
+      call(args) {
+        if (args.token === 'gcp:organizations/getProject:getProject')
+          return { number: '123456789', projectId: 'proj' };
+        return args.inputs;
+      },
+    },
+    'kafka-bigquery-drain',
+    'test',
+    false,
+  );
+  const config: Record<string, string | null> = {
+    'gcp:project': 'proj',
+    'gcp:region': 'europe-west1',
+    'kafka-bigquery-drain:pipelineId': 'orders',
+    'kafka-bigquery-drain:kafkaBrokers': 'b1:9093,b2:9093',
+    'kafka-bigquery-drain:kafkaTopics': 'orders',
+    'kafka-bigquery-drain:kafkaSaslMechanism': 'scram-sha-512',
+    'kafka-bigquery-drain:kafkaSaslUsername': 'drain',
+    'kafka-bigquery-drain:kafkaSaslPassword': 'hunter2-secret-value',
+    'kafka-bigquery-drain:kafkaSslCa':
+      '-----BEGIN CERTIFICATE-----\nprivate-ca-pem\n-----END CERTIFICATE-----\n',
+    'kafka-bigquery-drain:schemaFile': schemaFile,
+    'kafka-bigquery-drain:image': 'europe-west1-docker.pkg.dev/proj/drain/kafka-bigquery-drain:1',
+    'kafka-bigquery-drain:taskCount': '3',
+    'kafka-bigquery-drain:budgetSeconds': '240',
+    'kafka-bigquery-drain:statusInvokers': '["group:oncall@example.com"]',
+    ...overrides,
+  };
+  pulumi.runtime.setAllConfig(
+    Object.fromEntries(Object.entries(config).filter((e): e is [string, string] => e[1] !== null)),
+    [
+      'kafka-bigquery-drain:kafkaSaslUsername',
+      'kafka-bigquery-drain:kafkaSaslPassword',
+      'kafka-bigquery-drain:kafkaSslCa',
+    ],
+  );
+  const program = await import('../../infra/index.js');
+  // Every exported output resolves only once the resources it depends on are registered.
+  await new Promise<void>((resolve) =>
+    pulumi
+      .all([program.jobName, program.schedulerJob, program.statusUrl, program.targetTable])
+      .apply(() => resolve()),
+  );
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  const ofType = (type: string) => resources.filter((r) => r.type === type);
+  const one = (type: string) => {
+    const found = ofType(type);
+    expect(found, type).toHaveLength(1);
+    return found[0]!;
+  };
+  return { resources, ofType, one };
+}
