@@ -85,7 +85,7 @@ export function createStreamFlusher(
       options.fault?.('after-intent');
       await ports.sink.commit(streams);
       options.fault?.('after-batch-commit');
-      members.forEach((m, i) => m.resolve({ lease: leases[i]!, streams }));
+      for (const [i, m] of members.entries()) m.resolve({ lease: leases[i]!, streams });
       return;
     }
   }

@@ -140,7 +140,10 @@ describe('merge mode on a bad day', () => {
     const double = bigQueryDouble({ notFoundInserts: 100, dropStaged: false });
     const w = world(double, logOf(5));
     let clock = Date.now();
-    const summary = await w.run('run-1', () => (clock += 3_000));
+    const summary = await w.run('run-1', () => {
+      clock += 3_000;
+      return clock;
+    });
     expect(summary.stopReason).toBe('error');
     expect(summary.error).toMatch(/Not found/);
     expect(w.checkpoints.checkpoint({ topic: 't', partition: 0 })).toBe(0);
