@@ -303,7 +303,8 @@ up() {
     started+=("$s")
   done
   for s in "${SERVICES[@]}"; do wait_healthy "$s"; done
-  add_scram_user
+  # The user lives in the cluster's metadata: set it whenever the broker (re)started.
+  if [[ " ${started[*]} " == *" kafka "* || ! -f $STACK_DIR/env ]]; then add_scram_user; fi
   write_env
   [[ ${#started[@]} -gt 0 ]] && say "started: ${started[*]}" || say "already running"
   status
@@ -346,10 +347,18 @@ reset() {
   say "firestore data reset"
 }
 
+# A fresh instance of one service (its data gone): the BigQuery emulator slows down as data piles up in it.
+restart() {
+  local name=${1:?usage: stack/stack.sh restart SERVICE}
+  stop_one "$name"
+  up >/dev/null
+}
+
 case ${1:-} in
   up) up ;;
+  restart) restart "${2:-}" ;;
   down) down ;;
   status) status ;;
   reset) reset ;;
-  *) echo "usage: stack/stack.sh up|down|status|reset" >&2; exit 64 ;;
+  *) echo "usage: stack/stack.sh up|down|status|reset|restart SERVICE" >&2; exit 64 ;;
 esac

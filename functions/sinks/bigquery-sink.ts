@@ -11,12 +11,16 @@ import {
   targetTableSchema,
 } from './table-schema.js';
 
-/** HTTP statuses and BigQuery reasons that are transient; anything else is fatal. */
+/**
+ * HTTP statuses and BigQuery reasons that are transient; anything else is fatal. `jobInternalError` comes
+ * with HTTP 400, but BigQuery's error table says to back off and retry it (an internal error of a job).
+ */
 const retriableHttpStatus = new Set([408, 429, 500, 502, 503, 504]);
 const retriableReasons = new Set([
   'backendError',
   'rateLimitExceeded',
   'internalError',
+  'jobInternalError',
   'timeout',
   'jobRateLimitExceeded',
 ]);

@@ -2,7 +2,7 @@
  * Runs the real CLI as a child process against the local stack, and reads back what it left in
  * BigQuery, Pub/Sub and Firestore. Every child is tracked: a test that leaves one running fails.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,8 +18,17 @@ export const schemaFields = [
   { name: 'note', type: 'STRING', mode: 'NULLABLE' },
 ];
 
-/** For an end-to-end test file: clients on the local stack, closed after it; no job may outlive a test. */
+/**
+ * For an end-to-end test file: clients on the local stack, closed after it; no job may outlive a test.
+ * Each file gets a fresh BigQuery emulator: it slows down as data piles up in it (a 30,000-record drain
+ * took 5x longer after the suite's earlier files), which would make later files' timing depend on earlier
+ * ones. End-to-end files run one at a time, so nothing else is using it.
+ */
 export async function e2eClients(): Promise<GoogleClients> {
+  execFileSync('bash', [join(root, 'stack', 'stack.sh'), 'restart', 'bigquery'], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+    timeout: 120_000,
+  });
   const clients = await stackClients();
   afterEach(assertNoJobsLeft);
   afterAll(() => clients.close());
