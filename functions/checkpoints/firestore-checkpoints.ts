@@ -328,11 +328,20 @@ export function createFirestoreCheckpoints(
       })),
 
     recordRun: async (summary: RunSummary) => {
+      // The totals in the run's document; every partition's detail in chunks of 500 under it, so that no
+      // document nears Firestore's 1 MiB at any partition count.
+      const { partitions, ...totals } = summary;
+      const run = pipeline.collection('runs').doc(summary.runId);
+      const chunks = Math.ceil(partitions.length / 500);
       try {
-        await pipeline
-          .collection('runs')
-          .doc(summary.runId)
-          .set({ ...summary, recordedAt: Timestamp.fromMillis(clock()) });
+        const batch = db.batch();
+        batch.set(run, { ...totals, partitionChunks: chunks, recordedAt: Timestamp.fromMillis(clock()) });
+        for (let i = 0; i < chunks; i++) {
+          batch.set(run.collection('partitions').doc(String(i).padStart(4, '0')), {
+            partitions: partitions.slice(i * 500, (i + 1) * 500),
+          });
+        }
+        await batch.commit();
       } catch (error) {
         throw firestoreError(error, 'record run');
       }

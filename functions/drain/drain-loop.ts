@@ -1,9 +1,10 @@
 import { type Alert, emptyLiveness, evaluateEpisodes, type Thresholds } from '../alerts/episodes.js';
 import { ownedBy, partitionId } from './assignment.js';
 import { classifyRecords, publishDeadLetters, splitBatches, writeBatch } from './batch.js';
+import { forEachLimited } from './concurrency.js';
 import { asError, FencedError } from './errors.js';
 import type { Logger } from './logger.js';
-import type { RowShape } from './records.js';
+import { type RowShape, recordSize } from './records.js';
 import type { Rules } from './rules.js';
 import { type StartPosition, startOffset } from './start-position.js';
 import { createStreamFlusher, finishIntent } from './stream-flush.js';
@@ -55,6 +56,10 @@ export interface DrainOptions {
   readonly settleMs: number;
   /** How many partitions may have a batch in flight at once. */
   readonly partitionConcurrency: number;
+  /** How many bytes of fetched records may be in flight at once (memory; the size of flushes). */
+  readonly inFlightMaxBytes: number;
+  /** How many Firestore round trips (leases, releases) a run has in flight at once. */
+  readonly firestoreConcurrency: number;
   readonly alertThresholds: Thresholds;
   /** Validation against the table schema; without it rows go to BigQuery as they are. */
   readonly rowShape?: RowShape;
@@ -118,7 +123,13 @@ export async function runDrain(
       ? undefined
       : createStreamFlusher(
           { sink: ports.streams, checkpoints: ports.checkpoints },
-          { leaseTtlMs: options.leaseTtlMs, logger, now, fault: context.fault },
+          {
+            leaseTtlMs: options.leaseTtlMs,
+            flushMaxBytes: options.batchMaxBytes * 4,
+            logger,
+            now,
+            fault: context.fault,
+          },
         );
 
   // `stop` ends fetching (budget or signal); `hardStop` abandons the batch in flight after the grace.
@@ -145,11 +156,11 @@ export async function runDrain(
       options.taskCount,
     );
     const positions: Position[] = [];
-    for (const mark of watermarks) {
-      if (stop.signal.aborted) break;
+    await forEachLimited(watermarks, options.firestoreConcurrency, async (mark) => {
+      if (stop.signal.aborted) return;
       const position = await leasePartition(mark);
       if (position !== undefined) positions.push(position);
-    }
+    });
     if (positions.length > 0 && !stop.signal.aborted) {
       reader = await ports.source.open(positions);
       await drainOpenPartitions(reader);
@@ -178,7 +189,8 @@ export async function runDrain(
     ...totals,
     durationMs: now() - startedAt,
     lag: summaries.reduce((total, p) => total + (p.lag ?? 0), 0),
-    partitions: summaries,
+    partitionCount: summaries.length,
+    partitions: summaries.sort((a, b) => a.topic.localeCompare(b.topic) || a.partition - b.partition),
     ...(failure ? { error: failure.message } : {}),
   };
   await ports.checkpoints
@@ -343,12 +355,14 @@ export async function runDrain(
 
   async function drainOpenPartitions(source: SourceReader): Promise<void> {
     const inFlight = new Map<string, Promise<void>>();
+    // Bounded by bytes as well as by partitions: many partitions may wait in one flush, not unbounded data.
+    let bytesInFlight = 0;
     let failure: unknown;
     let wake = new AbortController();
     const settled = (): void => wake.abort();
 
     while (!stop.signal.aborted && failure === undefined && [...owned.values()].some((p) => !p.done)) {
-      if (inFlight.size >= options.partitionConcurrency) {
+      if (inFlight.size >= options.partitionConcurrency || bytesInFlight >= options.inFlightMaxBytes) {
         await Promise.race(inFlight.values());
         continue;
       }
@@ -358,6 +372,8 @@ export async function runDrain(
       const id = partitionId(fetched);
       const entry = owned.get(id);
       if (entry === undefined || entry.done) continue;
+      const bytes = fetched.records.reduce((n, r) => n + recordSize(r), 0);
+      bytesInFlight += bytes;
       const work = (inFlight.get(id) ?? Promise.resolve())
         .then(() => drainFetched(entry, fetched))
         .then(() => {
@@ -371,6 +387,7 @@ export async function runDrain(
           failure ??= error;
         })
         .finally(() => {
+          bytesInFlight -= bytes;
           if (inFlight.get(id) === work) inFlight.delete(id);
           settled();
         });
@@ -483,6 +500,7 @@ export async function runDrain(
     const { rows, letters, tombstones } = await classifyRecords(records, ports, policy);
     await publishDeadLetters(letters, ports.deadLetters);
     const flushed = await flusher!.flush({
+      bytes: records.reduce((n, r) => n + recordSize(r), 0),
       lease: entry.lease,
       fromOffset: entry.position,
       nextOffset,
@@ -550,8 +568,8 @@ export async function runDrain(
   }
 
   async function releaseAll(): Promise<void> {
-    for (const entry of owned.values()) {
-      if (entry.summary.skipped === 'fenced') continue;
+    await forEachLimited(owned.values(), options.firestoreConcurrency, async (entry) => {
+      if (entry.summary.skipped === 'fenced') return;
       const liveness = await alertsFor(entry).catch((error: unknown) => {
         logger.warn('alert evaluation failed; the next run evaluates again', { error });
         return undefined;
@@ -563,7 +581,7 @@ export async function runDrain(
           partition: entry.lease.partition,
         }),
       );
-    }
+    });
   }
 
   /**

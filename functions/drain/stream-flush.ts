@@ -27,6 +27,8 @@ import type {
 
 /** One partition's batch, classified, waiting for a flush. */
 export interface FlushItem {
+  /** What the batch's records weigh (as read): a flush takes batches up to its byte bound. */
+  readonly bytes: number;
   readonly lease: Lease;
   readonly fromOffset: number;
   readonly nextOffset: number;
@@ -50,7 +52,14 @@ export interface StreamFlusher {
 
 export function createStreamFlusher(
   ports: { sink: StreamSink; checkpoints: Checkpoints },
-  options: { leaseTtlMs: number; logger: Logger; now: () => number; fault?: (point: string) => void },
+  options: {
+    leaseTtlMs: number;
+    /** A flush takes waiting batches up to about this many bytes (at least one batch). */
+    flushMaxBytes: number;
+    logger: Logger;
+    now: () => number;
+    fault?: (point: string) => void;
+  },
 ): StreamFlusher {
   const waiting: { item: FlushItem; resolve: (f: Flushed) => void; reject: (e: unknown) => void }[] = [];
   let flushing = false;
@@ -109,7 +118,16 @@ export function createStreamFlusher(
     flushing = true;
     void (async () => {
       while (waiting.length > 0) {
-        const group = waiting.splice(0);
+        let bytes = 0;
+        let take = 0;
+        while (
+          take < waiting.length &&
+          (take === 0 || bytes + waiting[take]!.item.bytes <= options.flushMaxBytes)
+        ) {
+          bytes += waiting[take]!.item.bytes;
+          take++;
+        }
+        const group = waiting.splice(0, take);
         await flushGroup(group).catch((error: unknown) => {
           for (const m of group) m.reject(error);
         });

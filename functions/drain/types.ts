@@ -251,6 +251,14 @@ export interface RunSummary {
   durationMs: number;
   /** Records left undrained across this run's partitions (a log-based metric reads this). */
   lag: number;
+  /** Partitions this run looked at (leased or tried to). */
+  partitionCount: number;
+  /**
+   * In the logged line, the partitions worth a look (all of them up to 50; see run-summary.ts); in the
+   * run's Firestore document, all of them.
+   */
   partitions: PartitionSummary[];
+  /** Partitions left out of the logged line (nothing to see: caught up, no error). */
+  partitionsOmitted?: number;
   error?: string;
 }

@@ -7,6 +7,7 @@ import { pathToFileURL } from 'node:url';
 import { parseConfig } from '../drain/config.js';
 import { asError, ConfigError } from '../drain/errors.js';
 import { createLogger, type Logger } from '../drain/logger.js';
+import { summaryLine } from '../drain/run-summary.js';
 import type { RunSummary } from '../drain/types.js';
 import { type JobIo, runJob } from './run-job.js';
 
@@ -69,7 +70,7 @@ export async function runMain(io: MainIo): Promise<number> {
   logger.always(
     summary.stopReason === 'error' ? 'ERROR' : 'NOTICE',
     'run finished',
-    summary as unknown as Record<string, unknown>,
+    summaryLine(summary) as unknown as Record<string, unknown>,
   );
   return summary.stopReason === 'error' ? 1 : 0;
 }
@@ -102,6 +103,7 @@ function failedRunSummary(
     commits: 0,
     durationMs: 0,
     lag: 0,
+    partitionCount: 0,
     partitions: [],
     error,
   };

@@ -88,7 +88,11 @@ export async function runJob(config: DrainConfig, io: JobIo): Promise<RunSummary
         retentionGapPolicy: config.retentionGapPolicy,
         startPosition: config.startPosition,
         settleMs,
-        partitionConcurrency: 4,
+        // Exactly-once modes write a flush for all partitions ready at once (one commit or MERGE), so
+        // many may be in flight; insert-all writes each batch on its own, so few.
+        partitionConcurrency: config.bigquery.writeMode === 'insert-all' ? 8 : 256,
+        inFlightMaxBytes: 8 * config.batchMaxBytes,
+        firestoreConcurrency: 16,
         rowShape: { fields: userSchema, unknownFields: config.unknownFields },
         tombstones: config.tombstones,
         alertThresholds: {

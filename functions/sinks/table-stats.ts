@@ -2,10 +2,74 @@ import type { BigQuery } from '@google-cloud/bigquery';
 import type { TableStats } from '../verify/reconcile.js';
 import { bigQueryError } from './bigquery-sink.js';
 
+export interface OffsetRange {
+  readonly topic: string;
+  readonly partition: number;
+  readonly from: number;
+  readonly to: number;
+}
+
+/** Ranges per query: a thousand partitions cost a handful of aggregate queries, not a thousand. */
+const rangesPerQuery = 200;
+const empty: TableStats = { rows: 0, distinctOffsets: 0, minOffset: null, maxOffset: null };
+
 /**
- * What a table holds of one partition's offsets in [from, to): one aggregate query, never a scan per row.
- * `verify` reconciles the ledger with it; storage-write recovery decides a gone stream's fate by it.
+ * What a table holds of each partition's offsets in [from, to): aggregate queries grouped by partition,
+ * never a scan per row. `verify` reconciles the ledger with it; storage-write recovery decides a gone
+ * stream's fate by it. Keyed by `topic:partition`. Offsets and partitions are integers and topics Kafka
+ * topic names, so they are inlined (the emulator cannot bind numeric parameters); anything else is refused.
  */
+export async function tableStatsByPartition(
+  bigquery: BigQuery,
+  target: { dataset: string; table: string },
+  ranges: readonly OffsetRange[],
+): Promise<Map<string, TableStats>> {
+  const stats = new Map<string, TableStats>();
+  for (const r of ranges) {
+    for (const n of [r.partition, r.from, r.to]) {
+      if (!Number.isSafeInteger(n)) throw new RangeError(`${n} is not an offset or a partition`);
+    }
+    if (!/^[a-zA-Z0-9._-]+$/.test(r.topic)) throw new RangeError(`${r.topic} is not a Kafka topic name`);
+    stats.set(`${r.topic}:${r.partition}`, empty);
+  }
+  for (let i = 0; i < ranges.length; i += rangesPerQuery) {
+    const clauses = ranges
+      .slice(i, i + rangesPerQuery)
+      .map(
+        (r) =>
+          `(_kafka_topic = '${r.topic}' AND _kafka_partition = ${r.partition} AND _kafka_offset >= ${r.from} AND _kafka_offset < ${r.to})`,
+      );
+    try {
+      const [rows] = await bigquery.query({
+        query: `SELECT _kafka_topic AS topic_, _kafka_partition AS partition_, COUNT(*) AS rows_,
+                  COUNT(DISTINCT _kafka_offset) AS distinct_, MIN(_kafka_offset) AS min_, MAX(_kafka_offset) AS max_
+                FROM \`${target.dataset}.${target.table}\`
+                WHERE ${clauses.join('\n OR ')}
+                GROUP BY _kafka_topic, _kafka_partition`,
+      });
+      for (const r of rows as {
+        topic_: string;
+        partition_: number;
+        rows_: number;
+        distinct_: number;
+        min_: number | null;
+        max_: number | null;
+      }[]) {
+        stats.set(`${r.topic_}:${Number(r.partition_)}`, {
+          rows: Number(r.rows_),
+          distinctOffsets: Number(r.distinct_),
+          minOffset: r.min_ === null ? null : Number(r.min_),
+          maxOffset: r.max_ === null ? null : Number(r.max_),
+        });
+      }
+    } catch (error) {
+      throw bigQueryError(error, `count rows of ${target.table}`);
+    }
+  }
+  return stats;
+}
+
+/** One partition's range (see tableStatsByPartition). */
 export async function tableStats(
   bigquery: BigQuery,
   target: { dataset: string; table: string },
@@ -14,25 +78,6 @@ export async function tableStats(
   from: number,
   to: number,
 ): Promise<TableStats> {
-  for (const n of [partition, from, to]) {
-    if (!Number.isSafeInteger(n)) throw new RangeError(`${n} is not an offset or a partition`);
-  }
-  try {
-    // Integers are inlined (checked above): the local emulator cannot bind numeric query parameters.
-    const [rows] = await bigquery.query({
-      query: `SELECT COUNT(*) AS rows_, COUNT(DISTINCT _kafka_offset) AS distinct_, MIN(_kafka_offset) AS min_, MAX(_kafka_offset) AS max_
-        FROM \`${target.dataset}.${target.table}\`
-        WHERE _kafka_topic = @topic AND _kafka_partition = ${partition} AND _kafka_offset >= ${from} AND _kafka_offset < ${to}`,
-      params: { topic },
-    });
-    const r = rows[0] as { rows_: number; distinct_: number; min_: number | null; max_: number | null };
-    return {
-      rows: Number(r.rows_),
-      distinctOffsets: Number(r.distinct_),
-      minOffset: r.min_,
-      maxOffset: r.max_,
-    };
-  } catch (error) {
-    throw bigQueryError(error, 'verify');
-  }
+  const stats = await tableStatsByPartition(bigquery, target, [{ topic, partition, from, to }]);
+  return stats.get(`${topic}:${partition}`)!;
 }

@@ -1,11 +1,13 @@
 import type { BigQuery } from '@google-cloud/bigquery';
 import type { Firestore } from '@google-cloud/firestore';
-import { tableStats } from '../sinks/table-stats.js';
-import { type LedgerEntry, type PartitionVerdict, reconcile } from './reconcile.js';
+import { forEachLimited } from '../drain/concurrency.js';
+import { type OffsetRange, tableStatsByPartition } from '../sinks/table-stats.js';
+import { type LedgerEntry, type PartitionVerdict, reconcile, type TableStats } from './reconcile.js';
 
 /**
  * `kafka-bigquery-drain verify`: per partition, the continuity ledger (Firestore) against the target table
- * (BigQuery): one aggregate query per partition over its committed offset range, never a scan per row.
+ * (BigQuery): aggregate queries grouped by partition over each committed offset range (a handful for a
+ * thousand partitions), never a scan per row.
  */
 export async function verifyPipeline(
   clients: { firestore: Firestore; bigquery: BigQuery },
@@ -19,44 +21,56 @@ export async function verifyPipeline(
   },
 ): Promise<PartitionVerdict[]> {
   const partitions = await clients.firestore.collection(`pipelines/${target.pipelineId}/partitions`).get();
-  const verdicts: PartitionVerdict[] = [];
-  for (const doc of partitions.docs) {
+  const found: { range: OffsetRange; checkpoint: number | null; ledger: LedgerEntry[] }[] = [];
+  await forEachLimited(partitions.docs, 16, async (doc) => {
     const topic = doc.get('topic') as string;
-    if (!target.topics.includes(topic)) continue;
+    if (!target.topics.includes(topic)) return;
     const partition = doc.get('partition') as number;
     const checkpoint = (doc.get('nextOffset') as number | null) ?? null;
-    const ledgerDocs = await doc.ref.collection('ledger').orderBy('committedAt').get();
-    const ledger: LedgerEntry[] = ledgerDocs.docs.map((d) => ({
-      from: d.get('from') as number,
-      to: d.get('to') as number,
-      records:
-        (d.get('records') as number | undefined) ?? (d.get('to') as number) - (d.get('from') as number),
-      rows: d.get('rows') as number,
-      deadLetters: d.get('deadLetters') as number,
-      tombstones: (d.get('tombstones') as number | undefined) ?? 0,
-      lost: d.get('lost') === true,
-      reset: d.get('reset') === true,
-    }));
+    const ledger = await readLedger(doc.ref);
     // After an operator's reset (seek) history is reconciled from where it restarted.
     const lastReset = ledger.findLast((e) => e.reset === true);
     const from = lastReset?.to ?? ledger[0]?.from ?? checkpoint ?? 0;
-    const stats = await tableStats(clients.bigquery, target, topic, partition, from, checkpoint ?? from);
-    const letters =
-      target.deadLetterTable === undefined
-        ? undefined
-        : await tableStats(
-            clients.bigquery,
-            { dataset: target.dataset, table: target.deadLetterTable },
-            topic,
-            partition,
-            from,
-            checkpoint ?? from,
-          ).catch((error: unknown) => {
-            if (/not found/i.test((error as Error).message))
-              return { rows: 0, distinctOffsets: 0, minOffset: null, maxOffset: null };
-            throw error;
-          });
-    verdicts.push(reconcile({ topic, partition, checkpoint }, ledger, stats, letters));
-  }
-  return verdicts.sort((a, b) => a.topic.localeCompare(b.topic) || a.partition - b.partition);
+    found.push({ range: { topic, partition, from, to: checkpoint ?? from }, checkpoint, ledger });
+  });
+  const ranges = found.map((f) => f.range);
+  const rows = await tableStatsByPartition(clients.bigquery, target, ranges);
+  const letters =
+    target.deadLetterTable === undefined
+      ? undefined
+      : await tableStatsByPartition(
+          clients.bigquery,
+          { dataset: target.dataset, table: target.deadLetterTable },
+          ranges,
+        ).catch((error: unknown) => {
+          // No error table yet: no dead letter was ever written there.
+          if (/not found/i.test((error as Error).message)) return new Map<string, TableStats>();
+          throw error;
+        });
+  const none: TableStats = { rows: 0, distinctOffsets: 0, minOffset: null, maxOffset: null };
+  return found
+    .map(({ range, checkpoint, ledger }) => {
+      const id = `${range.topic}:${range.partition}`;
+      return reconcile(
+        { topic: range.topic, partition: range.partition, checkpoint },
+        ledger,
+        rows.get(id)!,
+        letters === undefined ? undefined : (letters.get(id) ?? none),
+      );
+    })
+    .sort((a, b) => a.topic.localeCompare(b.topic) || a.partition - b.partition);
+}
+
+async function readLedger(partition: FirebaseFirestore.DocumentReference): Promise<LedgerEntry[]> {
+  const docs = await partition.collection('ledger').orderBy('committedAt').get();
+  return docs.docs.map((d) => ({
+    from: d.get('from') as number,
+    to: d.get('to') as number,
+    records: (d.get('records') as number | undefined) ?? (d.get('to') as number) - (d.get('from') as number),
+    rows: d.get('rows') as number,
+    deadLetters: d.get('deadLetters') as number,
+    tombstones: (d.get('tombstones') as number | undefined) ?? 0,
+    lost: d.get('lost') === true,
+    reset: d.get('reset') === true,
+  }));
 }

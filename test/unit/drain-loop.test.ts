@@ -3,6 +3,7 @@ import { type DrainOptions, runDrain } from '../../functions/drain/drain-loop.js
 import { DrainError } from '../../functions/drain/errors.js';
 import { createMemoryLogger } from '../../functions/drain/logger.js';
 import type { KafkaRecord } from '../../functions/drain/types.js';
+import { testDrainOptions } from '../support/drain-options.js';
 import {
   createMemoryAlerts,
   createMemoryCheckpoints,
@@ -12,24 +13,7 @@ import {
   record,
 } from '../support/memory-ports.js';
 
-const options: DrainOptions = {
-  pipelineId: 'p',
-  runId: 'run-1',
-  execution: 'local',
-  taskIndex: 0,
-  taskCount: 1,
-  topics: ['t'],
-  budgetMs: 10_000,
-  leaseTtlMs: 5_000,
-  batchMaxRecords: 4,
-  batchMaxBytes: 1_000_000,
-  retentionGapPolicy: 'fail',
-  startPosition: { kind: 'earliest' },
-  settleMs: 1_000,
-  partitionConcurrency: 3,
-  tombstones: 'dead-letter',
-  alertThresholds: { idleSeconds: 300, stallSeconds: 900, backlogRecords: 1_000_000, backlogGrowingRuns: 3 },
-};
+const options: DrainOptions = { ...testDrainOptions };
 
 function logOf(
   partitions: number,

@@ -10,6 +10,7 @@ import { createMemoryLogger } from '../../functions/drain/logger.js';
 import type { KafkaRecord, Row } from '../../functions/drain/types.js';
 import { confirmStatement, createMergeSink } from '../../functions/sinks/merge-sink.js';
 import { targetTableSchema } from '../../functions/sinks/table-schema.js';
+import { testDrainOptions } from '../support/drain-options.js';
 import {
   createMemoryCheckpoints,
   createMemoryDeadLetters,
@@ -76,22 +77,10 @@ function bigQueryDouble(behaviour: Behaviour) {
 }
 
 const options: DrainOptions = {
-  pipelineId: 'p',
-  runId: 'run-1',
-  execution: 'local',
-  taskIndex: 0,
-  taskCount: 1,
-  topics: ['t'],
-  budgetMs: 10_000,
-  leaseTtlMs: 5_000,
+  ...testDrainOptions,
   batchMaxRecords: 5,
-  batchMaxBytes: 1_000_000,
-  retentionGapPolicy: 'fail',
-  startPosition: { kind: 'earliest' },
-  settleMs: 1_000,
   partitionConcurrency: 2,
   tombstones: 'skip',
-  alertThresholds: { idleSeconds: 300, stallSeconds: 900, backlogRecords: 1_000_000, backlogGrowingRuns: 3 },
 };
 
 function world(double: ReturnType<typeof bigQueryDouble>, log: Map<string, KafkaRecord[]>) {

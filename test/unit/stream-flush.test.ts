@@ -7,6 +7,7 @@ import { describe, expect, test } from 'vitest';
 import { type DrainOptions, runDrain } from '../../functions/drain/drain-loop.js';
 import { createMemoryLogger } from '../../functions/drain/logger.js';
 import type { KafkaRecord } from '../../functions/drain/types.js';
+import { testDrainOptions } from '../support/drain-options.js';
 import {
   createMemoryCheckpoints,
   createMemoryDeadLetters,
@@ -16,24 +17,7 @@ import {
   record,
 } from '../support/memory-ports.js';
 
-const options: DrainOptions = {
-  pipelineId: 'p',
-  runId: 'run-1',
-  execution: 'local',
-  taskIndex: 0,
-  taskCount: 1,
-  topics: ['t'],
-  budgetMs: 10_000,
-  leaseTtlMs: 5_000,
-  batchMaxRecords: 4,
-  batchMaxBytes: 1_000_000,
-  retentionGapPolicy: 'fail',
-  startPosition: { kind: 'earliest' },
-  settleMs: 1_000,
-  partitionConcurrency: 4,
-  tombstones: 'skip',
-  alertThresholds: { idleSeconds: 300, stallSeconds: 900, backlogRecords: 1_000_000, backlogGrowingRuns: 3 },
-};
+const options: DrainOptions = { ...testDrainOptions, partitionConcurrency: 4, tombstones: 'skip' };
 
 function logOf(partitions: number, perPartition: number): Map<string, KafkaRecord[]> {
   const log = new Map<string, KafkaRecord[]>();
