@@ -13,7 +13,19 @@ export async function createTopic(topic: string, partitions: number): Promise<vo
   const admin = testKafka().admin();
   await admin.connect();
   try {
-    await admin.createTopics({ topics: [{ topic, numPartitions: partitions }], waitForLeaders: true });
+    await admin.createTopics({ topics: [{ topic, numPartitions: partitions }], waitForLeaders: false });
+    // kafkajs's own wait gives up on UNKNOWN_TOPIC_OR_PARTITION, which a broker answers for a while about a
+    // topic of many partitions: wait until every partition has a leader.
+    for (let attempt = 0; ; attempt++) {
+      const ready = await admin.fetchTopicMetadata({ topics: [topic] }).then(
+        ({ topics }) =>
+          topics[0]!.partitions.length === partitions && topics[0]!.partitions.every((p) => p.leader >= 0),
+        () => false,
+      );
+      if (ready) break;
+      if (attempt > 100) throw new Error(`topic ${topic} has no leader for every partition after 20 s`);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
   } finally {
     await admin.disconnect();
   }
