@@ -71,11 +71,8 @@ function checkFields(fields: SchemaField[], prefix: string): void {
  * the same commit as the batch's rows and keyed by origin like them, so it holds each bad record once.
  */
 export const deadLetterTableSchema: readonly SchemaField[] = [
-  { name: '_kafka_topic', type: 'STRING', mode: 'REQUIRED' },
-  { name: '_kafka_partition', type: 'INT64', mode: 'REQUIRED' },
-  { name: '_kafka_offset', type: 'INT64', mode: 'REQUIRED' },
-  { name: '_kafka_timestamp', type: 'TIMESTAMP', mode: 'REQUIRED' },
-  { name: '_kafka_key', type: 'BYTES', mode: 'NULLABLE' },
+  // The record's origin, as in the target table: a dead letter is keyed like a row.
+  ...metadataFields.filter((f) => f.name !== '_ingested_at'),
   { name: 'value', type: 'BYTES', mode: 'NULLABLE', description: 'the original record value (first 9 MiB)' },
   { name: 'value_size', type: 'INT64', mode: 'NULLABLE', description: 'bytes of the original value' },
   { name: 'error_kind', type: 'STRING', mode: 'REQUIRED' },
