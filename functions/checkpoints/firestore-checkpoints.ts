@@ -11,6 +11,8 @@ import type {
   PartitionRef,
   RunSummary,
 } from '../drain/types.js';
+import { ledgerEntryOf } from '../verify/ledger.js';
+import { rollUpLedger } from '../verify/reconcile.js';
 
 /** gRPC status codes from Firestore that are worth another try; every other code is fatal. */
 const retriableGrpcCodes = new Map<number, string>([
@@ -47,6 +49,8 @@ interface PartitionDoc extends Partial<LivenessState> {
   leaseEpoch: number;
   leaseExpiresAt: Timestamp | null;
   intent?: CommitIntent | null;
+  /** Ledger entries written since the last roll-up. */
+  ledgerEntries?: number;
 }
 
 /**
@@ -59,7 +63,10 @@ export function createFirestoreCheckpoints(
   db: Firestore,
   pipelineId: string,
   clock: () => number = Date.now,
+  /** Ledger entries a partition keeps before the older ones are rolled up into one. */
+  options: { rollUpAt?: number } = {},
 ): Checkpoints & CheckpointControls {
+  const rollUpAt = options.rollUpAt ?? 200;
   const pipeline = db.collection('pipelines').doc(pipelineId);
   const partitionRef = (p: PartitionRef) => pipeline.collection('partitions').doc(partitionId(p));
 
@@ -104,6 +111,39 @@ export function createFirestoreCheckpoints(
         throw firestoreError(error, what);
       }
     }
+  }
+
+  /**
+   * Folds the partition's oldest ledger entries (all but the newest tenth) into its roll-up document, in
+   * one write conditioned on the partition document's version and on the lease: only the lease holder
+   * writes the ledger, so nothing can be added between the read and the write.
+   */
+  async function rollUp(lease: Lease): Promise<void> {
+    const ref = partitionRef(lease);
+    const snapshot = await ref.get();
+    assertHeld(snapshot.data() as PartitionDoc | undefined, lease, clock());
+    const docs = (await ref.collection('ledger').orderBy('committedAt').get()).docs;
+    const folded = docs.slice(0, docs.length - Math.ceil(rollUpAt / 10));
+    if (folded.length < 2) return;
+    const entries = folded.map((d) => ledgerEntryOf(d));
+    const rollupRef = ref.collection('ledger').doc('rollup');
+    const batch = db.batch();
+    batch.set(rollupRef, {
+      ...rollUpLedger(entries),
+      gaps: [...(rollUpLedger(entries).gaps ?? [])],
+      owner: lease.owner,
+      epoch: lease.epoch,
+      // Sorted first: as old as the oldest entry it folds.
+      committedAt: folded[0]!.get('committedAt'),
+    });
+    for (const d of folded) if (d.id !== 'rollup') batch.delete(d.ref);
+    const removed = folded.filter((d) => d.id !== 'rollup').length;
+    batch.update(
+      ref,
+      { ledgerEntries: FieldValue.increment(-removed) },
+      { lastUpdateTime: snapshot.updateTime! },
+    );
+    await batch.commit();
   }
 
   return {
@@ -157,10 +197,10 @@ export function createFirestoreCheckpoints(
         };
       }),
 
-    commit: (commit: CheckpointCommit, ttlMs: number) => {
+    commit: async (commit: CheckpointCommit, ttlMs: number) => {
       const { lease } = commit;
       const ref = partitionRef(lease);
-      return compareAndSwap('commit checkpoint', ref, (data, now) => {
+      const committed = await compareAndSwap('commit checkpoint', ref, (data, now) => {
         assertHeld(data, lease, now);
         const current = data!.nextOffset;
         // Continuity: a commit must start exactly where the checkpoint stands, and only move forward.
@@ -176,9 +216,13 @@ export function createFirestoreCheckpoints(
         }
         const ledgerId = `${String(commit.fromOffset).padStart(20, '0')}-${String(commit.nextOffset).padStart(20, '0')}-${lease.epoch}`;
         return {
-          result: { ...lease, expiresAt: now + ttlMs, nextOffset: commit.nextOffset },
+          result: {
+            lease: { ...lease, expiresAt: now + ttlMs, nextOffset: commit.nextOffset },
+            entries: (data!.ledgerEntries ?? 0) + 1,
+          },
           write: {
             nextOffset: commit.nextOffset,
+            ledgerEntries: FieldValue.increment(1),
             leaseExpiresAt: Timestamp.fromMillis(now + ttlMs),
             lastProgressAt: Timestamp.fromMillis(now),
             ...(commit.lastRecordTimestamp === null
@@ -212,6 +256,10 @@ export function createFirestoreCheckpoints(
           ],
         };
       });
+      // Keeping `verify` and `status` O(partitions + recent commits): an optimisation, never a failure of
+      // the commit; the next commit tries again.
+      if (committed.entries >= rollUpAt) await rollUp(committed.lease).catch(() => {});
+      return committed.lease;
     },
 
     recordIntents: async (intents, ttlMs) => {

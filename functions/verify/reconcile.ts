@@ -13,6 +13,54 @@ export interface LedgerEntry {
   readonly lost: boolean;
   /** An operator moved the checkpoint here (seek): history is reconciled from its `to` on. */
   readonly reset?: boolean;
+  /** A roll-up of older entries (see rollUpLedger): their sums, and what was wrong among them. */
+  readonly rollup?: boolean;
+  /** How many commits the entry stands for (a roll-up: many; otherwise one). */
+  readonly commits?: number;
+  /** Offsets lost to retention inside the range (a roll-up; a single entry says `lost` instead). */
+  readonly lostOffsets?: number;
+  /** Holes and overlaps found among the entries a roll-up folded, and how many offsets the holes span. */
+  readonly gaps?: readonly string[];
+  readonly holeOffsets?: number;
+}
+
+/**
+ * Folds ledger entries (in commit order, an earlier roll-up first if any) into one: the range they cover,
+ * their sums, and the holes and overlaps among them, so that history stays checkable after its entries
+ * are gone. Entries before an operator's reset no longer count (verify reconciles from the reset on).
+ */
+export function rollUpLedger(entries: readonly LedgerEntry[]): LedgerEntry {
+  const lastReset = entries.findLastIndex((e) => e.reset === true);
+  const kept = entries.slice(lastReset + 1).filter((e) => e.to > e.from || e.records > 0 || e.rollup);
+  const start = lastReset >= 0 ? entries[lastReset]!.to : (kept[0]?.from ?? 0);
+  const gaps: string[] = [];
+  let at = start;
+  let holeOffsets = 0;
+  for (const e of kept) {
+    gaps.push(...(e.gaps ?? []));
+    holeOffsets += e.holeOffsets ?? 0;
+    if (e.from > at) {
+      gaps.push(`[${at}, ${e.from})`);
+      holeOffsets += e.from - at;
+    }
+    if (e.from < at) gaps.push(`overlap [${e.from}, ${at})`);
+    at = Math.max(at, e.to);
+  }
+  const sum = (pick: (e: LedgerEntry) => number) => kept.reduce((n, e) => n + pick(e), 0);
+  return {
+    from: start,
+    to: at,
+    records: sum((e) => e.records),
+    rows: sum((e) => e.rows),
+    deadLetters: sum((e) => e.deadLetters),
+    tombstones: sum((e) => e.tombstones),
+    lost: false,
+    lostOffsets: sum((e) => (e.lost ? e.to - e.from : (e.lostOffsets ?? 0))),
+    commits: sum((e) => e.commits ?? 1),
+    gaps,
+    holeOffsets,
+    rollup: true,
+  };
 }
 
 export interface TableStats {
@@ -57,7 +105,7 @@ export function reconcile(
   const lastReset = ledger.findLastIndex((e) => e.reset === true);
   const sorted = ledger.slice(lastReset + 1).filter((e) => e.to > e.from || e.records > 0);
   if (lastReset >= 0) sorted.unshift({ ...ledger[lastReset]!, from: ledger[lastReset]!.to, reset: false });
-  const gaps: string[] = [];
+  const gaps: string[] = sorted.flatMap((e) => [...(e.gaps ?? [])]);
   for (let i = 1; i < sorted.length; i++) {
     const previous = sorted[i - 1]!;
     const entry = sorted[i]!;
@@ -72,7 +120,7 @@ export function reconcile(
   const ledgerRows = sum((e) => e.rows);
   const duplicates = table.rows - table.distinctOffsets;
   const missingRows = Math.max(0, ledgerRows - table.distinctOffsets);
-  const lost = sum((e) => (e.lost ? e.to - e.from : 0));
+  const lost = sum((e) => (e.lost ? e.to - e.from : (e.lostOffsets ?? 0)));
   const deadLetters = sum((e) => e.deadLetters);
   const lettersOk =
     errorTable === undefined ||
@@ -82,11 +130,13 @@ export function reconcile(
     partition: partition.partition,
     from: sorted[0]?.from ?? null,
     checkpoint: partition.checkpoint,
-    commits: sorted.length,
+    commits: sum((e) => e.commits ?? 1),
     ledgerRows,
     deadLetters,
     tombstones: sum((e) => e.tombstones),
-    skipped: sum((e) => (e.lost ? 0 : e.to - e.from - e.records)),
+    skipped: sum((e) =>
+      e.lost ? 0 : e.to - e.from - e.records - (e.lostOffsets ?? 0) - (e.holeOffsets ?? 0),
+    ),
     lost,
     tableRows: table.rows,
     duplicates,

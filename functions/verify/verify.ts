@@ -2,6 +2,7 @@ import type { BigQuery } from '@google-cloud/bigquery';
 import type { Firestore } from '@google-cloud/firestore';
 import { forEachLimited } from '../drain/concurrency.js';
 import { type OffsetRange, tableStatsByPartition } from '../sinks/table-stats.js';
+import { ledgerEntryOf } from './ledger.js';
 import { type LedgerEntry, type PartitionVerdict, reconcile, type TableStats } from './reconcile.js';
 
 /**
@@ -63,14 +64,5 @@ export async function verifyPipeline(
 
 async function readLedger(partition: FirebaseFirestore.DocumentReference): Promise<LedgerEntry[]> {
   const docs = await partition.collection('ledger').orderBy('committedAt').get();
-  return docs.docs.map((d) => ({
-    from: d.get('from') as number,
-    to: d.get('to') as number,
-    records: (d.get('records') as number | undefined) ?? (d.get('to') as number) - (d.get('from') as number),
-    rows: d.get('rows') as number,
-    deadLetters: d.get('deadLetters') as number,
-    tombstones: (d.get('tombstones') as number | undefined) ?? 0,
-    lost: d.get('lost') === true,
-    reset: d.get('reset') === true,
-  }));
+  return docs.docs.map(ledgerEntryOf);
 }

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { type LedgerEntry, reconcile } from '../../functions/verify/reconcile.js';
+import { type LedgerEntry, reconcile, rollUpLedger } from '../../functions/verify/reconcile.js';
 
 const entry = (
   from: number,
@@ -126,5 +126,52 @@ describe('reconcile', () => {
       errorTableDuplicates: 1,
     });
     expect(reconcile({ ...p, checkpoint: 10 }, ledger, table).ok).toBe(true);
+  });
+
+  test('a roll-up keeps the sums and the holes of what it folds; reconciling with it gives the same verdict', () => {
+    const ledger: LedgerEntry[] = [
+      entry(0, 10),
+      entry(10, 20, 9, 1),
+      { ...entry(20, 30, 0, 0, 0), lost: true },
+      entry(30, 40, 8, 0, 8),
+      entry(45, 50), // a hole: [40, 45)
+      entry(50, 60),
+    ];
+    const table = { rows: 42, distinctOffsets: 42, minOffset: 0, maxOffset: 59 };
+    const whole = reconcile({ ...p, checkpoint: 60 }, ledger, table);
+    const folded = rollUpLedger(ledger.slice(0, 5));
+    expect(folded).toMatchObject({
+      from: 0,
+      to: 50,
+      rows: 32,
+      deadLetters: 1,
+      lostOffsets: 10,
+      commits: 5,
+      gaps: ['[40, 45)'],
+    });
+    const rolled = reconcile({ ...p, checkpoint: 60 }, [folded, ledger[5]!], table);
+    expect(rolled).toEqual(whole);
+    expect(rolled).toMatchObject({ ok: false, gaps: ['[40, 45)'], lost: 10, skipped: 2, commits: 6 });
+    // A roll-up of a roll-up and newer entries is the roll-up of them all.
+    expect(rollUpLedger([folded, ledger[5]!])).toEqual(rollUpLedger(ledger));
+  });
+
+  test('a roll-up starts after the last reset it folds', () => {
+    const reset: LedgerEntry = {
+      from: 30,
+      to: 15,
+      records: 0,
+      rows: 0,
+      deadLetters: 0,
+      tombstones: 0,
+      lost: false,
+      reset: true,
+    };
+    expect(rollUpLedger([entry(0, 10), entry(10, 30), reset, entry(15, 25)])).toMatchObject({
+      from: 15,
+      to: 25,
+      rows: 10,
+      gaps: [],
+    });
   });
 });
