@@ -31,12 +31,16 @@ export async function createTopic(topic: string, partitions: number): Promise<vo
   }
 }
 
-/** Produces `values` to one partition, in order; returns the offsets Kafka gave them. */
+/**
+ * Produces `values` to their partitions, in order. Idempotent: a send kafkajs retries (a broker that does
+ * not serve a new topic's partitions yet answers errors for a moment) must not write a record twice, as
+ * the tests count records exactly.
+ */
 export async function produce(
   topic: string,
   messages: { partition: number; value: string | Buffer | null; key?: string }[],
 ): Promise<void> {
-  const producer = testKafka().producer();
+  const producer = testKafka().producer({ idempotent: true, maxInFlightRequests: 1 });
   await producer.connect();
   try {
     // At most 1,000 records or ~512 KB a request: the broker refuses record batches over 1 MB.
@@ -78,7 +82,7 @@ export function startProducer(
   partitions: number,
   options: { batch: number; pauseMs: number; malformedEvery: number },
 ) {
-  const producer = testKafka().producer();
+  const producer = testKafka().producer({ idempotent: true, maxInFlightRequests: 1 });
   const log: ProducedLog = { offsets: new Map(), total: 0 };
   let running = true;
   let counter = 0;
