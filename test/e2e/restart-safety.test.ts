@@ -49,10 +49,13 @@ test('zombie: a run frozen past its lease TTL cannot move the checkpoint after a
   expect(zombie.summary()).toMatchObject({ partitions: [{ skipped: 'fenced' }] });
   expect((await checkpointsOf(clients, pipeline)).get(0)).toBe(afterSecond);
 
-  // The zombie's epoch never committed after the second run's first commit.
+  // The zombie's epoch (the partition's first lease: 1) never committed after the second run's first
+  // commit. (Older entries may have been rolled up; the recent ones are enough to see it.)
   const ledger = await ledgerOf(clients, pipeline, 0);
-  const firstOfSecond = ledger.findIndex((e) => e.epoch > ledger[0]!.epoch);
-  expect(ledger.slice(firstOfSecond).every((e) => e.epoch > ledger[0]!.epoch)).toBe(true);
+  const zombieEpoch = 1;
+  const firstOfSecond = ledger.findIndex((e) => e.epoch > zombieEpoch);
+  expect(firstOfSecond).toBeGreaterThanOrEqual(0);
+  expect(ledger.slice(firstOfSecond).every((e) => e.epoch > zombieEpoch)).toBe(true);
   const offsets = new Set((await tableOffsets(clients, pipeline)).get(0));
   expect(offsets.size).toBe(4000);
 });

@@ -196,18 +196,23 @@ export async function checkpointsOf(
   );
 }
 
-/** The continuity ledger of one partition, in commit order. */
+/**
+ * The continuity ledger of one partition, in offset order: its commits since the last roll-up (the
+ * roll-up of older ones, `ledger/rollup`, is left out: it is no commit of any one run; `verify` reads it).
+ */
 export async function ledgerOf(clients: GoogleClients, pipeline: Pipeline, partition: number) {
   const docs = await clients.firestore
     .collection(`pipelines/${pipeline.id}/partitions/${pipeline.topic}~${partition}/ledger`)
     .orderBy('from')
     .get();
-  return docs.docs.map((d) => ({
-    from: d.get('from') as number,
-    to: d.get('to') as number,
-    epoch: d.get('epoch') as number,
-    owner: d.get('owner') as string,
-  }));
+  return docs.docs
+    .filter((d) => d.id !== 'rollup')
+    .map((d) => ({
+      from: d.get('from') as number,
+      to: d.get('to') as number,
+      epoch: d.get('epoch') as number,
+      owner: d.get('owner') as string,
+    }));
 }
 
 /** Runs a CLI command to its end: exit code, stdout and stderr. */
