@@ -122,8 +122,7 @@ export function createStorageWriteSink(options: StorageWriteSinkOptions): Stream
     const json = new managedwriter.JSONWriter({ connection, protoDescriptor: descriptorOf(table, fields) });
     try {
       let offset = 0;
-      const size = (row: StorageRow) =>
-        JSON.stringify(row, (_k, v) => (typeof v === 'bigint' ? String(v) : v)).length + 16;
+      const size = (row: StorageRow) => JSON.stringify(row).length + 16;
       for (const chunk of chunksOf(rows, 10_000, maxAppendBytes, size)) {
         const result = await json.appendRows(chunk as never, offset).getResult();
         if (result.error) {
