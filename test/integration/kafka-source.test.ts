@@ -114,8 +114,15 @@ test('with a transaction open, the end is the last stable offset (what the reade
     // run that waited for the high watermark would wait until its budget. (kafkajs lists read_committed.)
     expect(await source.watermarks([topic])).toEqual([{ topic, partition: 0, logStart: 0, end: 1 }]);
     await transaction.commit();
-    // Committed: the end moves past the records and the commit marker.
-    expect(await source.watermarks([topic])).toEqual([{ topic, partition: 0, logStart: 0, end: 5 }]);
+    // Committed: the end moves past the records and the commit marker. The coordinator writes the marker
+    // after EndTxn has answered (Kafka completes a commit in two phases), so the end moves a moment later.
+    const deadline = Date.now() + 15_000;
+    let watermarks = await source.watermarks([topic]);
+    while (watermarks[0]?.end !== 5 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      watermarks = await source.watermarks([topic]);
+    }
+    expect(watermarks).toEqual([{ topic, partition: 0, logStart: 0, end: 5 }]);
   } finally {
     await producer.disconnect();
   }
