@@ -12,8 +12,9 @@ import type { InfraConfig } from './config.js';
 
 /**
  * The error table the dead-letter topic's BigQuery subscription writes (raw message, reason, origin, time),
- * in merge and insert-all modes. In storage-write mode the drain writes the error table itself, each dead
- * letter once, in the same commit as the rows (`deadLetterTableSchema`), and there is no subscription.
+ * in insert-all mode. In the exactly-once modes (storage-write, merge) the drain writes the error table
+ * itself, each dead letter once, before the batch's checkpoint moves (`deadLetterTableSchema`), and there
+ * is no subscription.
  */
 export const errorTableSchema = [
   { name: 'subscription_name', type: 'STRING', mode: 'NULLABLE' },
@@ -73,7 +74,7 @@ export class PipelineData extends pulumi.ComponentResource {
       },
       parent,
     );
-    const drainWritesErrors = config.writeMode === 'storage-write';
+    const drainWritesErrors = config.writeMode !== 'insert-all';
     this.errorTable = new gcp.bigquery.Table(
       `${name}-errors`,
       {
@@ -123,7 +124,7 @@ export class PipelineData extends pulumi.ComponentResource {
     this.registerOutputs({});
   }
 
-  /** merge and insert-all modes: a BigQuery subscription copies every dead-letter message into the error table. */
+  /** insert-all mode: a BigQuery subscription copies every dead-letter message into the error table. */
   private feedErrorTableFromPubSub(
     name: string,
     config: InfraConfig,

@@ -25,10 +25,12 @@ KAFKA_VERSION=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$ROOT
 BQ_EMULATOR_VERSION=$(sed -n 's:^require github.com/goccy/bigquery-emulator \(.*\)$:\1:p' "$ROOT/stack/bigquery-emulator/go.mod")
 # Keyed by the pom too: a dependency added there (the tools) must not be hidden by an older cache.
 KAFKA_LIBS=$CACHE_DIR/kafka-$KAFKA_VERSION-$(sha256sum "$ROOT/stack/kafka/pom.xml" | cut -c1-8)
-# Our patch (the Storage Write API as BigQuery behaves where exactly-once depends on it; see the patch's
-# comments) is part of the binary's name: a changed patch builds a new binary.
-BQ_PATCH=$ROOT/stack/bigquery-emulator/storage-write.patch
-BQ_EMULATOR_BIN=$CACHE_DIR/bigquery-emulator-$BQ_EMULATOR_VERSION-$(cat "$ROOT/stack/bigquery-emulator/go.mod" "$ROOT/stack/bigquery-emulator/go.sum" "$BQ_PATCH" | sha256sum | cut -c1-8)
+# Our patches, applied in this order (each change commented with the BigQuery behaviour it restores):
+# storage-write.patch, the Storage Write API where exactly-once depends on it; insert-all.patch, insertAll's
+# BYTES decoded from base64 and a failed row's index sent when it is 0. They are part of the binary's name:
+# a changed patch builds a new binary.
+BQ_PATCHES=("$ROOT/stack/bigquery-emulator/storage-write.patch" "$ROOT/stack/bigquery-emulator/insert-all.patch")
+BQ_EMULATOR_BIN=$CACHE_DIR/bigquery-emulator-$BQ_EMULATOR_VERSION-$(cat "$ROOT/stack/bigquery-emulator/go.mod" "$ROOT/stack/bigquery-emulator/go.sum" "${BQ_PATCHES[@]}" | sha256sum | cut -c1-8)
 GCLOUD_PLATFORM=${KBD_GCLOUD_PLATFORM:-/usr/lib/google-cloud-sdk/platform}
 FIRESTORE_JAR=$GCLOUD_PLATFORM/cloud-firestore-emulator/cloud-firestore-emulator.jar
 PUBSUB_JAR=$(ls "$GCLOUD_PLATFORM"/pubsub-emulator/lib/cloud-pubsub-emulator-*-all.jar 2>/dev/null | head -n 1 || true)
@@ -91,7 +93,9 @@ install_bigquery() {
     source_dir=$(go mod download -json "github.com/goccy/bigquery-emulator@$BQ_EMULATOR_VERSION" \
       | python3 -c 'import json, sys; print(json.load(sys.stdin)["Dir"])')
     cp -r "$source_dir" module && chmod -R u+w module
-    (cd module && patch -p1 --no-backup-if-mismatch <"$BQ_PATCH")
+    for patch_file in "${BQ_PATCHES[@]}"; do
+      (cd module && patch -p1 --no-backup-if-mismatch <"$patch_file")
+    done
     go mod edit -replace "github.com/goccy/bigquery-emulator=./module"
     CGO_ENABLED=0 go build -trimpath -o "$BQ_EMULATOR_BIN.tmp" github.com/goccy/bigquery-emulator/cmd/bigquery-emulator
   ) >"$LOGS/install-bigquery.log" 2>&1 \

@@ -252,7 +252,8 @@ async function verify(env: NodeJS.ProcessEnv, json: boolean): Promise<number> {
       dataset: config.bigquery.dataset,
       table: config.bigquery.table,
       topics: config.kafka.topics,
-      ...(config.bigquery.writeMode === 'storage-write'
+      // The exactly-once modes write the error table themselves, each dead letter once: it is reconciled too.
+      ...(config.bigquery.writeMode !== 'insert-all'
         ? { deadLetterTable: deadLetterTableName(config.bigquery.table) }
         : {}),
     });

@@ -1,7 +1,7 @@
 import { chunksOf } from './chunks.js';
 import { isDeadLetter, type RowShape, recordSize, toRow, userColumns } from './records.js';
 import type { Rules } from './rules.js';
-import type { DeadLetter, DeadLetters, KafkaRecord, Lease, RowToWrite, Sink } from './types.js';
+import type { DeadLetter, DeadLetters, ErrorTable, KafkaRecord, Lease, RowToWrite, Sink } from './types.js';
 
 export interface WrittenBatch {
   readonly rows: number;
@@ -24,12 +24,19 @@ export interface BatchPolicy {
 
 /**
  * One batch's way to durability: decode every record, write the rows, dead-letter what could not be
- * decoded or was rejected, and resolve only when all of it is durable. Throws (and so leaves the
- * checkpoint where it was) when the sink or the dead-letter topic fails.
+ * decoded or was rejected (into the error table first, in merge mode), and resolve only when all of it is
+ * durable. Throws (and so leaves the checkpoint where it was) when the sink, the error table or the
+ * dead-letter topic fails.
  */
 export async function writeBatch(
   records: readonly KafkaRecord[],
-  ports: { sink: Sink; deadLetters: DeadLetters; rules?: Rules; fault?: (point: string) => void },
+  ports: {
+    sink: Sink;
+    deadLetters: DeadLetters;
+    errorTable?: ErrorTable;
+    rules?: Rules;
+    fault?: (point: string) => void;
+  },
   policy: BatchPolicy,
 ): Promise<WrittenBatch> {
   const { rows, letters, tombstones } = await classifyRecords(records, ports, policy);
@@ -42,6 +49,10 @@ export async function writeBatch(
     });
   }
   ports.fault?.('after-write');
+  if (ports.errorTable !== undefined && letters.length > 0) {
+    await ports.errorTable.write(letters, policy.ingestedAt, policy.signal);
+    ports.fault?.('after-error-table');
+  }
   await publishDeadLetters(letters, ports.deadLetters);
   ports.fault?.('after-dead-letter-before-commit');
   return { rows: written, deadLetters: letters.length, tombstones };

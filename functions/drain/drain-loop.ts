@@ -12,6 +12,7 @@ import type {
   Alerts,
   Checkpoints,
   DeadLetters,
+  ErrorTable,
   FetchedBatch,
   KafkaRecord,
   Lease,
@@ -33,6 +34,8 @@ export interface DrainPorts {
   /** storage-write mode: rows go through streams and intents (stream-flush.ts) instead of `sink`. */
   readonly streams?: StreamSink;
   readonly deadLetters: DeadLetters;
+  /** merge mode: the error table the drain writes each dead letter to, once (see ErrorTable). */
+  readonly errorTable?: ErrorTable;
   /** Without it (no ALERT_TOPIC), alerts are only logged. */
   readonly alerts?: Alerts;
   /** Business rules (RULES_MODULE), if any. */

@@ -126,6 +126,14 @@ export interface DeadLetter {
   readonly message: string;
 }
 
+/**
+ * merge mode: the error table, written by the drain before the checkpoint moves, idempotent by origin (a
+ * letter written again is not there twice). Resolves when every letter is durable in it.
+ */
+export interface ErrorTable {
+  write(letters: readonly DeadLetter[], ingestedAt: Date, signal?: AbortSignal): Promise<void>;
+}
+
 /** The dead-letter port: resolves only when every letter is acknowledged by Pub/Sub. */
 export interface DeadLetters {
   publish(letters: readonly DeadLetter[]): Promise<void>;

@@ -9,8 +9,9 @@ import { ConfigError } from '../drain/errors.js';
 import type { Logger } from '../drain/logger.js';
 import { defaultRetryPolicy } from '../drain/retry.js';
 import { loadRules, type Rules } from '../drain/rules.js';
-import type { Checkpoints, RunSummary, Sink, StreamSink } from '../drain/types.js';
+import type { Checkpoints, ErrorTable, RunSummary, Sink, StreamSink } from '../drain/types.js';
 import { createInsertAllSink, ensureTargetTable, insertAllLimits } from '../sinks/bigquery-sink.js';
+import { createMergeErrorTable } from '../sinks/error-table.js';
 import { createMergeSink } from '../sinks/merge-sink.js';
 import { createStorageWriteSink } from '../sinks/storage-write-sink.js';
 import { readUserSchema, type SchemaField, targetTableSchema } from '../sinks/table-schema.js';
@@ -51,6 +52,7 @@ export async function runJob(config: DrainConfig, io: JobIo): Promise<RunSummary
       io.sink === undefined ? createSink(config, clients, userSchema, logger, runId, io.fault) : undefined;
     const sink = io.sink ?? made!.sink;
     const streams = io.sink === undefined ? made!.streams : undefined;
+    const errorTable = io.sink === undefined ? made!.errorTable : undefined;
     const summary = await runDrain(
       {
         source: createKafkaSource(kafka, {
@@ -62,6 +64,7 @@ export async function runJob(config: DrainConfig, io: JobIo): Promise<RunSummary
         ),
         sink,
         ...(streams === undefined ? {} : { streams }),
+        ...(errorTable === undefined ? {} : { errorTable }),
         ...(config.alertTopic === null
           ? {}
           : { alerts: createPubSubAlerts(clients.pubsub, config.alertTopic) }),
@@ -111,10 +114,14 @@ export async function runJob(config: DrainConfig, io: JobIo): Promise<RunSummary
   }
 }
 
-/** What a write mode writes through: `sink` always (replay uses it), `streams` in storage-write mode. */
+/**
+ * What a write mode writes through: `sink` always (replay uses it), `streams` in storage-write mode, the
+ * drain-written `errorTable` in merge mode.
+ */
 interface Made {
   readonly sink: Sink;
   readonly streams?: StreamSink;
+  readonly errorTable?: ErrorTable;
   close(): Promise<void>;
 }
 
@@ -126,8 +133,8 @@ interface Made {
 function eagerSinks(
   make: () => Promise<Made>,
   logger: Logger,
-  withStreams: boolean,
-): { sink: Sink; streams?: StreamSink; close(): Promise<void> } {
+  mode: DrainConfig['bigquery']['writeMode'],
+): { sink: Sink; streams?: StreamSink; errorTable?: ErrorTable; close(): Promise<void> } {
   let made: Promise<Made> | undefined;
   const start = (): Promise<Made> => {
     const attempt = make();
@@ -147,7 +154,14 @@ function eagerSinks(
         return (await get()).sink.write(rows, signal);
       },
     },
-    ...(withStreams
+    ...(mode === 'merge'
+      ? {
+          errorTable: {
+            write: async (letters, at, signal) => (await get()).errorTable!.write(letters, at, signal),
+          } satisfies ErrorTable,
+        }
+      : {}),
+    ...(mode === 'storage-write'
       ? {
           streams: {
             prepare: async (rows, letters, at) => (await streams()).prepare(rows, letters, at),
@@ -175,7 +189,7 @@ export function createSink(
   logger: Logger,
   runId: string,
   fault?: DrainContext['fault'],
-): { sink: Sink; streams?: StreamSink; close(): Promise<void> } {
+): { sink: Sink; streams?: StreamSink; errorTable?: ErrorTable; close(): Promise<void> } {
   const mode = config.bigquery.writeMode;
   return eagerSinks(
     async () => {
@@ -184,11 +198,10 @@ export function createSink(
         const sink = createInsertAllSink(table, { ...insertAllLimits, retry: defaultRetryPolicy, logger });
         return { sink, close: async () => {} };
       }
-      const merge = createMergeSink({
+      const staging = {
         bigquery: clients.bigquery,
         dataset: config.bigquery.dataset,
         table: config.bigquery.table,
-        schema: targetTableSchema(userSchema),
         pipelineId: config.pipelineId,
         taskIndex: config.taskIndex,
         runId,
@@ -197,9 +210,20 @@ export function createSink(
         fault,
         // Older than any run can last: a staging table this old belongs to no live run.
         leftoverAgeMs: (config.budgetSeconds + 600) * 1000,
-      });
+      };
+      const merge = createMergeSink({ ...staging, schema: targetTableSchema(userSchema) });
       await merge.cleanLeftovers();
-      if (mode === 'merge') return { sink: merge, close: () => merge.close() };
+      if (mode === 'merge') {
+        const errorTable = createMergeErrorTable({ ...staging, location: config.bigquery.location });
+        return {
+          sink: merge,
+          errorTable,
+          close: async () => {
+            await errorTable.close();
+            await merge.close();
+          },
+        };
+      }
       const streams = createStorageWriteSink({
         bigquery: clients.bigquery,
         writer: clients.bigqueryWriter(),
@@ -221,7 +245,7 @@ export function createSink(
       };
     },
     logger,
-    mode === 'storage-write',
+    mode,
   );
 }
 

@@ -48,15 +48,25 @@ export interface MergeSinkOptions {
   readonly freshTableMs?: number;
   /** The clock (tests move it). */
   readonly now?: () => number;
+  /** What the sink merges into: the target's rows (default) or the error table's dead letters. */
+  readonly stagingKind?: StagingKind;
 }
+
+export type StagingKind = 'rows' | 'dead-letters';
 
 export function stagingPrefix(pipelineId: string, taskIndex: number): string {
   return `_kbd_staging_${pipelineId.replaceAll('-', '_')}_t${taskIndex}_`;
 }
 
-export function stagingTableName(pipelineId: string, taskIndex: number, runId: string): string {
+/** A run's staging table; the error table's has its own (`dl` before the run's hash), under the same prefix. */
+export function stagingTableName(
+  pipelineId: string,
+  taskIndex: number,
+  runId: string,
+  kind: StagingKind = 'rows',
+): string {
   const run = createHash('sha256').update(runId).digest('hex').slice(0, 12);
-  return `${stagingPrefix(pipelineId, taskIndex)}${run}`;
+  return `${stagingPrefix(pipelineId, taskIndex)}${kind === 'rows' ? '' : 'dl'}${run}`;
 }
 
 /** The offset ranges a flush covers, as `topic:partition:first-last`, sorted. */
@@ -160,7 +170,12 @@ export interface MergeSink extends Sink {
 export function createMergeSink(options: MergeSinkOptions): MergeSink {
   const dataset = options.bigquery.dataset(options.dataset);
   const prefix = stagingPrefix(options.pipelineId, options.taskIndex);
-  const stagingName = stagingTableName(options.pipelineId, options.taskIndex, options.runId);
+  const stagingName = stagingTableName(
+    options.pipelineId,
+    options.taskIndex,
+    options.runId,
+    options.stagingKind,
+  );
   const columns = options.schema.map((f) => f.name);
   const waiting: {
     rows: readonly RowToWrite[];

@@ -14,10 +14,16 @@ import { adapt, managedwriter } from '@google-cloud/bigquery-storage';
 import { chunksOf } from '../drain/chunks.js';
 import { DrainError } from '../drain/errors.js';
 import type { Logger } from '../drain/logger.js';
-import type { DeadLetter, PartitionRef, StreamSink, StreamState } from '../drain/types.js';
+import { maxRecordBytes } from '../drain/records.js';
+import type { PartitionRef, StreamSink, StreamState } from '../drain/types.js';
 import { ensureTable } from './bigquery-sink.js';
 import { type StorageRow, toStorageRow } from './storage-rows.js';
-import { deadLetterTableName, deadLetterTableSchema, type SchemaField } from './table-schema.js';
+import {
+  deadLetterRow,
+  deadLetterTableName,
+  deadLetterTableSchema,
+  type SchemaField,
+} from './table-schema.js';
 import { tableStats } from './table-stats.js';
 
 /** gRPC codes the Storage Write API answers that are worth another stream; the rest are fatal. */
@@ -56,25 +62,6 @@ export interface StorageWriteSinkOptions {
   readonly schema: readonly SchemaField[];
   readonly logger: Logger;
   readonly fault?: (point: string) => void;
-}
-
-/** A dead letter as a row of the error table. */
-export function deadLetterRow(letter: DeadLetter, ingestedAt: Date): Record<string, unknown> {
-  const { record } = letter;
-  const value = record.value;
-  return {
-    _kafka_topic: record.topic,
-    _kafka_partition: record.partition,
-    _kafka_offset: record.offset,
-    _kafka_timestamp: new Date(record.timestamp).toISOString(),
-    _kafka_key: record.key === null ? null : record.key.toString('base64'),
-    value: value === null ? null : value.subarray(0, 9 * 1024 * 1024).toString('base64'),
-    value_size: value === null ? null : value.length,
-    error_kind: letter.kind,
-    error_message: letter.message.slice(0, 16_384),
-    headers: Object.keys(record.headers).length === 0 ? null : JSON.stringify(record.headers),
-    _ingested_at: ingestedAt.toISOString(),
-  };
 }
 
 export function createStorageWriteSink(options: StorageWriteSinkOptions): StreamSink & { close(): void } {
@@ -179,7 +166,9 @@ export function createStorageWriteSink(options: StorageWriteSinkOptions): Stream
           await writeStream(
             errorTable,
             deadLetterTableSchema,
-            letters.map((l) => toStorageRow(deadLetterRow(l, ingestedAt) as never, deadLetterTableSchema)),
+            letters.map((l) =>
+              toStorageRow(deadLetterRow(l, ingestedAt, maxRecordBytes) as never, deadLetterTableSchema),
+            ),
           ),
         );
       }

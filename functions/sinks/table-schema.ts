@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { ConfigError } from '../drain/errors.js';
+import type { DeadLetter } from '../drain/types.js';
 
 export interface SchemaField {
   name: string;
@@ -80,6 +81,32 @@ export const deadLetterTableSchema: readonly SchemaField[] = [
   { name: 'headers', type: 'JSON', mode: 'NULLABLE' },
   { name: '_ingested_at', type: 'TIMESTAMP', mode: 'REQUIRED' },
 ];
+
+/**
+ * A dead letter as a row of the error table. The value is kept up to `maxValueBytes` (what one request can
+ * carry in the mode's wire format); `value_size` always says how large the whole value was.
+ */
+export function deadLetterRow(
+  letter: DeadLetter,
+  ingestedAt: Date,
+  maxValueBytes: number,
+): Record<string, string | number | null> {
+  const { record } = letter;
+  const value = record.value;
+  return {
+    _kafka_topic: record.topic,
+    _kafka_partition: record.partition,
+    _kafka_offset: record.offset,
+    _kafka_timestamp: new Date(record.timestamp).toISOString(),
+    _kafka_key: record.key === null ? null : record.key.toString('base64'),
+    value: value === null ? null : value.subarray(0, maxValueBytes).toString('base64'),
+    value_size: value === null ? null : value.length,
+    error_kind: letter.kind,
+    error_message: letter.message.slice(0, 16_384),
+    headers: Object.keys(record.headers).length === 0 ? null : JSON.stringify(record.headers),
+    _ingested_at: ingestedAt.toISOString(),
+  };
+}
 
 export function deadLetterTableName(table: string): string {
   return `${table}_dead_letters`;

@@ -3,8 +3,8 @@
  * several times, then by SIGKILL from outside at 50 random moments, all while a producer writes; then run
  * to completion. Afterwards every produced offset must be in the table or the dead-letter topic (G1), no
  * checkpoint ever went back (G6), `verify` finds no hole, and in the exactly-once modes (merge,
- * storage-write) no row is in the table twice (G2); in storage-write mode the error table holds each bad
- * record exactly once too.
+ * storage-write) no row is in the table twice (G2) and the error table, which the drain writes in those
+ * modes, holds each bad record exactly once too.
  */
 import { describe, expect, test } from 'vitest';
 import {
@@ -34,6 +34,7 @@ describe.each([
       'after-stage',
       'after-write',
       'after-merge-before-commit',
+      'after-error-table',
       'after-dead-letter-before-commit',
       'mid-commit',
     ],
@@ -143,8 +144,8 @@ describe.each([
     }
 
     let errorTableDuplicates = 0;
-    if (mode === 'storage-write') {
-      // The error table: each malformed record exactly once, whatever the crashes.
+    if (exactlyOnce) {
+      // The error table the drain writes: each malformed record exactly once, whatever the crashes.
       const [rows] = await clients.bigquery.query({
         query: `SELECT _kafka_partition AS p, _kafka_offset AS o FROM \`${pipeline.dataset}.${pipeline.table}_dead_letters\``,
       });

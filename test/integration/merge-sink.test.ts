@@ -1,8 +1,9 @@
-import { afterAll, expect, test } from 'vitest';
+import { afterAll, describe, expect, test } from 'vitest';
 import { createMemoryLogger } from '../../functions/drain/logger.js';
 import { toRow } from '../../functions/drain/records.js';
-import type { RowToWrite } from '../../functions/drain/types.js';
+import type { DeadLetter, RowToWrite } from '../../functions/drain/types.js';
 import { ensureTargetTable } from '../../functions/sinks/bigquery-sink.js';
+import { createMergeErrorTable } from '../../functions/sinks/error-table.js';
 import { createMergeSink, stagingPrefix, stagingTableName } from '../../functions/sinks/merge-sink.js';
 import { targetTableSchema } from '../../functions/sinks/table-schema.js';
 import { record } from '../support/memory-ports.js';
@@ -126,4 +127,66 @@ test('rows BigQuery rejects in staging are returned as rejected, and not merged'
   expect(results.filter((r) => !r.ok)).toHaveLength(1);
   expect(results[4]).toMatchObject({ ok: false, reason: expect.stringContaining('unknown_column') });
   expect(await targetStats(dataset)).toEqual({ c: 9, d: 9 });
+});
+
+describe('the error table merge mode writes itself', () => {
+  function letter(offset: number, value: string | null, headers: Record<string, string> = {}): DeadLetter {
+    return {
+      record: {
+        ...record('orders', 0, offset, {}),
+        value: value === null ? null : Buffer.from(value),
+        headers,
+      },
+      kind: 'decode',
+      message: `offset ${offset} is not JSON`,
+    };
+  }
+
+  test('each dead letter once, however often its batch is written again; read back with the BigQuery client', async () => {
+    const dataset = uniqueName('merge');
+    await ensureTargetTable(clients.bigquery, { dataset, table: 'target', location: null }, userFields);
+    const options = {
+      bigquery: clients.bigquery,
+      dataset,
+      table: 'target',
+      location: null,
+      pipelineId: 'p1',
+      taskIndex: 0,
+      retry: { attempts: 3, initialDelayMs: 1, maxDelayMs: 5 },
+      logger: createMemoryLogger(),
+      leftoverAgeMs: 0,
+    };
+    const letters = [letter(3, '{oops', { trace: 'abc' }), letter(7, null), letter(9, 'x')];
+    const at = new Date('2026-11-29T10:00:00.000Z');
+    // A first run writes them and dies before its checkpoint; two more runs write the same batch again,
+    // one of them with a letter more.
+    const first = createMergeErrorTable({ ...options, runId: 'run-a' });
+    await first.write(letters, at);
+    const second = createMergeErrorTable({ ...options, runId: 'run-b' });
+    await second.write(letters, at);
+    await second.write([...letters, letter(11, '[')], at);
+    for (const t of [first, second]) await t.close();
+
+    const [rows] = await clients.bigquery.query({
+      query: `SELECT _kafka_offset AS o, value, value_size, error_kind, error_message, TO_JSON_STRING(headers) AS headers
+              FROM \`${dataset}.target_dead_letters\` ORDER BY _kafka_offset`,
+    });
+    expect(rows.map((r: { o: number }) => Number(r.o))).toEqual([3, 7, 9, 11]);
+    const three = rows[0] as { value: string; value_size: number; error_kind: string; error_message: string };
+    // The client returns BYTES as base64, as BigQuery's REST API does.
+    expect(Buffer.from(three.value, 'base64').toString()).toBe('{oops');
+    expect(JSON.parse((rows[0] as { headers: string }).headers)).toEqual({ trace: 'abc' });
+    expect(Number(three.value_size)).toBe(5);
+    expect(three).toMatchObject({ error_kind: 'decode', error_message: 'offset 3 is not JSON' });
+    expect(rows[1]).toMatchObject({ value: null, value_size: null });
+    // The staging tables of both runs are gone with them.
+    expect((await tables(dataset)).filter((t) => t.startsWith(stagingPrefix('p1', 0)))).toEqual([]);
+  });
+
+  test('its staging table is the run’s own, next to the rows’ one', () => {
+    const rows = stagingTableName('p1', 0, 'run-a');
+    const letters = stagingTableName('p1', 0, 'run-a', 'dead-letters');
+    expect(letters).not.toBe(rows);
+    expect(letters.startsWith(stagingPrefix('p1', 0))).toBe(true);
+  });
 });
