@@ -57,6 +57,7 @@ async function drain(nullSink: boolean) {
       return call(...args);
     };
   const count = (checkpoints: Checkpoints): Checkpoints => ({
+    peek: counted(0, checkpoints.peek),
     acquire: async (...args) => {
       const lease = await checkpoints.acquire(...args);
       if (lease) firestoreWrites++;

@@ -9,6 +9,7 @@ import type {
   CommitIntent,
   Lease,
   PartitionRef,
+  PartitionState,
   RunSummary,
 } from '../drain/types.js';
 import { ledgerEntryOf } from '../verify/ledger.js';
@@ -147,6 +148,33 @@ export function createFirestoreCheckpoints(
   }
 
   return {
+    async peek(partitions) {
+      const states: PartitionState[] = [];
+      // One batched read (BatchGetDocuments) per 300 documents.
+      for (let i = 0; i < partitions.length; i += 300) {
+        const refs = partitions.slice(i, i + 300).map((p) => partitionRef(p));
+        if (refs.length === 0) continue;
+        let snapshots: FirebaseFirestore.DocumentSnapshot[];
+        try {
+          snapshots = await db.getAll(...refs);
+        } catch (error) {
+          throw firestoreError(error, 'read partitions');
+        }
+        for (const snapshot of snapshots) {
+          const data = snapshot.data() as PartitionDoc | undefined;
+          if (data === undefined) continue;
+          states.push({
+            topic: data.topic,
+            partition: data.partition,
+            nextOffset: data.nextOffset ?? null,
+            leaseOwner: data.leaseOwner ?? null,
+            leaseExpiresAt: data.leaseExpiresAt?.toMillis() ?? 0,
+            paused: data.paused === true,
+          });
+        }
+      }
+      return states;
+    },
     acquire: (partition, owner, ttlMs) =>
       compareAndSwap('acquire lease', partitionRef(partition), (data, now) => {
         const heldByOther =

@@ -7,6 +7,8 @@ import type { Logger } from './logger.js';
 import { type RowShape, recordSize } from './records.js';
 import type { Rules } from './rules.js';
 import { type StartPosition, startOffset } from './start-position.js';
+import { sleep } from './retry.js';
+import { planSharing } from './share.js';
 import { createStreamFlusher, finishIntent } from './stream-flush.js';
 import type {
   Alerts,
@@ -151,22 +153,15 @@ export async function runDrain(
   const budgetTimer = setTimeout(() => requestStop('budget'), options.budgetMs);
   const renewTimer = setInterval(() => void renewLeases(), Math.max(100, Math.floor(options.leaseTtlMs / 3)));
 
+  /** The reader of the partitions being drained (one per round: the task's own share, then shared ones). */
   let reader: SourceReader | undefined;
   try {
-    const watermarks = ownedBy(
-      await ports.source.watermarks(options.topics),
-      options.taskIndex,
-      options.taskCount,
-    );
-    const positions: Position[] = [];
-    await forEachLimited(watermarks, options.firestoreConcurrency, async (mark) => {
-      if (stop.signal.aborted) return;
-      const position = await leasePartition(mark);
-      if (position !== undefined) positions.push(position);
-    });
-    if (positions.length > 0 && !stop.signal.aborted) {
-      reader = await ports.source.open(positions);
-      await drainOpenPartitions(reader);
+    const all = await ports.source.watermarks(options.topics);
+    const mine = ownedBy(all, options.taskIndex, options.taskCount);
+    await drainPartitions(mine, false);
+    if (options.taskCount > 1 && !stop.signal.aborted) {
+      const ids = new Set(mine.map(partitionId));
+      await shareWork(all.filter((m) => !ids.has(partitionId(m))));
     }
   } catch (thrown) {
     failure = asError(thrown);
@@ -201,7 +196,48 @@ export async function runDrain(
     .catch((error: unknown) => logger.warn('recording the run summary failed', { error }));
   return summary;
 
-  async function leasePartition(mark: Watermarks): Promise<Position | undefined> {
+  /** Leases the partitions, then reads and drains those with records waiting, until done or stopped. */
+  async function drainPartitions(marks: readonly Watermarks[], shared: boolean): Promise<void> {
+    const positions: Position[] = [];
+    await forEachLimited(marks, options.firestoreConcurrency, async (mark) => {
+      if (stop.signal.aborted) return;
+      const position = await leasePartition(mark, shared);
+      if (position !== undefined) positions.push(position);
+    });
+    if (positions.length === 0 || stop.signal.aborted) return;
+    reader = await ports.source.open(positions);
+    await drainOpenPartitions(reader);
+    const done = reader;
+    reader = undefined;
+    await done.close().catch((error: unknown) => logger.warn('closing the source failed', { error }));
+  }
+
+  /**
+   * After its own share, while its budget lasts: other tasks' partitions whose records wait and whose
+   * lease is free or has expired (see share.ts), so that a task that died or started late does not leave
+   * its share for the next execution.
+   */
+  async function shareWork(others: readonly Watermarks[]): Promise<void> {
+    const watched = new Map<string, number>();
+    let candidates = others.filter((m) => m.end > m.logStart);
+    while (candidates.length > 0 && !stop.signal.aborted) {
+      const states = await ports.checkpoints.peek(candidates);
+      const plan = planSharing(candidates, new Map(states.map((s) => [partitionId(s), s])), now(), watched);
+      if (plan.take.length > 0) {
+        logger.info("taking other tasks' partitions whose records wait", { partitions: plan.take.length });
+        await drainPartitions(plan.take, true);
+        const taken = new Set(plan.take.map(partitionId));
+        candidates = plan.remaining.filter((m) => !taken.has(partitionId(m)));
+        continue;
+      }
+      candidates = plan.remaining;
+      if (plan.waitUntil === undefined) return;
+      // A lease that may belong to a dead run: look again when it expires (a live run will have renewed it).
+      await sleep(Math.max(0, plan.waitUntil - now()) + 50, stop.signal);
+    }
+  }
+
+  async function leasePartition(mark: Watermarks, shared = false): Promise<Position | undefined> {
     const id = partitionId(mark);
     const summary: PartitionSummary = {
       topic: mark.topic,
@@ -212,9 +248,12 @@ export async function runDrain(
       read: 0,
       rowsWritten: 0,
       deadLettered: 0,
+      ...(shared ? { shared: true } : {}),
     };
-    summaries.push(summary);
     const lease = await ports.checkpoints.acquire(mark, owner, options.leaseTtlMs);
+    // Another task's partition that someone took first is simply not this run's business.
+    if (lease === undefined && shared) return undefined;
+    summaries.push(summary);
     if (lease === undefined) {
       summary.skipped = 'leased_elsewhere';
       logger.info('partition leased by another run; skipped', {

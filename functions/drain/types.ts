@@ -194,8 +194,19 @@ export interface CheckpointCommit {
   readonly streams?: readonly string[];
 }
 
+/** A partition's checkpoint and lease as stored, read without taking it (sharing work between tasks). */
+export interface PartitionState extends PartitionRef {
+  readonly nextOffset: number | null;
+  readonly leaseOwner: string | null;
+  /** Epoch milliseconds; 0 when never leased. */
+  readonly leaseExpiresAt: number;
+  readonly paused: boolean;
+}
+
 /** The checkpoints port: Firestore. */
 export interface Checkpoints {
+  /** The partitions' stored states, read in a few round trips; a partition never seen has none. */
+  peek(partitions: readonly PartitionRef[]): Promise<PartitionState[]>;
   /** Undefined when another owner holds an unexpired lease. */
   acquire(partition: PartitionRef, owner: string, ttlMs: number): Promise<Lease | undefined>;
   /** Extends the lease; throws a FencedError when it was lost. */
@@ -239,6 +250,8 @@ export interface PartitionSummary extends PartitionRef {
   tombstonesSkipped?: number;
   /** Why this partition was not (fully) drained, if it was not. */
   skipped?: 'leased_elsewhere' | 'fenced' | 'error' | 'paused';
+  /** Another task's partition, taken after this task's own share because its records waited. */
+  shared?: true;
 }
 
 export interface RunSummary {

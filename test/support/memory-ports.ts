@@ -125,6 +125,23 @@ export function createMemoryCheckpoints(now: () => number) {
     commits,
     runs,
     checkpoint: (p) => partitions.get(partitionId(p))?.nextOffset ?? null,
+    async peek(refs) {
+      return refs.flatMap((ref) => {
+        const p = partitions.get(partitionId(ref));
+        return p === undefined
+          ? []
+          : [
+              {
+                topic: ref.topic,
+                partition: ref.partition,
+                nextOffset: p.nextOffset,
+                leaseOwner: p.leaseOwner,
+                leaseExpiresAt: p.leaseExpiresAt,
+                paused: false,
+              },
+            ];
+      });
+    },
     async acquire(partition, owner, ttlMs) {
       const p = partitions.get(partitionId(partition)) ?? {
         nextOffset: null,

@@ -1,8 +1,9 @@
 import { describe, expect, test } from 'vitest';
+import { ownedBy } from '../../functions/drain/assignment.js';
 import { type DrainOptions, runDrain } from '../../functions/drain/drain-loop.js';
 import { DrainError } from '../../functions/drain/errors.js';
 import { createMemoryLogger } from '../../functions/drain/logger.js';
-import type { KafkaRecord } from '../../functions/drain/types.js';
+import type { KafkaRecord, Watermarks } from '../../functions/drain/types.js';
 import { testDrainOptions } from '../support/drain-options.js';
 import {
   createMemoryAlerts,
@@ -252,14 +253,62 @@ describe('runDrain', () => {
     expect(checkpoints.commits.find((c) => c.fromOffset === 10)).toMatchObject({ nextOffset: 20, rows: 0 });
   });
 
-  test('only partitions that hash to this task are touched', async () => {
-    const { ports, context } = setup(logOf(8, 1));
+  test("a task drains its own share first, then the other tasks' partitions whose records wait", async () => {
+    const { ports, checkpoints, context } = setup(logOf(8, 3));
     const a = await runDrain(ports, { ...options, taskIndex: 0, taskCount: 2 }, context);
+    const own = a.partitions.filter((p) => p.shared === undefined).map((p) => p.partition);
+    const shared = a.partitions.filter((p) => p.shared === true).map((p) => p.partition);
+    expect(own.length).toBeGreaterThan(0);
+    expect(shared.length).toBeGreaterThan(0);
+    expect([...own, ...shared].sort()).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+    expect(a).toMatchObject({ stopReason: 'caught_up', recordsRead: 24, rowsWritten: 24 });
+    for (let p = 0; p < 8; p++) expect(checkpoints.checkpoint({ topic: 't', partition: p })).toBe(3);
+    // Its own share came first: every commit of a shared partition follows every commit of its own.
+    const order = checkpoints.commits.map((c) => own.includes(c.lease.partition));
+    expect(order.lastIndexOf(true)).toBeLessThan(order.indexOf(false));
+    // The other task, coming late, finds nothing waiting and touches nothing.
     const b = await runDrain(ports, { ...options, runId: 'r2', taskIndex: 1, taskCount: 2 }, context);
-    const touchedA = a.partitions.map((p) => p.partition);
-    const touchedB = b.partitions.map((p) => p.partition);
-    expect([...touchedA, ...touchedB].sort()).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
-    expect(touchedA.filter((p) => touchedB.includes(p))).toEqual([]);
+    expect(b).toMatchObject({ recordsRead: 0, commits: 0 });
+    expect(b.partitions.filter((p) => p.shared)).toEqual([]);
+  });
+
+  test("a partition held by a live run is left to it; a dead run's partition is taken once its lease expires", async () => {
+    const { ports, checkpoints, context } = setup(logOf(8, 3));
+    // Task 1's run: it leased two of its partitions; it keeps renewing one (alive) and dies on the other.
+    const [live, dead] = (await ports.source.watermarks(['t']))
+      .filter((m) => !ownedBy([m], 0, 2).length)
+      .slice(0, 2) as [Watermarks, Watermarks];
+    const liveLease = (await checkpoints.acquire(live, 'task-1', 400))!;
+    await checkpoints.acquire(dead, 'task-1-dead', 400);
+    const renewing = setInterval(() => void checkpoints.renew(liveLease, 400), 100);
+    try {
+      const started = Date.now();
+      const a = await runDrain(ports, { ...options, taskIndex: 0, taskCount: 2 }, context);
+      expect(checkpoints.checkpoint(dead)).toBe(3);
+      expect(checkpoints.checkpoint(live)).toBeNull();
+      expect(a.partitions.find((p) => p.partition === dead.partition)).toMatchObject({
+        shared: true,
+        read: 3,
+      });
+      expect(a.partitions.find((p) => p.partition === live.partition)).toBeUndefined();
+      expect(a.stopReason).toBe('caught_up');
+      // It waited for the dead lease to expire, and not for the live one until its budget.
+      expect(Date.now() - started).toBeLessThan(options.budgetMs);
+    } finally {
+      clearInterval(renewing);
+    }
+  });
+
+  test('with one task, or once stopped, nothing is shared', async () => {
+    const { ports, checkpoints, context } = setup(logOf(4, 2));
+    let peeks = 0;
+    const peek = checkpoints.peek.bind(checkpoints);
+    checkpoints.peek = async (refs) => {
+      peeks++;
+      return peek(refs);
+    };
+    await runDrain(ports, { ...options, taskIndex: 0, taskCount: 1 }, context);
+    expect(peeks).toBe(0);
   });
 
   test('a write slower than the lease TTL keeps its lease: renewals go on while it is in flight', async () => {
