@@ -5,10 +5,10 @@ import { forEachLimited } from './concurrency.js';
 import { asError, FencedError } from './errors.js';
 import type { Logger } from './logger.js';
 import { type RowShape, recordSize } from './records.js';
-import type { Rules } from './rules.js';
-import { type StartPosition, startOffset } from './start-position.js';
 import { sleep } from './retry.js';
+import type { Rules } from './rules.js';
 import { planSharing } from './share.js';
+import { type StartPosition, startOffset } from './start-position.js';
 import { createStreamFlusher, finishIntent } from './stream-flush.js';
 import type {
   Alerts,
