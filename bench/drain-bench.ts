@@ -1,15 +1,23 @@
 /**
- * `npm run bench`: the same records, measured side by side in one run. Produces N records of about 1 KB
- * JSON to P partitions, then drains them (a) with a bare kafkajs consumer that does nothing, (b) with our
- * drain and a null sink, (c) with our drain into the BigQuery emulator once per write mode (storage-write
- * and insert-all on the same N records; merge on the first M, as the emulator's MERGE is quadratic), each
- * from offset 0 in a process of its own, and prints records/s, the ratios b/a and c/a, Firestore writes
- * per 10,000 records and peak RSS. Timing goals live here, never in tests.
+ * `npm run bench`: the same records, measured side by side in one run, each variant in a process of its
+ * own reading from offset 0. Produces N records of about 1 KB JSON to P partitions (and 4N to another
+ * topic), then measures:
+ * - (a) a bare kafkajs consumer that does nothing, (b) our drain with a null sink, on N and on 4N records:
+ *   start-up (process ready → first record fetched) and drain (first record fetched → last checkpoint
+ *   committed) apart, so that the steady-state ratio b/a compares drain time with drain time; peak RSS at
+ *   N and 4N shows whether memory follows the batch and flush sizes or the input;
+ * - (c) our drain into the BigQuery emulator once per write mode (storage-write and insert-all on the N
+ *   records; merge on M, as the emulator's MERGE is quadratic);
+ * - 1, 2 and 4 tasks of one execution (separate processes) on N records of a 16-partition topic;
+ * - 1,000 partitions (10 topics x 100, 3 records each): a run that drains them all, then an idle run.
+ * Firestore reads and writes are counted for every drain. Results are printed and written to
+ * `bench/results/<run>.json` so that runs can be compared. Timing goals live here, never in tests.
  */
-import { execFileSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { PubSub } from '@google-cloud/pubsub';
 import kafkajs from 'kafkajs';
 import { stackEnv } from '../stack/stack-env.js';
@@ -21,13 +29,18 @@ const partitions = Number(process.env.BENCH_PARTITIONS ?? 4);
 const batch = process.env.BENCH_BATCH ?? '500';
 /** Merge mode on the emulator joins every staged row with every target row: it gets fewer records. */
 const mergeRecords = Number(process.env.BENCH_MERGE_RECORDS ?? 1_000);
+/** The 1,000-partition scenario: topics x partitions each, records per partition (0 skips it). */
+const wideTopics = Number(process.env.BENCH_WIDE_TOPICS ?? 10);
+const widePartitions = Number(process.env.BENCH_WIDE_PARTITIONS ?? 100);
+const wideRecords = 3;
 const run = `bench-${Date.now().toString(36)}`;
+const benchStarted = Date.now();
+const kafka = new kafkajs.Kafka({ brokers: [stack.KAFKA_BROKERS!], logLevel: kafkajs.logLevel.NOTHING });
 
-async function produce(topic: string, count: number): Promise<void> {
-  const kafka = new kafkajs.Kafka({ brokers: [stack.KAFKA_BROKERS!], logLevel: kafkajs.logLevel.NOTHING });
+async function produce(topic: string, count: number, topicPartitions: number): Promise<void> {
   const admin = kafka.admin();
   await admin.connect();
-  await admin.createTopics({ topics: [{ topic, numPartitions: partitions }], waitForLeaders: true });
+  await admin.createTopics({ topics: [{ topic, numPartitions: topicPartitions }], waitForLeaders: true });
   await admin.disconnect();
   const producer = kafka.producer();
   await producer.connect();
@@ -35,6 +48,8 @@ async function produce(topic: string, count: number): Promise<void> {
   for (let i = 0; i < count; i += 1000) {
     const messages = Array.from({ length: Math.min(1000, count - i) }, (_, k) => ({
       key: `k${i + k}`,
+      // Round robin by hand: every partition gets its share (keys alone could leave some empty).
+      partition: (i + k) % topicPartitions,
       value: JSON.stringify({ id: `r${i + k}`, n: i + k, note: pad }),
     }));
     await producer.send({ topic, messages });
@@ -45,38 +60,46 @@ async function produce(topic: string, count: number): Promise<void> {
 interface Result {
   variant: string;
   records: number;
-  ms: number;
+  startedAt: number;
+  firstFetchAt: number | null;
+  lastDoneAt: number | null;
+  endedAt: number;
   peakRssMb: number;
-  firestoreWrites?: number;
+  firestoreReads: number;
+  firestoreWrites: number;
   commits?: number;
+  stopReason?: string;
+  partitions?: number;
+  summaryBytes?: number;
 }
 
-function variant(
+const schemaFile = join(tmpdir(), `${run}.schema.json`);
+writeFileSync(
+  schemaFile,
+  JSON.stringify([
+    { name: 'id', type: 'STRING' },
+    { name: 'n', type: 'INT64' },
+    { name: 'note', type: 'STRING' },
+  ]),
+);
+
+async function variant(
   name: string,
-  topic: string,
+  topics: string,
   count: number,
   pipeline: string,
   extra: Record<string, string> = {},
-): Result {
-  const schemaFile = join(tmpdir(), `${run}.schema.json`);
-  writeFileSync(
-    schemaFile,
-    JSON.stringify([
-      { name: 'id', type: 'STRING' },
-      { name: 'n', type: 'INT64' },
-      { name: 'note', type: 'STRING' },
-    ]),
-  );
-  const out = execFileSync(
+): Promise<Result> {
+  const { stdout } = await promisify(execFile)(
     process.execPath,
-    ['--import', 'tsx', join(root, 'bench', 'variant.ts'), name, topic, String(count)],
+    ['--import', 'tsx', join(root, 'bench', 'variant.ts'), name, topics, String(count)],
     {
       env: {
         ...process.env,
         ...stack,
         METADATA_SERVER_DETECTION: 'none',
         PIPELINE_ID: pipeline,
-        KAFKA_TOPICS: topic,
+        KAFKA_TOPICS: topics,
         BQ_DATASET: pipeline.replaceAll('-', '_'),
         BQ_TABLE: 'events',
         BQ_SCHEMA_FILE: schemaFile,
@@ -86,70 +109,162 @@ function variant(
         ...extra,
       },
       encoding: 'utf8',
+      maxBuffer: 64 * 1024 * 1024,
     },
   );
-  return JSON.parse(out.trim().split('\n').at(-1)!) as Result;
+  return JSON.parse(stdout.trim().split('\n').at(-1)!) as Result;
 }
 
-const rate = (r: Result) => Math.round((r.records / r.ms) * 1000);
+const startupMs = (r: Result) => (r.firstFetchAt ?? r.endedAt) - r.startedAt;
+const drainMs = (r: Result) => Math.max(1, (r.lastDoneAt ?? r.endedAt) - (r.firstFetchAt ?? r.startedAt));
+const wholeMs = (r: Result) => r.endedAt - r.startedAt;
+const drainRate = (r: Result) => Math.round((r.records / drainMs(r)) * 1000);
+const per10k = (n: number, r: Result) => (r.records === 0 ? 0 : Math.round((n / r.records) * 10_000));
 
-const topic = `${run}-n`;
-const topicDouble = `${run}-2n`;
+/** The tasks of one execution, as separate processes at once; one time line from first start to last commit. */
+async function execution(tasks: number, topic: string, count: number) {
+  const pipeline = `${run}-x${tasks}`;
+  const results = await Promise.all(
+    Array.from({ length: tasks }, (_, i) =>
+      variant('bigquery', topic, count, pipeline, {
+        CLOUD_RUN_TASK_COUNT: String(tasks),
+        CLOUD_RUN_TASK_INDEX: String(i),
+        CLOUD_RUN_EXECUTION: `${pipeline}-e1`,
+      }),
+    ),
+  );
+  const first = Math.min(...results.map((r) => r.firstFetchAt ?? r.endedAt));
+  const last = Math.max(...results.map((r) => r.lastDoneAt ?? r.endedAt));
+  const drained = results.reduce((n, r) => n + r.records, 0);
+  return {
+    tasks,
+    records: drained,
+    drainMs: last - first,
+    wholeMs: Math.max(...results.map((r) => r.endedAt)) - Math.min(...results.map((r) => r.startedAt)),
+    rate: Math.round((drained / Math.max(1, last - first)) * 1000),
+    perTask: results.map((r) => r.records),
+  };
+}
+
 console.log(
-  `producing ${records} records (~1 KB JSON) to ${partitions} partitions, and ${2 * records} to another topic...`,
+  `producing ${records} records (~1 KB JSON) to ${partitions} partitions, ${4 * records} to another topic, ` +
+    `${records} to 16 partitions, ${mergeRecords} for merge mode and ${wideRecords} to each of ` +
+    `${wideTopics} x ${widePartitions} partitions...`,
 );
-await produce(topic, records);
-await produce(topicDouble, 2 * records);
+const topic = `${run}-n`;
+const topicQuad = `${run}-4n`;
+const topicTasks = `${run}-tasks`;
 const topicMerge = `${run}-m`;
-await produce(topicMerge, mergeRecords);
+const wide = Array.from({ length: wideTopics }, (_, i) => `${run}-w${i}`);
+await produce(topic, records, partitions);
+await produce(topicQuad, 4 * records, partitions);
+await produce(topicTasks, records, 16);
+await produce(topicMerge, mergeRecords, partitions);
+for (const t of wide) await produce(t, wideRecords * widePartitions, widePartitions);
 await new PubSub({
   projectId: stack.GOOGLE_CLOUD_PROJECT,
   apiEndpoint: stack.PUBSUB_EMULATOR_HOST,
 }).createTopic(`${run}-dlq`);
+const producedMs = Date.now() - benchStarted;
 
-const a = variant('raw', topic, records, `${run}-a`);
-const b = variant('null', topic, records, `${run}-b`);
-const c = variant('bigquery', topic, records, `${run}-c`, { BQ_WRITE_MODE: 'storage-write' });
-const cInsert = variant('bigquery', topic, records, `${run}-ci`, { BQ_WRITE_MODE: 'insert-all' });
-const cMerge = variant('bigquery', topicMerge, mergeRecords, `${run}-cm`, { BQ_WRITE_MODE: 'merge' });
-const modes = new Map<Result, string>([
-  [c, 'storage-write'],
-  [cInsert, 'insert-all'],
-  [cMerge, 'merge'],
-]);
-const a2 = variant('raw', topicDouble, 2 * records, `${run}-a2`);
-const b2 = variant('null', topicDouble, 2 * records, `${run}-b2`);
+const a = await variant('raw', topic, records, `${run}-a`);
+const b = await variant('null', topic, records, `${run}-b`);
+const a4 = await variant('raw', topicQuad, 4 * records, `${run}-a4`);
+const b4 = await variant('null', topicQuad, 4 * records, `${run}-b4`);
+const c = await variant('bigquery', topic, records, `${run}-c`, { BQ_WRITE_MODE: 'storage-write' });
+const cInsert = await variant('bigquery', topic, records, `${run}-ci`, { BQ_WRITE_MODE: 'insert-all' });
+const cMerge = await variant('bigquery', topicMerge, mergeRecords, `${run}-cm`, { BQ_WRITE_MODE: 'merge' });
+const executions = [];
+for (const tasks of [1, 2, 4]) executions.push(await execution(tasks, topicTasks, records));
+const wideSpread =
+  wide.length === 0 ? undefined : await variant('bigquery', wide.join(','), 0, `${run}-w`, {});
+const wideIdle = wide.length === 0 ? undefined : await variant('bigquery', wide.join(','), 0, `${run}-w`, {});
 
+const rows = [
+  ['(a) raw kafkajs', a],
+  ['(b) drain, null sink', b],
+  ['(a) raw kafkajs, 4N', a4],
+  ['(b) drain, null sink, 4N', b4],
+  ['(c) drain → emulator, storage-write', c],
+  ['(c) drain → emulator, insert-all', cInsert],
+  ['(c) drain → emulator, merge', cMerge],
+  ...(wideSpread && wideIdle
+    ? [
+        [`1,000 partitions: ${wideRecords} records each`, wideSpread],
+        ['1,000 partitions: idle run', wideIdle],
+      ]
+    : []),
+] as [string, Result][];
 console.table(
-  [a, b, c, cInsert, cMerge, a2, b2].map((r) => ({
-    variant:
-      r.variant === 'bigquery'
-        ? `(c) drain → BigQuery emulator, ${modes.get(r)}`
-        : { raw: '(a) raw kafkajs', null: '(b) drain, null sink' }[r.variant],
+  rows.map(([name, r]) => ({
+    variant: name,
     records: r.records,
-    seconds: (r.ms / 1000).toFixed(2),
-    'records/s': rate(r),
-    'firestore writes / 10k':
-      r.firestoreWrites === undefined ? '' : Math.round((r.firestoreWrites / r.records) * 10_000),
+    'start-up s': (startupMs(r) / 1000).toFixed(2),
+    'drain s': (drainMs(r) / 1000).toFixed(2),
+    'whole s': (wholeMs(r) / 1000).toFixed(2),
+    'drain records/s': drainRate(r),
+    'FS reads': r.firestoreReads,
+    'FS writes': r.firestoreWrites,
+    'FS writes/10k': per10k(r.firestoreWrites, r),
     commits: r.commits ?? '',
     'peak RSS MB': r.peakRssMb,
   })),
 );
-console.log(
-  `b/a = ${(rate(b) / rate(a)).toFixed(2)}   c/a = ${(rate(c) / rate(a)).toFixed(2)} (storage-write)   (target b/a >= 0.8; whole runs, start-up included)`,
+console.table(
+  executions.map((x) => ({
+    tasks: x.tasks,
+    records: x.records,
+    'drain s': (x.drainMs / 1000).toFixed(2),
+    'whole s': (x.wholeMs / 1000).toFixed(2),
+    'records/s': x.rate,
+    'records per task': x.perTask.join(' / '),
+  })),
 );
-console.log(
-  `rows/s into the emulator by write mode: storage-write ${rate(c)}, insert-all ${rate(cInsert)} (${records} records each), merge ${rate(cMerge)} (${mergeRecords} records)`,
+const steady = drainRate(b) / drainRate(a);
+const steady4 = drainRate(b4) / drainRate(a4);
+const lines = [
+  `steady state b/a (drain time to drain time): ${steady.toFixed(2)} at N=${records}, ${steady4.toFixed(2)} at 4N (goal >= 0.8)`,
+  `start-up (process ready → first record): raw ${startupMs(a)} ms, drain ${startupMs(b)} ms (goal <= 1500 ms)`,
+  `Firestore writes per 10k records: ${per10k(b.firestoreWrites, b)} (null sink, ${per10k(b.commits ?? 0, b)} commits per 10k at BATCH_MAX_RECORDS=${batch}), ${per10k(b4.firestoreWrites, b4)} at 4N: O(batches)`,
+  `peak RSS, null sink: ${b.peakRssMb} MB at ${records} records, ${b4.peakRssMb} MB at ${4 * records} (bounded by batch and flush size if close)`,
+  `rows/s into the emulator (drain time): storage-write ${drainRate(c)}, insert-all ${drainRate(cInsert)} (${records} records), merge ${drainRate(cMerge)} (${mergeRecords}); c/a storage-write ${(drainRate(c) / drainRate(a)).toFixed(2)}`,
+  `tasks (storage-write, 16 partitions, ${records} records): ${executions.map((x) => `${x.tasks} task(s) ${x.rate}/s`).join(', ')} (2 cores here: expect it to flatten)`,
+  ...(wideSpread && wideIdle
+    ? [
+        `1,000 partitions: spread run ${(wholeMs(wideSpread) / 1000).toFixed(1)} s whole (${wideSpread.records} records, ${wideSpread.commits} commits, ${wideSpread.firestoreReads} reads / ${wideSpread.firestoreWrites} writes, summary line ${wideSpread.summaryBytes} B); idle run ${(wholeMs(wideIdle) / 1000).toFixed(1)} s whole (${wideIdle.firestoreReads} reads / ${wideIdle.firestoreWrites} writes, goal <= 15 s)`,
+      ]
+    : []),
+  `bench took ${((Date.now() - benchStarted) / 1000).toFixed(0)} s (producing ${(producedMs / 1000).toFixed(0)} s)`,
+];
+for (const line of lines) console.log(line);
+const resultsDir = join(root, 'bench', 'results');
+mkdirSync(resultsDir, { recursive: true });
+const file = join(resultsDir, `${run}.json`);
+writeFileSync(
+  file,
+  `${JSON.stringify(
+    {
+      run,
+      at: new Date(benchStarted).toISOString(),
+      settings: { records, partitions, batch, mergeRecords, wideTopics, widePartitions, wideRecords },
+      variants: Object.fromEntries(
+        rows.map(([name, r]) => [
+          name,
+          {
+            ...r,
+            startupMs: startupMs(r),
+            drainMs: drainMs(r),
+            wholeMs: wholeMs(r),
+            drainRate: drainRate(r),
+          },
+        ]),
+      ),
+      executions,
+      steadyStateRatio: { n: steady, fourN: steady4 },
+      summary: lines,
+    },
+    null,
+    2,
+  )}\n`,
 );
-// Start-up (clients, leases, group join) is a fixed cost per run; the second N records show the steady rate.
-const marginal = (one: Result, two: Result) =>
-  Math.round(((two.records - one.records) / Math.max(1, two.ms - one.ms)) * 1000);
-console.log(
-  `steady state (the extra ${records} records of the 2N runs): raw ${marginal(a, a2)}/s, drain null sink ${marginal(b, b2)}/s, b/a = ${(marginal(b, b2) / marginal(a, a2)).toFixed(2)}`,
-);
-console.log(
-  `peak RSS, null sink: ${b.peakRssMb} MB for ${records} records, ${b2.peakRssMb} MB for ${2 * records} (bounded by the batch, not the input, if these are close)`,
-);
-console.log(
-  `batch: BATCH_MAX_RECORDS=${batch}; each variant reads from offset 0 in its own process, start-up (group join, leases) included`,
-);
+console.log(`results: ${file}`);

@@ -1,9 +1,11 @@
-import { type Alert, emptyLiveness, evaluateEpisodes, type Thresholds } from '../alerts/episodes.js';
+import { emptyLiveness, type Thresholds } from '../alerts/episodes.js';
+import { reportAlerts } from '../alerts/report.js';
 import { ownedBy, partitionId } from './assignment.js';
-import { classifyRecords, publishDeadLetters, splitBatches, writeBatch } from './batch.js';
+import { classifyRecords, planFetched, publishDeadLetters, writeBatch } from './batch.js';
 import { forEachLimited } from './concurrency.js';
 import { asError, FencedError } from './errors.js';
 import type { Logger } from './logger.js';
+import { planStart } from './partition-start.js';
 import { type RowShape, recordSize } from './records.js';
 import { sleep } from './retry.js';
 import type { Rules } from './rules.js';
@@ -291,63 +293,49 @@ export async function runDrain(
       start = finished;
     }
 
-    if (start < mark.logStart) {
-      // Records in [start, logStart) were deleted by retention before we read them. Never a silent jump.
+    const plan = planStart(start, lease.nextOffset, mark, options.retentionGapPolicy);
+    summary.from = summary.to = plan.from;
+    if (plan.action !== 'past-end' && plan.lost !== undefined) {
+      // Records in [lost.from, logStart) were deleted by retention before we read them. Never silent.
       log.error('retention gap: records were deleted before they were drained', {
         kind: 'retention_gap',
-        lostFrom: start,
-        lostTo: mark.logStart,
+        lostFrom: plan.lost.from,
+        lostTo: plan.lost.to,
         policy: options.retentionGapPolicy,
       });
-      entry.lost = { from: start, to: mark.logStart, skipped: options.retentionGapPolicy === 'skip' };
-      if (options.retentionGapPolicy === 'fail') {
-        summary.from = summary.to = start;
-        summary.lag = mark.end - start;
-        summary.skipped = 'error';
-        entry.done = true;
-        return undefined;
-      }
-      entry.lease = await commit(entry, {
-        fromOffset: start,
-        nextOffset: mark.logStart,
-        records: 0,
-        lost: true,
-        rows: 0,
-        deadLetters: 0,
-        lastRecordTimestamp: null,
-      });
-      start = mark.logStart;
+      entry.lost = plan.lost;
     }
-    if (start > mark.end) {
-      log.error('checkpoint is past the end of the partition (topic recreated?); partition skipped', {
-        checkpoint: start,
-        end: mark.end,
-      });
-      summary.from = summary.to = start;
-      summary.lag = 0;
+    if (plan.action === 'retention-gap-wait' || plan.action === 'past-end') {
+      if (plan.action === 'past-end') {
+        log.error('checkpoint is past the end of the partition (topic recreated?); partition skipped', {
+          checkpoint: plan.from,
+          end: mark.end,
+        });
+      }
+      summary.lag = Math.max(0, mark.end - plan.from);
       summary.skipped = 'error';
       entry.done = true;
       return undefined;
     }
-    if (lease.nextOffset === null && start >= mark.logStart && start <= mark.end) {
-      // The start position is resolved once and kept: `latest` or a time must not move on the next run.
+    const empty = { records: 0, rows: 0, deadLetters: 0, lastRecordTimestamp: null };
+    if (plan.lost !== undefined) {
       entry.lease = await commit(entry, {
-        fromOffset: start,
-        nextOffset: start,
-        records: 0,
-        rows: 0,
-        deadLetters: 0,
-        lastRecordTimestamp: null,
+        fromOffset: plan.lost.from,
+        nextOffset: plan.lost.to,
+        lost: true,
+        ...empty,
       });
     }
-    summary.from = summary.to = start;
-    summary.lag = mark.end - start;
-    entry.position = start;
-    if (start >= mark.end) {
+    // The start position is resolved once and kept: `latest` or a time must not move on the next run.
+    if (plan.pin)
+      entry.lease = await commit(entry, { fromOffset: plan.from, nextOffset: plan.from, ...empty });
+    summary.lag = mark.end - plan.from;
+    entry.position = plan.from;
+    if (plan.action === 'idle') {
       entry.done = true; // nothing to read: an idle partition costs one lease round trip
       return undefined;
     }
-    return { topic: mark.topic, partition: mark.partition, offset: start };
+    return { topic: mark.topic, partition: mark.partition, offset: plan.from };
   }
 
   /** Finishes a recorded intent; the offset to go on from, or undefined when the partition must wait. */
@@ -441,14 +429,15 @@ export async function runDrain(
 
   async function drainFetched(entry: Owned, fetched: FetchedBatch): Promise<void> {
     // Only what lies between the checkpoint and the end seen at start belongs to this run.
-    const records = fetched.records.filter((r) => r.offset >= entry.position && r.offset < entry.end);
-    const batches = splitBatches(records, options.batchMaxRecords, options.batchMaxBytes);
-    const endOfFetch = Math.min(fetched.nextOffset, entry.end);
-    if (batches.length === 0 && endOfFetch > entry.position) {
+    const plan = planFetched(fetched, entry.position, entry.end, {
+      maxRecords: options.batchMaxRecords,
+      maxBytes: options.batchMaxBytes,
+    });
+    if (plan.skipTo !== undefined) {
       // Offsets with no records (compaction, transaction markers): the checkpoint moves past them.
       entry.lease = await commit(entry, {
         fromOffset: entry.position,
-        nextOffset: endOfFetch,
+        nextOffset: plan.skipTo,
         records: 0,
         rows: 0,
         deadLetters: 0,
@@ -456,11 +445,10 @@ export async function runDrain(
       });
       return;
     }
-    for (const [i, records] of batches.entries()) {
+    for (const { records, nextOffset } of plan.batches) {
       if (entry.done) return; // fenced while this fetch was being written
       if (stop.signal.aborted) return; // settle the batch in flight, start no other
       const last = records[records.length - 1]!;
-      const nextOffset = i === batches.length - 1 ? Math.max(last.offset + 1, endOfFetch) : last.offset + 1;
       const log = logger.child({
         topic: fetched.topic,
         partition: fetched.partition,
@@ -626,15 +614,11 @@ export async function runDrain(
     });
   }
 
-  /**
-   * Opens and resolves this partition's alert episodes, logs each alert (WARNING or ERROR when it opens,
-   * NOTICE when it resolves, so that log-based policies can page) and publishes it, together with any
-   * alert an earlier run could not publish. What is not acknowledged stays pending for the next run.
-   */
+  /** This partition's alert episodes at the end of the run (see alerts/report.ts). */
   async function alertsFor(entry: Owned) {
     const { lease, mark } = entry;
     const moved = entry.position !== entry.startCheckpoint;
-    const { state, alerts } = evaluateEpisodes(
+    const { state, raised } = await reportAlerts(
       lease.liveness ?? emptyLiveness,
       {
         pipeline: options.pipelineId,
@@ -649,26 +633,10 @@ export async function runDrain(
         ...(entry.lost === undefined ? {} : { lost: entry.lost }),
       },
       options.alertThresholds,
+      { logger, ...(ports.alerts === undefined ? {} : { alerts: ports.alerts }) },
     );
-    for (const alert of alerts) {
-      const fields = { event: 'alert', ...alert };
-      if (alert.state === 'resolved') logger.notice(`${alert.kind} alert resolved`, fields);
-      else if (alert.kind === 'retention_gap' || alert.kind === 'stalled')
-        logger.error(`${alert.kind} alert`, fields);
-      else logger.warn(`${alert.kind} alert`, fields);
-    }
-    totals.alerts += alerts.length;
-    const pending: Alert[] = [];
-    for (const alert of state.pendingAlerts) {
-      if (ports.alerts === undefined) continue;
-      try {
-        await ports.alerts.publish(alert);
-      } catch (error) {
-        logger.warn('alert publish failed; the next run publishes it again', { error, kind: alert.kind });
-        pending.push(alert);
-      }
-    }
-    return { ...state, pendingAlerts: pending };
+    totals.alerts += raised;
+    return state;
   }
 
   function lagByPartition(): Map<string, number> {

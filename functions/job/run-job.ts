@@ -9,7 +9,7 @@ import { ConfigError } from '../drain/errors.js';
 import type { Logger } from '../drain/logger.js';
 import { defaultRetryPolicy } from '../drain/retry.js';
 import { loadRules, type Rules } from '../drain/rules.js';
-import type { Checkpoints, ErrorTable, RunSummary, Sink, StreamSink } from '../drain/types.js';
+import type { Checkpoints, ErrorTable, RunSummary, Sink, Source, StreamSink } from '../drain/types.js';
 import { createInsertAllSink, ensureTargetTable, insertAllLimits } from '../sinks/bigquery-sink.js';
 import { createMergeErrorTable } from '../sinks/error-table.js';
 import { createMergeSink } from '../sinks/merge-sink.js';
@@ -28,8 +28,10 @@ export interface JobIo {
   readonly onProgress?: DrainContext['onProgress'];
   /** Replaces the BigQuery sink (the benchmark's null sink). */
   readonly sink?: Sink;
-  /** Wraps the checkpoints port (the benchmark counts Firestore writes through it). */
+  /** Wraps the checkpoints port (the benchmark counts Firestore reads and writes through it). */
   readonly observeCheckpoints?: (checkpoints: Checkpoints) => Checkpoints;
+  /** Wraps the source port (the benchmark times the first record fetched through it). */
+  readonly observeSource?: (source: Source) => Source;
 }
 
 /** Wires the real adapters from a parsed config and runs one bounded drain for this task. */
@@ -55,10 +57,12 @@ export async function runJob(config: DrainConfig, io: JobIo): Promise<RunSummary
     const errorTable = io.sink === undefined ? made!.errorTable : undefined;
     const summary = await runDrain(
       {
-        source: createKafkaSource(kafka, {
-          groupPrefix: `kafka-bigquery-drain.${config.pipelineId}.t${config.taskIndex}`,
-          logger,
-        }),
+        source: (io.observeSource ?? ((s) => s))(
+          createKafkaSource(kafka, {
+            groupPrefix: `kafka-bigquery-drain.${config.pipelineId}.t${config.taskIndex}`,
+            logger,
+          }),
+        ),
         checkpoints: (io.observeCheckpoints ?? ((c) => c))(
           createFirestoreCheckpoints(clients.firestore, config.pipelineId),
         ),
