@@ -27,9 +27,14 @@ BQ_EMULATOR_VERSION=$(sed -n 's:^require github.com/goccy/bigquery-emulator \(.*
 KAFKA_LIBS=$CACHE_DIR/kafka-$KAFKA_VERSION-$(sha256sum "$ROOT/stack/kafka/pom.xml" | cut -c1-8)
 # Our patches, applied in this order (each change commented with the BigQuery behaviour it restores):
 # storage-write.patch, the Storage Write API where exactly-once depends on it; insert-all.patch, insertAll's
-# BYTES decoded from base64 and a failed row's index sent when it is 0. They are part of the binary's name:
-# a changed patch builds a new binary.
-BQ_PATCHES=("$ROOT/stack/bigquery-emulator/storage-write.patch" "$ROOT/stack/bigquery-emulator/insert-all.patch")
+# BYTES decoded from base64 and a failed row's index sent when it is 0; schema-update.patch, a schema change
+# through tables.patch/update reaching the table's storage, and refused where BigQuery refuses it. They are
+# part of the binary's name: a changed patch builds a new binary.
+BQ_PATCHES=(
+  "$ROOT/stack/bigquery-emulator/storage-write.patch"
+  "$ROOT/stack/bigquery-emulator/insert-all.patch"
+  "$ROOT/stack/bigquery-emulator/schema-update.patch"
+)
 BQ_EMULATOR_BIN=$CACHE_DIR/bigquery-emulator-$BQ_EMULATOR_VERSION-$(cat "$ROOT/stack/bigquery-emulator/go.mod" "$ROOT/stack/bigquery-emulator/go.sum" "${BQ_PATCHES[@]}" | sha256sum | cut -c1-8)
 GCLOUD_PLATFORM=${KBD_GCLOUD_PLATFORM:-/usr/lib/google-cloud-sdk/platform}
 FIRESTORE_JAR=$GCLOUD_PLATFORM/cloud-firestore-emulator/cloud-firestore-emulator.jar

@@ -7,12 +7,13 @@ import type { DrainConfig } from '../drain/config.js';
 import { type DrainContext, runDrain } from '../drain/drain-loop.js';
 import { ConfigError } from '../drain/errors.js';
 import type { Logger } from '../drain/logger.js';
-import { defaultRetryPolicy } from '../drain/retry.js';
+import { defaultRetryPolicy, sleep } from '../drain/retry.js';
 import { loadRules, type Rules } from '../drain/rules.js';
 import type { Checkpoints, ErrorTable, RunSummary, Sink, Source, StreamSink } from '../drain/types.js';
 import { createInsertAllSink, ensureTargetTable, insertAllLimits } from '../sinks/bigquery-sink.js';
 import { createMergeErrorTable } from '../sinks/error-table.js';
 import { createMergeSink } from '../sinks/merge-sink.js';
+import { evolveTable, type SchemaEvolution } from '../sinks/schema-evolution.js';
 import { createStorageWriteSink } from '../sinks/storage-write-sink.js';
 import { readUserSchema, type SchemaField, targetTableSchema } from '../sinks/table-schema.js';
 import { checkBrokerCertificate, createKafkaSource, kafkaClientOptions } from '../sources/kafka-source.js';
@@ -51,7 +52,21 @@ export async function runJob(config: DrainConfig, io: JobIo): Promise<RunSummary
   try {
     await checkBrokerCertificate(kafkaOptions);
     const made =
-      io.sink === undefined ? createSink(config, clients, userSchema, logger, runId, io.fault) : undefined;
+      io.sink === undefined
+        ? createSink(config, clients, userSchema, logger, runId, io.fault, (evolution) =>
+            recordSchemaEvolution(clients, config.pipelineId, runId, evolution),
+          )
+        : undefined;
+    // A schema file the table cannot follow stops the run before it leases anything (exit 2). Any other
+    // failure to make the sinks (BigQuery unreachable) is left to the writes, whose partitions stall.
+    // (Waited for at most 10 s: a BigQuery that does not answer must not hold the run before it looks.)
+    const waited = new AbortController();
+    const firstError = await Promise.race([
+      made?.firstError,
+      sleep(10_000, AbortSignal.any([io.signal, waited.signal])),
+    ]);
+    waited.abort();
+    if (firstError instanceof ConfigError) throw firstError;
     const sink = io.sink ?? made!.sink;
     const streams = io.sink === undefined ? made!.streams : undefined;
     const errorTable = io.sink === undefined ? made!.errorTable : undefined;
@@ -138,7 +153,14 @@ function eagerSinks(
   make: () => Promise<Made>,
   logger: Logger,
   mode: DrainConfig['bigquery']['writeMode'],
-): { sink: Sink; streams?: StreamSink; errorTable?: ErrorTable; close(): Promise<void> } {
+): {
+  sink: Sink;
+  streams?: StreamSink;
+  errorTable?: ErrorTable;
+  /** The first making, settled: undefined if it worked or failed for a reason a later write may outlive. */
+  firstError: Promise<unknown>;
+  close(): Promise<void>;
+} {
   let made: Promise<Made> | undefined;
   const start = (): Promise<Made> => {
     const attempt = make();
@@ -149,7 +171,12 @@ function eagerSinks(
     });
     return attempt;
   };
-  const ready = start().catch(() => undefined);
+  const first = start();
+  const ready = first.catch(() => undefined);
+  const firstError = first.then(
+    () => undefined,
+    (error: unknown) => error,
+  );
   const get = () => made ?? start();
   const streams = async () => (await get()).streams!;
   return {
@@ -175,6 +202,7 @@ function eagerSinks(
           } satisfies StreamSink,
         }
       : {}),
+    firstError,
     async close() {
       const settled = await ready;
       await settled?.close();
@@ -193,11 +221,24 @@ export function createSink(
   logger: Logger,
   runId: string,
   fault?: DrainContext['fault'],
-): { sink: Sink; streams?: StreamSink; errorTable?: ErrorTable; close(): Promise<void> } {
+  onSchemaEvolved?: (evolution: SchemaEvolution) => Promise<void>,
+): ReturnType<typeof eagerSinks> {
   const mode = config.bigquery.writeMode;
   return eagerSinks(
     async () => {
       const table = await ensureTargetTable(clients.bigquery, config.bigquery, userSchema);
+      // Nothing is written before the table has every column of the schema file (additive evolution).
+      const evolution = await evolveTable(
+        clients.bigquery,
+        config.bigquery,
+        targetTableSchema(userSchema),
+        logger,
+      );
+      if (evolution.changes.length > 0) {
+        await onSchemaEvolved?.(evolution).catch((error: unknown) =>
+          logger.warn('recording the schema change in the audit trail failed', { error }),
+        );
+      }
       if (mode === 'insert-all') {
         const sink = createInsertAllSink(table, { ...insertAllLimits, retry: defaultRetryPolicy, logger });
         return { sink, close: async () => {} };
@@ -259,4 +300,27 @@ async function loadRulesModule(specifier: string): Promise<Rules> {
   } catch (error) {
     throw new ConfigError('RULES_MODULE', error instanceof Error ? error.message : String(error));
   }
+}
+
+/** Every schema change applied is kept under `pipelines/{pipeline}/audit/`, as operators' actions are. */
+async function recordSchemaEvolution(
+  clients: GoogleClients,
+  pipelineId: string,
+  runId: string,
+  evolution: SchemaEvolution,
+): Promise<void> {
+  const audit = clients.firestore.collection('pipelines').doc(pipelineId).collection('audit');
+  const batch = clients.firestore.batch();
+  for (const change of evolution.changes) {
+    batch.create(audit.doc(), {
+      action: 'schema_change',
+      table: evolution.table,
+      change: change.kind,
+      column: change.column,
+      ...(change.kind === 'add' ? { field: JSON.parse(JSON.stringify(change.field)) } : {}),
+      actor: runId,
+      at: new Date(),
+    });
+  }
+  await batch.commit();
 }
