@@ -15,6 +15,7 @@
  */
 import { DrainError, FencedError } from './errors.js';
 import type { Logger } from './logger.js';
+import { defaultRetryPolicy, type RetryPolicy, withRetry } from './retry.js';
 import type {
   Checkpoints,
   CommitIntent,
@@ -59,8 +60,11 @@ export function createStreamFlusher(
     logger: Logger;
     now: () => number;
     fault?: (point: string) => void;
+    /** Transient failures of prepare and commit (default: defaultRetryPolicy). */
+    retry?: RetryPolicy;
   },
 ): StreamFlusher {
+  const retry = options.retry ?? defaultRetryPolicy;
   const waiting: { item: FlushItem; resolve: (f: Flushed) => void; reject: (e: unknown) => void }[] = [];
   let flushing = false;
 
@@ -68,10 +72,17 @@ export function createStreamFlusher(
     let members = group;
     while (members.length > 0) {
       const items = members.map((m) => m.item);
-      const streams = await ports.sink.prepare(
-        items.flatMap((i) => i.rows),
-        items.flatMap((i) => i.letters),
-        new Date(options.now()),
+      // A failed append or finalize abandons its streams (never committed, they expire): new ones, again.
+      const streams = await withRetry(
+        retry,
+        () =>
+          ports.sink.prepare(
+            items.flatMap((i) => i.rows),
+            items.flatMap((i) => i.letters),
+            new Date(options.now()),
+          ),
+        (error, attempt, delayMs) =>
+          options.logger.warn('preparing the flush failed; new streams', { error, attempt, delayMs }),
       );
       let leases: Lease[];
       try {
@@ -92,7 +103,14 @@ export function createStreamFlusher(
         continue;
       }
       options.fault?.('after-intent');
-      await ports.sink.commit(streams);
+      // Committing the same streams again is safe: a stream commits at most once ("already committed"
+      // counts as committed). Should the attempts run out, the intent stays for the next lease holder.
+      await withRetry(
+        retry,
+        () => ports.sink.commit(streams),
+        (error, attempt, delayMs) =>
+          options.logger.warn('committing the flush failed; retrying', { error, attempt, delayMs }),
+      );
       options.fault?.('after-batch-commit');
       for (const [i, m] of members.entries()) m.resolve({ lease: leases[i]!, streams });
       return;

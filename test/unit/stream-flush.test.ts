@@ -5,6 +5,7 @@
  */
 import { describe, expect, test } from 'vitest';
 import { type DrainOptions, runDrain } from '../../functions/drain/drain-loop.js';
+import { DrainError } from '../../functions/drain/errors.js';
 import { createMemoryLogger } from '../../functions/drain/logger.js';
 import type { KafkaRecord } from '../../functions/drain/types.js';
 import { testDrainOptions } from '../support/drain-options.js';
@@ -211,6 +212,34 @@ describe('storage-write: flushes, intents and their recovery', () => {
     const late = await zombie;
     expect(late.partitions[0]!.skipped).toBe('fenced');
     expect(w.checkpoints.checkpoint({ topic: 't', partition: 0 })).toBe(12);
+    w.exactlyOnce();
+  });
+
+  test('transient failures of prepare and commit are retried within the run: new streams, the same commit', async () => {
+    const w = world(logOf(2, 8));
+    const prepare = w.streams.prepare.bind(w.streams);
+    const commit = w.streams.commit.bind(w.streams);
+    let prepareFailures = 1;
+    let commitFailures = 2;
+    const transient = () => new DrainError('13 INTERNAL: sqlite3: database is locked', { retriable: true });
+    w.streams.prepare = async (...args) => {
+      if (prepareFailures-- > 0) {
+        await prepare(...args); // streams made, then the flush fails: they are abandoned, never committed
+        throw transient();
+      }
+      return prepare(...args);
+    };
+    w.streams.commit = async (names) => {
+      if (commitFailures-- > 0) throw transient();
+      return commit(names);
+    };
+    const logger = createMemoryLogger();
+    const summary = await w.run('r1', undefined, logger);
+    expect(summary).toMatchObject({ stopReason: 'caught_up', recordsRead: 16 });
+    expect(logger.lines.filter((l) => l.message === 'preparing the flush failed; new streams')).toHaveLength(
+      1,
+    );
+    expect(logger.lines.filter((l) => l.message === 'committing the flush failed; retrying')).toHaveLength(2);
     w.exactlyOnce();
   });
 });
