@@ -21,6 +21,7 @@ import { promisify } from 'node:util';
 import { PubSub } from '@google-cloud/pubsub';
 import kafkajs from 'kafkajs';
 import { stackEnv } from '../stack/stack-env.js';
+import { createTopic } from '../test/support/kafka.js';
 
 const root = join(import.meta.dirname, '..');
 const stack = stackEnv() as unknown as Record<string, string>;
@@ -38,11 +39,10 @@ const benchStarted = Date.now();
 const kafka = new kafkajs.Kafka({ brokers: [stack.KAFKA_BROKERS!], logLevel: kafkajs.logLevel.NOTHING });
 
 async function produce(topic: string, count: number, topicPartitions: number): Promise<void> {
-  const admin = kafka.admin();
-  await admin.connect();
-  await admin.createTopics({ topics: [{ topic, numPartitions: topicPartitions }], waitForLeaders: true });
-  await admin.disconnect();
-  const producer = kafka.producer();
+  // Waits until every partition has a leader (kafkajs's own wait gives up early on a topic of many).
+  await createTopic(topic, topicPartitions);
+  // Idempotent: a send retried while the broker brings up a new topic's partitions must not write twice.
+  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
   await producer.connect();
   const pad = 'x'.repeat(960);
   for (let i = 0; i < count; i += 1000) {

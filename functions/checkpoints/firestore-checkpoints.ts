@@ -170,6 +170,12 @@ export function createFirestoreCheckpoints(
             leaseOwner: data.leaseOwner ?? null,
             leaseExpiresAt: data.leaseExpiresAt?.toMillis() ?? 0,
             paused: data.paused === true,
+            // Microseconds since the epoch: every write to the document moves it.
+            version:
+              snapshot.updateTime === undefined
+                ? 0
+                : snapshot.updateTime.seconds * 1_000_000 +
+                  Math.floor(snapshot.updateTime.nanoseconds / 1000),
           });
         }
       }

@@ -9,7 +9,7 @@ import { planStart } from './partition-start.js';
 import { type RowShape, recordSize } from './records.js';
 import { sleep } from './retry.js';
 import type { Rules } from './rules.js';
-import { planSharing } from './share.js';
+import { planSharing, type Watched } from './share.js';
 import { type StartPosition, startOffset } from './start-position.js';
 import { createStreamFlusher, finishIntent } from './stream-flush.js';
 import type {
@@ -220,7 +220,7 @@ export async function runDrain(
    * its share for the next execution.
    */
   async function shareWork(others: readonly Watermarks[]): Promise<void> {
-    const watched = new Map<string, number>();
+    const watched = new Map<string, Watched>();
     let candidates = others.filter((m) => m.end > m.logStart);
     while (candidates.length > 0 && !stop.signal.aborted) {
       const states = await ports.checkpoints.peek(candidates);
@@ -234,7 +234,7 @@ export async function runDrain(
       }
       candidates = plan.remaining;
       if (plan.waitUntil === undefined) return;
-      // A lease that may belong to a dead run: look again when it expires (a live run will have renewed it).
+      // Partitions held by runs that may be dead: look again in a moment (a live one will have written).
       await sleep(Math.max(0, plan.waitUntil - now()) + 50, stop.signal);
     }
   }

@@ -8,28 +8,38 @@ import type { PartitionState, Watermarks } from './types.js';
  * (a task that died). Leases keep this safe whatever the timing: two runs never hold one partition, and
  * a run that lost its lease cannot commit.
  *
- * A lease held by a live run is renewed (its expiry moves); one held by a dead run stops moving and
- * expires. So a held lease is watched: if its expiry has moved since it was first seen, its holder is
- * alive and the partition is left to it; otherwise the task waits for it to expire (within its budget).
+ * A live holder writes its partition (commits, renewals), a dead one stops, and its lease expires. So a
+ * held partition is watched: if its document has changed since it was first seen, its holder is alive and
+ * the partition is left to it; otherwise the task looks again after a short while, and takes it once its
+ * lease has expired (within its budget). A live holder busy with one long write commits nothing for a
+ * while but renews its lease every third of the lease TTL: it is recognised by then at the latest.
  */
 export interface SharePlan {
   /** Free and waiting: lease these now, most records waiting first. */
   readonly take: Watermarks[];
-  /** Held by a run that may be dead: look again at the earliest expiry (ms), if any. */
+  /** Held by a run that may be dead: look again at this time (ms), if any. */
   readonly waitUntil?: number;
   /** What is still worth looking at next time (taken, held-and-watched); the rest is dropped for good. */
   readonly remaining: Watermarks[];
 }
 
+/** A held partition as first seen: its lease expiry and document version. */
+export interface Watched {
+  readonly expiresAt: number;
+  readonly version: number;
+}
+
 /**
- * Decides, from the partitions' states as just read, what to take now and what to wait for. `watched`
- * holds each held lease's expiry as first seen; it is updated here. Pure, so that every case is unit-tested.
+ * Decides, from the partitions' states as just read, what to take now and what to watch. `watched` holds
+ * each held partition as first seen; it is updated here. Pure, so that every case is unit-tested.
  */
 export function planSharing(
   candidates: readonly Watermarks[],
   states: ReadonlyMap<string, PartitionState>,
   now: number,
-  watched: Map<string, number>,
+  watched: Map<string, Watched>,
+  /** How soon to look again at a held partition that has not changed yet. */
+  pollMs = 2_000,
 ): SharePlan {
   const take: { mark: Watermarks; waiting: number }[] = [];
   const remaining: Watermarks[] = [];
@@ -48,11 +58,11 @@ export function planSharing(
       remaining.push(mark);
       continue;
     }
-    const firstSeen = watched.get(id);
-    if (firstSeen === undefined) watched.set(id, state.leaseExpiresAt);
-    else if (state.leaseExpiresAt !== firstSeen) continue; // renewed: its holder is alive
+    const seen = watched.get(id);
+    if (seen === undefined) watched.set(id, { expiresAt: state.leaseExpiresAt, version: state.version });
+    else if (seen.expiresAt !== state.leaseExpiresAt || seen.version !== state.version) continue; // alive
     remaining.push(mark);
-    waitUntil = Math.min(waitUntil ?? Number.POSITIVE_INFINITY, state.leaseExpiresAt);
+    waitUntil = Math.min(waitUntil ?? Number.POSITIVE_INFINITY, state.leaseExpiresAt, now + pollMs);
   }
   take.sort((a, b) => b.waiting - a.waiting);
   return {

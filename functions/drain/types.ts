@@ -201,6 +201,8 @@ export interface PartitionState extends PartitionRef {
   /** Epoch milliseconds; 0 when never leased. */
   readonly leaseExpiresAt: number;
   readonly paused: boolean;
+  /** Changes with every write to the partition (a commit, a renewal): a live holder moves it. */
+  readonly version: number;
 }
 
 /** The checkpoints port: Firestore. */

@@ -2,7 +2,8 @@
  * The patched BigQuery emulator (stack/bigquery-emulator/storage-write.patch) behaves like BigQuery on each
  * point exactly-once depends on, seen through Google's own client (managedwriter): appends at an explicit
  * offset, a stream committed at most once and atomically, commit only after finalize, commit_time, and the
- * `_default` stream without GetWriteStream. No test of ours can then pass because the emulator is lenient.
+ * `_default` stream without GetWriteStream, and requests of up to 10 MB. No test of ours can then pass because
+ * the emulator is lenient.
  */
 import { adapt, managedwriter } from '@google-cloud/bigquery-storage';
 import * as grpc from '@grpc/grpc-js';
@@ -124,6 +125,16 @@ describe('the patched emulator, as BigQuery', () => {
     expect((await open.append(['late'], 1)).error?.code).toBe(9);
     await writer.batchCommitWriteStream({ parent, writeStreams: [done.name, open.name] });
     expect(await ids()).toEqual(['done', 'open']);
+  });
+
+  test('an append request of 8 MB is taken (BigQuery allows 10 MB; the emulator refused over 4 MB)', async () => {
+    await freshTable();
+    const stream = await pendingStream();
+    // 8 rows of 1 MB each: one request of about 8 MB.
+    const big = Array.from({ length: 8 }, (_, i) => `${i}${'x'.repeat(1024 * 1024)}`);
+    const result = await stream.append(big, 0);
+    expect(result.error ?? null).toBeNull();
+    expect((await writer.finalizeWriteStream({ name: stream.name })).rowCount).toBe('8');
   });
 
   test('GetWriteStream on a stream it does not know answers NOT_FOUND', async () => {

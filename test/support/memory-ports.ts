@@ -96,6 +96,8 @@ export function createMemorySource(log: Map<string, KafkaRecord[]>, options: { f
 }
 
 interface MemoryPartition {
+  /** Moved by every write, as a Firestore document's update time. */
+  version?: number;
   liveness?: LivenessState;
   lastProgressAt?: number;
   nextOffset: number | null;
@@ -138,6 +140,7 @@ export function createMemoryCheckpoints(now: () => number) {
                 leaseOwner: p.leaseOwner,
                 leaseExpiresAt: p.leaseExpiresAt,
                 paused: false,
+                version: p.version ?? 0,
               },
             ];
       });
@@ -152,6 +155,7 @@ export function createMemoryCheckpoints(now: () => number) {
       if (p.leaseOwner !== null && p.leaseOwner !== owner && p.leaseExpiresAt > now()) return undefined;
       p.leaseOwner = owner;
       p.leaseEpoch++;
+      p.version = (p.version ?? 0) + 1;
       p.leaseExpiresAt = now() + ttlMs;
       partitions.set(partitionId(partition), p);
       return {
@@ -181,6 +185,7 @@ export function createMemoryCheckpoints(now: () => number) {
     async renew(lease, ttlMs) {
       const p = held(partitions.get(partitionId(lease)), lease);
       p.leaseExpiresAt = now() + ttlMs;
+      p.version = (p.version ?? 0) + 1;
       return { ...lease, expiresAt: p.leaseExpiresAt };
     },
     async commit(commit, ttlMs) {
@@ -188,6 +193,7 @@ export function createMemoryCheckpoints(now: () => number) {
       if (p.nextOffset !== null && p.nextOffset !== commit.fromOffset)
         throw new FencedError('checkpoint moved');
       p.nextOffset = commit.nextOffset;
+      p.version = (p.version ?? 0) + 1;
       p.intent = null;
       p.leaseExpiresAt = now() + ttlMs;
       p.lastProgressAt = now();
@@ -198,6 +204,7 @@ export function createMemoryCheckpoints(now: () => number) {
       const p = partitions.get(partitionId(lease));
       if (p && p.leaseOwner === lease.owner && p.leaseEpoch === lease.epoch) {
         p.leaseOwner = null;
+        p.version = (p.version ?? 0) + 1;
         if (liveness) p.liveness = liveness;
       }
     },
