@@ -27,10 +27,6 @@ const clients = createGoogleClients({
   bigquery: {
     apiEndpoint: stack.BIGQUERY_API_ENDPOINT!,
     location: null,
-    dataset: 'demo',
-    table: 'orders',
-    schemaFile: '',
-    writeMode: 'insert-all',
     storageEndpoint: stack.BIGQUERY_STORAGE_ENDPOINT ?? null,
   },
 });

@@ -23,6 +23,8 @@ export interface InfraConfig {
   readonly dataset: string;
   readonly table: string;
   readonly writeMode: 'storage-write' | 'merge' | 'insert-all';
+  /** Optional metadata columns: `_kafka_headers` and `_kafka_key_text` (BQ_HEADERS_COLUMN, BQ_KEY_TEXT_COLUMN). */
+  readonly metadataColumns: { readonly headers: boolean; readonly keyText: boolean };
   readonly schedule: string;
   readonly timeZone: string;
   readonly taskCount: number;
@@ -68,6 +70,10 @@ export function readInfraConfig(): InfraConfig {
     dataset: config.get('dataset') ?? 'kafka_drain',
     table: config.get('table') ?? 'events',
     writeMode,
+    metadataColumns: {
+      headers: config.getBoolean('headersColumn') ?? false,
+      keyText: config.getBoolean('keyTextColumn') ?? false,
+    },
     schedule: config.get('schedule') ?? '*/5 * * * *',
     timeZone: config.get('timeZone') ?? 'Etc/UTC',
     taskCount: config.getNumber('taskCount') ?? 1,

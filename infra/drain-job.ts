@@ -134,6 +134,8 @@ export class DrainJob extends pulumi.ComponentResource {
       BQ_SCHEMA_FILE: schemaPathInImage,
       BQ_WRITE_MODE: config.writeMode,
       BQ_LOCATION: config.region,
+      BQ_HEADERS_COLUMN: String(config.metadataColumns.headers),
+      BQ_KEY_TEXT_COLUMN: String(config.metadataColumns.keyText),
       DEAD_LETTER_TOPIC: data.deadLetterTopic.name,
       ALERT_TOPIC: data.alertTopic.name,
       DRAIN_BUDGET_SECONDS: String(config.budgetSeconds),

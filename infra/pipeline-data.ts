@@ -67,7 +67,7 @@ export class PipelineData extends pulumi.ComponentResource {
       {
         datasetId: this.dataset.datasetId,
         tableId: config.table,
-        schema: JSON.stringify(targetTableSchema(readUserSchema(config.schemaFile))),
+        schema: JSON.stringify(targetTableSchema(readUserSchema(config.schemaFile), config.metadataColumns)),
         timePartitioning: { type: targetTablePartitioning.type, field: targetTablePartitioning.field },
         clusterings: [...targetTableClustering],
         deletionProtection: true,

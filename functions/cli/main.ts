@@ -212,7 +212,11 @@ async function deadLetterCommand(
           pull: (n) => letters.pull(n),
           sink,
           ...(rules === undefined ? {} : { rules }),
-          shape: { fields: readUserSchema(config.bigquery.schemaFile), unknownFields: config.unknownFields },
+          shape: {
+            fields: readUserSchema(config.bigquery.schemaFile),
+            unknownFields: config.unknownFields,
+            metadata: config.bigquery.metadata,
+          },
           now: () => new Date(),
           print,
         },

@@ -1,3 +1,4 @@
+import type { MetadataColumns } from '../sinks/table-schema.js';
 import { ConfigError } from './errors.js';
 import { type LogLevel, logLevelNames } from './logger.js';
 import { parseStartPosition, type StartPosition } from './start-position.js';
@@ -33,6 +34,8 @@ export interface DrainConfig {
     readonly apiEndpoint: string | null;
     /** The Storage Write API's gRPC `host:port` of a local emulator (plaintext); null in production. */
     readonly storageEndpoint: string | null;
+    /** Optional metadata columns: the Kafka headers, the key as text. */
+    readonly metadata: MetadataColumns;
   };
   /** Local emulators (host:port); null in production. */
   readonly emulators: { readonly firestore: string | null; readonly pubsub: string | null };
@@ -149,6 +152,10 @@ export function parseConfig(env: Env): DrainConfig {
       location: read.optional('BQ_LOCATION'),
       apiEndpoint,
       storageEndpoint: read.matching('BIGQUERY_STORAGE_ENDPOINT', /^[^\s:/]+:\d{1,5}$/, 'host:port', true),
+      metadata: {
+        headers: read.boolean('BQ_HEADERS_COLUMN', false),
+        keyText: read.boolean('BQ_KEY_TEXT_COLUMN', false),
+      },
     },
     emulators: {
       firestore: read.matching('FIRESTORE_EMULATOR_HOST', /^[^\s:/]+:\d{1,5}$/, 'host:port', true),

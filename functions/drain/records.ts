@@ -1,4 +1,4 @@
-import type { SchemaField } from '../sinks/table-schema.js';
+import type { MetadataColumns, SchemaField } from '../sinks/table-schema.js';
 import type { DeadLetter, JsonValue, KafkaRecord, Row, RowToWrite } from './types.js';
 import { type UnknownFields, validateRecord } from './validate.js';
 
@@ -6,6 +6,8 @@ import { type UnknownFields, validateRecord } from './validate.js';
 export interface RowShape {
   readonly fields: readonly SchemaField[];
   readonly unknownFields: UnknownFields;
+  /** Optional metadata columns (none when absent). */
+  readonly metadata?: MetadataColumns;
 }
 
 /** The metadata columns every target row carries, next to the user columns. */
@@ -16,6 +18,9 @@ export const metadataColumns = [
   '_kafka_timestamp',
   '_kafka_key',
   '_ingested_at',
+  // Optional, but reserved whether switched on or not.
+  '_kafka_headers',
+  '_kafka_key_text',
 ] as const;
 
 /** Larger values cannot be rows (BigQuery's 10 MB request and row limits, less the metadata). */
@@ -71,8 +76,27 @@ export function toRow(record: KafkaRecord, ingestedAt: Date, shape?: RowShape): 
     _kafka_timestamp: new Date(record.timestamp).toISOString(),
     _kafka_key: record.key === null ? null : record.key.toString('base64'),
     _ingested_at: ingestedAt.toISOString(),
+    ...(shape?.metadata?.headers
+      ? {
+          _kafka_headers: (record.rawHeaders ?? []).map((h) => ({
+            key: h.key,
+            value: h.value === null ? null : h.value.toString('base64'),
+          })),
+        }
+      : {}),
+    ...(shape?.metadata?.keyText ? { _kafka_key_text: keyText(record.key) } : {}),
   };
   return { rowKey: rowKey(record), record, row };
+}
+
+/** The key as text where it is valid UTF-8, else null (a binary key stays in `_kafka_key` only). */
+function keyText(key: Buffer | null): string | null {
+  if (key === null) return null;
+  try {
+    return strictUtf8.decode(key);
+  } catch {
+    return null;
+  }
 }
 
 export function isDeadLetter(value: RowToWrite | DeadLetter): value is DeadLetter {

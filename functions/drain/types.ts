@@ -35,6 +35,8 @@ export interface KafkaRecord extends PartitionRef {
   readonly key: Buffer | null;
   readonly value: Buffer | null;
   readonly headers: Readonly<Record<string, string>>;
+  /** The headers as Kafka carries them: in order, repeated keys kept, values as bytes (the headers column). */
+  readonly rawHeaders?: readonly { readonly key: string; readonly value: Buffer | null }[];
 }
 
 /** What one fetch from the source returns: records of one partition and where reading goes on from. */

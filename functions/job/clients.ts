@@ -15,9 +15,11 @@ export interface GoogleClients {
 }
 
 /** The official clients, pointed at the emulators when the config names them, else at Google Cloud. */
-export function createGoogleClients(
-  config: Pick<DrainConfig, 'project' | 'emulators' | 'bigquery'>,
-): GoogleClients {
+export function createGoogleClients(config: {
+  project: DrainConfig['project'];
+  emulators: DrainConfig['emulators'];
+  bigquery: Pick<DrainConfig['bigquery'], 'apiEndpoint' | 'location' | 'storageEndpoint'>;
+}): GoogleClients {
   const firestoreHost = config.emulators.firestore;
   const firestore = new Firestore({
     projectId: config.project,

@@ -115,7 +115,11 @@ export async function runJob(config: DrainConfig, io: JobIo): Promise<RunSummary
         partitionConcurrency: config.bigquery.writeMode === 'insert-all' ? 8 : 256,
         inFlightMaxBytes: 8 * config.batchMaxBytes,
         firestoreConcurrency: 16,
-        rowShape: { fields: userSchema, unknownFields: config.unknownFields },
+        rowShape: {
+          fields: userSchema,
+          unknownFields: config.unknownFields,
+          metadata: config.bigquery.metadata,
+        },
         tombstones: config.tombstones,
         alertThresholds: {
           idleSeconds: config.idleAlertSeconds,
@@ -231,7 +235,7 @@ export function createSink(
       const evolution = await evolveTable(
         clients.bigquery,
         config.bigquery,
-        targetTableSchema(userSchema),
+        targetTableSchema(userSchema, config.bigquery.metadata),
         logger,
       );
       if (evolution.changes.length > 0) {
@@ -256,7 +260,10 @@ export function createSink(
         // Older than any run can last: a staging table this old belongs to no live run.
         leftoverAgeMs: (config.budgetSeconds + 600) * 1000,
       };
-      const merge = createMergeSink({ ...staging, schema: targetTableSchema(userSchema) });
+      const merge = createMergeSink({
+        ...staging,
+        schema: targetTableSchema(userSchema, config.bigquery.metadata),
+      });
       await merge.cleanLeftovers();
       if (mode === 'merge') {
         const errorTable = createMergeErrorTable({ ...staging, location: config.bigquery.location });
@@ -276,7 +283,7 @@ export function createSink(
         dataset: config.bigquery.dataset,
         table: config.bigquery.table,
         location: config.bigquery.location,
-        schema: targetTableSchema(userSchema),
+        schema: targetTableSchema(userSchema, config.bigquery.metadata),
         logger,
         fault,
       });

@@ -5,6 +5,7 @@ import type { Logger } from '../drain/logger.js';
 import { type RetryPolicy, withRetry } from '../drain/retry.js';
 import type { RowResult, RowToWrite, Sink } from '../drain/types.js';
 import {
+  type MetadataColumns,
   type SchemaField,
   targetTableClustering,
   targetTablePartitioning,
@@ -56,10 +57,10 @@ export function bigQueryError(error: unknown, what: string): Error {
 /** Creates the target table if it is missing: user columns + metadata, day-partitioned, clustered. */
 export function ensureTargetTable(
   bigquery: BigQuery,
-  target: { dataset: string; table: string; location: string | null },
+  target: { dataset: string; table: string; location: string | null; metadata?: MetadataColumns },
   userFields: readonly SchemaField[],
 ): Promise<Table> {
-  return ensureTable(bigquery, target, target.table, targetTableSchema(userFields));
+  return ensureTable(bigquery, target, target.table, targetTableSchema(userFields, target.metadata));
 }
 
 /**

@@ -20,6 +20,27 @@ export const metadataFields: readonly SchemaField[] = [
   { name: '_ingested_at', type: 'TIMESTAMP', mode: 'REQUIRED' },
 ];
 
+/** Optional metadata columns, switched on per pipeline (BQ_HEADERS_COLUMN, BQ_KEY_TEXT_COLUMN). */
+export interface MetadataColumns {
+  /** `_kafka_headers`: every header, in order, repeated keys too, its value as bytes. */
+  readonly headers: boolean;
+  /** `_kafka_key_text`: the key decoded as UTF-8 where it is valid UTF-8, else NULL. */
+  readonly keyText: boolean;
+}
+
+export const noMetadataColumns: MetadataColumns = { headers: false, keyText: false };
+
+export const headersField: SchemaField = {
+  name: '_kafka_headers',
+  type: 'RECORD',
+  mode: 'REPEATED',
+  fields: [
+    { name: 'key', type: 'STRING', mode: 'NULLABLE' },
+    { name: 'value', type: 'BYTES', mode: 'NULLABLE' },
+  ],
+};
+export const keyTextField: SchemaField = { name: '_kafka_key_text', type: 'STRING', mode: 'NULLABLE' };
+
 /** Day partitions of the Kafka timestamp: deterministic per record, so that a MERGE can prune them. */
 export const targetTablePartitioning = { type: 'DAY', field: '_kafka_timestamp' } as const;
 export const targetTableClustering = ['_kafka_topic', '_kafka_partition', '_kafka_offset'] as const;
@@ -112,6 +133,14 @@ export function deadLetterTableName(table: string): string {
   return `${table}_dead_letters`;
 }
 
-export function targetTableSchema(userFields: readonly SchemaField[]): SchemaField[] {
-  return [...userFields, ...metadataFields];
+export function targetTableSchema(
+  userFields: readonly SchemaField[],
+  metadata: MetadataColumns = noMetadataColumns,
+): SchemaField[] {
+  return [
+    ...userFields,
+    ...metadataFields,
+    ...(metadata.headers ? [headersField] : []),
+    ...(metadata.keyText ? [keyTextField] : []),
+  ];
 }

@@ -267,6 +267,7 @@ async function openReader(
           key: m.key,
           value: m.value,
           headers: headersAsText(m.headers),
+          rawHeaders: rawHeaders(m.headers),
         }));
         const fetched: FetchedBatch = {
           topic: batch.topic,
@@ -374,6 +375,17 @@ function headersAsText(headers: kafkajs.IHeaders | undefined): Record<string, st
   for (const [name, value] of Object.entries(headers ?? {})) {
     if (value === undefined) continue;
     out[name] = Array.isArray(value) ? value.map(String).join(',') : String(value);
+  }
+  return out;
+}
+
+/** kafkajs gathers a repeated header key into an array: flattened back, in order, values as bytes. */
+function rawHeaders(headers: kafkajs.IHeaders | undefined): { key: string; value: Buffer | null }[] {
+  const out: { key: string; value: Buffer | null }[] = [];
+  for (const [key, value] of Object.entries(headers ?? {})) {
+    for (const one of Array.isArray(value) ? value : [value]) {
+      out.push({ key, value: one === undefined || one === null ? null : Buffer.from(one) });
+    }
   }
   return out;
 }

@@ -38,7 +38,12 @@ export async function createTopic(topic: string, partitions: number): Promise<vo
  */
 export async function produce(
   topic: string,
-  messages: { partition: number; value: string | Buffer | null; key?: string }[],
+  messages: {
+    partition: number;
+    value: string | Buffer | null;
+    key?: string | Buffer;
+    headers?: Record<string, string | Buffer | (string | Buffer)[]>;
+  }[],
 ): Promise<void> {
   const producer = testKafka().producer({ idempotent: true, maxInFlightRequests: 1 });
   await producer.connect();
@@ -50,7 +55,12 @@ export async function produce(
       if (chunk.length === 0) return;
       await producer.send({
         topic,
-        messages: chunk.map((m) => ({ partition: m.partition, value: m.value, key: m.key ?? null })),
+        messages: chunk.map((m) => ({
+          partition: m.partition,
+          value: m.value,
+          key: m.key ?? null,
+          ...(m.headers === undefined ? {} : { headers: m.headers }),
+        })),
       });
       chunk = [];
       bytes = 0;

@@ -20,10 +20,6 @@ export async function stackClients() {
     bigquery: {
       apiEndpoint: env.BIGQUERY_API_ENDPOINT,
       location: null,
-      dataset: 'unused',
-      table: 'unused',
-      schemaFile: 'unused',
-      writeMode: 'insert-all',
       storageEndpoint: env.BIGQUERY_STORAGE_ENDPOINT ?? null,
     },
   });

@@ -88,6 +88,8 @@ describe('parseConfig', () => {
     [{ KAFKA_TOPICS: 'a,a' }, 'KAFKA_TOPICS', 'twice'],
     [{ KAFKA_TOPICS: 'bad topic' }, 'KAFKA_TOPICS', 'is not valid'],
     [{ KAFKA_SSL: 'maybe' }, 'KAFKA_SSL', 'not true or false'],
+    [{ BQ_HEADERS_COLUMN: 'on' }, 'BQ_HEADERS_COLUMN', 'not true or false'],
+    [{ BQ_KEY_TEXT_COLUMN: 'si' }, 'BQ_KEY_TEXT_COLUMN', 'not true or false'],
     [{ KAFKA_SASL_MECHANISM: 'gssapi' }, 'KAFKA_SASL_MECHANISM', 'is not one of'],
     [{ KAFKA_SASL_MECHANISM: 'plain' }, 'KAFKA_SASL_USERNAME', 'is required'],
     [{ KAFKA_SASL_USERNAME: 'u' }, 'KAFKA_SASL_USERNAME', 'KAFKA_SASL_MECHANISM is not'],

@@ -5,6 +5,7 @@ import { splitBatches } from '../../functions/drain/batch.js';
 import { DrainError } from '../../functions/drain/errors.js';
 import { isDeadLetter, toRow } from '../../functions/drain/records.js';
 import { backoffDelay, withRetry } from '../../functions/drain/retry.js';
+import type { RowToWrite } from '../../functions/drain/types.js';
 import { splitRequests } from '../../functions/sinks/bigquery-sink.js';
 import { record } from '../support/memory-ports.js';
 
@@ -40,6 +41,52 @@ describe('toRow', () => {
     const result = toRow(record('t', 0, 0, value), at);
     expect(result).toMatchObject({ kind });
     expect((result as { message: string }).message).toContain(message);
+  });
+
+  test('optional metadata columns: every header in order (repeated keys too, values as bytes), the key as text where it is UTF-8', () => {
+    const shape = {
+      fields: [{ name: 'n', type: 'INT64' }],
+      unknownFields: 'reject' as const,
+      metadata: { headers: true, keyText: true },
+    };
+    const base = record('orders', 0, 1, { n: 1 });
+    const text = toRow(
+      {
+        ...base,
+        key: Buffer.from('order-1'),
+        rawHeaders: [
+          { key: 'tag', value: Buffer.from('one') },
+          { key: 'tag', value: Buffer.from('two') },
+          { key: 'empty', value: null },
+        ],
+      },
+      new Date(0),
+      shape,
+    ) as RowToWrite;
+    expect(text.row._kafka_key_text).toBe('order-1');
+    expect(text.row._kafka_headers).toEqual([
+      { key: 'tag', value: Buffer.from('one').toString('base64') },
+      { key: 'tag', value: Buffer.from('two').toString('base64') },
+      { key: 'empty', value: null },
+    ]);
+    const binary = toRow({ ...base, key: Buffer.from([0xff, 0x00]) }, new Date(0), shape) as RowToWrite;
+    expect(binary.row._kafka_key_text).toBeNull();
+    expect(binary.row._kafka_headers).toEqual([]);
+    // Off (the default): the columns are not in the row at all.
+    const off = toRow(base, new Date(0), {
+      ...shape,
+      metadata: { headers: false, keyText: false },
+    }) as RowToWrite;
+    expect(Object.keys(off.row)).not.toContain('_kafka_headers');
+    expect(Object.keys(off.row)).not.toContain('_kafka_key_text');
+  });
+
+  test('the optional metadata columns are reserved names, switched on or not', () => {
+    const letter = toRow(record('orders', 0, 1, { _kafka_headers: [] }), new Date(0));
+    expect(letter).toMatchObject({
+      kind: 'schema',
+      message: 'field _kafka_headers is reserved for metadata',
+    });
   });
 
   test('a value larger than a BigQuery row can be is an oversize dead letter', () => {
