@@ -52,11 +52,7 @@ export async function runJob(config: DrainConfig, io: JobIo): Promise<RunSummary
   try {
     await checkBrokerCertificate(kafkaOptions);
     const made =
-      io.sink === undefined
-        ? createSink(config, clients, userSchema, logger, runId, io.fault, (evolution) =>
-            recordSchemaEvolution(clients, config.pipelineId, runId, evolution),
-          )
-        : undefined;
+      io.sink === undefined ? createSink(config, clients, userSchema, logger, runId, io.fault) : undefined;
     // A schema file the table cannot follow stops the run before it leases anything (exit 2). Any other
     // failure to make the sinks (BigQuery unreachable) is left to the writes, whose partitions stall.
     // (Waited for at most 10 s: a BigQuery that does not answer must not hold the run before it looks.)
@@ -225,7 +221,6 @@ export function createSink(
   logger: Logger,
   runId: string,
   fault?: DrainContext['fault'],
-  onSchemaEvolved?: (evolution: SchemaEvolution) => Promise<void>,
 ): ReturnType<typeof eagerSinks> {
   const mode = config.bigquery.writeMode;
   return eagerSinks(
@@ -239,7 +234,8 @@ export function createSink(
         logger,
       );
       if (evolution.changes.length > 0) {
-        await onSchemaEvolved?.(evolution).catch((error: unknown) =>
+        // Whoever evolves the table (a run, or a replay) leaves the audit record.
+        await recordSchemaEvolution(clients, config.pipelineId, runId, evolution).catch((error: unknown) =>
           logger.warn('recording the schema change in the audit trail failed', { error }),
         );
       }
