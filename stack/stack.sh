@@ -254,7 +254,7 @@ healthy() {
 }
 
 wait_healthy() {
-  local name=$1 deadline=$((SECONDS + ${KBD_STACK_TIMEOUT:-90}))
+  local name=$1 deadline=$((SECONDS + ${KBD_STACK_TIMEOUT:-180}))
   until healthy "$name"; do
     if ! running "$name"; then
       say "$name exited while starting; last lines of $LOGS/$name.log:"
@@ -262,7 +262,7 @@ wait_healthy() {
       die "$name did not start"
     fi
     if ((SECONDS > deadline)); then
-      say "$name did not answer within ${KBD_STACK_TIMEOUT:-90}s; last lines of $LOGS/$name.log:"
+      say "$name did not answer within ${KBD_STACK_TIMEOUT:-180}s; last lines of $LOGS/$name.log:"
       tail -n 40 "$LOGS/$name.log" >&2 || true
       die "$name did not become healthy"
     fi

@@ -9,16 +9,19 @@ import { pathToFileURL } from 'node:url';
 import kafkajs from 'kafkajs';
 import { createFirestoreCheckpoints } from '../checkpoints/firestore-checkpoints.js';
 import { createDeadLetterSubscription } from '../dead-letters/pubsub-subscription.js';
-import { replayDeadLetters } from '../dead-letters/replay.js';
+import { type ReplayTarget, replayDeadLetters } from '../dead-letters/replay.js';
 import { type DrainConfig, parseConfig } from '../drain/config.js';
 import { ConfigError } from '../drain/errors.js';
 import { createLogger } from '../drain/logger.js';
+import { type Route, routeOf, tableName } from '../drain/routes.js';
 import { createGoogleClients } from '../job/clients.js';
 import { exitWhenWritten, quietLocalAuth, runMain } from '../job/main.js';
-import { createSink, rulesFrom } from '../job/run-job.js';
+import { routeTopics } from '../job/routing.js';
+import { createSink, rulesFor } from '../job/run-job.js';
 import { deadLetterTableName, readUserSchema } from '../sinks/table-schema.js';
 import { createKafkaSource, kafkaClientOptions } from '../sources/kafka-source.js';
 import { partitionStatus } from '../status/partition-status.js';
+import type { PartitionVerdict } from '../verify/reconcile.js';
 import { verifyPipeline } from '../verify/verify.js';
 import {
   formatStatus,
@@ -137,10 +140,12 @@ async function operate(command: string, argv: readonly string[], env: NodeJS.Pro
   );
   const source = createKafkaSource(kafka, { groupPrefix: 'unused', logger });
   try {
+    const routed = await routeTopics(config, kafka);
+    const topics = routed.flatMap((r) => r.topics).sort();
     if (command === 'status') {
       const partitions = await partitionStatus(
         { firestore: clients.firestore, source },
-        { pipelineId: config.pipelineId, topics: config.kafka.topics },
+        { pipelineId: config.pipelineId, routed },
       );
       const lines =
         args.json || !process.stdout.isTTY ? [JSON.stringify(partitions)] : formatStatus(partitions);
@@ -152,7 +157,7 @@ async function operate(command: string, argv: readonly string[], env: NodeJS.Pro
       source,
       actor: `${userInfo().username}@${hostname()}`,
       writeMode: config.bigquery.writeMode,
-      topics: config.kafka.topics,
+      topics,
       print: (line) => process.stdout.write(`${line}\n`),
     };
     if (command === 'seek') return await seek(deps, args);
@@ -198,28 +203,40 @@ async function deadLetterCommand(
       return 0;
     }
     const logger = createLogger({ level: 'warning', write: (line) => process.stderr.write(`${line}\n`) });
-    const { sink, close } = createSink(
-      config,
-      clients,
-      readUserSchema(config.bigquery.schemaFile),
-      logger,
-      `replay-${Date.now().toString(36)}`,
+    const runId = `replay-${Date.now().toString(36)}`;
+    // Each letter goes back to the table its topic is routed to now, through that route's schema and rules.
+    const rules = new Map(
+      await Promise.all(config.routes.map(async (r) => [r, await rulesFor(r, config)] as const)),
     );
-    const rules = await rulesFrom(config);
+    const targets = new Map<Route, ReplayTarget & { close(): Promise<void> }>();
+    const target = (topic: string) => {
+      const route = routeOf(config.routes, topic);
+      if (route === undefined) return undefined;
+      let made = targets.get(route);
+      if (made === undefined) {
+        const fields = readUserSchema(route.schemaFile);
+        const { sink, close } = createSink(
+          config,
+          route,
+          clients,
+          fields,
+          logger,
+          `${runId}-r${config.routes.indexOf(route)}`,
+        );
+        const routeRules = rules.get(route);
+        made = {
+          sink,
+          close,
+          ...(routeRules === undefined ? {} : { rules: routeRules }),
+          shape: { fields, unknownFields: config.unknownFields, metadata: route.metadata },
+        };
+        targets.set(route, made);
+      }
+      return made;
+    };
     try {
       const outcome = await replayDeadLetters(
-        {
-          pull: (n) => letters.pull(n),
-          sink,
-          ...(rules === undefined ? {} : { rules }),
-          shape: {
-            fields: readUserSchema(config.bigquery.schemaFile),
-            unknownFields: config.unknownFields,
-            metadata: config.bigquery.metadata,
-          },
-          now: () => new Date(),
-          print,
-        },
+        { pull: (n) => letters.pull(n), target, now: () => new Date(), print },
         { dryRun, max },
       );
       print(
@@ -227,7 +244,7 @@ async function deadLetterCommand(
       );
       return 0;
     } finally {
-      await close();
+      await Promise.all([...targets.values()].map((t) => t.close()));
     }
   } finally {
     await letters.close();
@@ -251,21 +268,40 @@ async function verify(env: NodeJS.ProcessEnv, json: boolean): Promise<number> {
   if (config === undefined) return 2;
   const clients = createGoogleClients(config);
   try {
-    const verdicts = await verifyPipeline(clients, {
-      pipelineId: config.pipelineId,
-      dataset: config.bigquery.dataset,
-      table: config.bigquery.table,
-      topics: config.kafka.topics,
-      // The exactly-once modes write the error table themselves, each dead letter once: it is reconciled too.
-      ...(config.bigquery.writeMode !== 'insert-all'
-        ? { deadLetterTable: deadLetterTableName(config.bigquery.table) }
-        : {}),
-    });
+    // Per table: each route's partitions against its own table (and error table).
+    const kafka = new kafkajs.Kafka(
+      kafkaClientOptions(config, `kafka-bigquery-drain-cli-${config.pipelineId}`),
+    );
+    const verdicts: (PartitionVerdict & { table: string })[] = [];
+    for (const { route, topics } of await routeTopics(config, kafka)) {
+      if (topics.length === 0) continue;
+      const found = await verifyPipeline(clients, {
+        pipelineId: config.pipelineId,
+        dataset: route.dataset,
+        table: route.table,
+        topics,
+        // The exactly-once modes write the error table themselves, each dead letter once: it is reconciled too.
+        ...(config.bigquery.writeMode !== 'insert-all'
+          ? { deadLetterTable: deadLetterTableName(route.table) }
+          : {}),
+      });
+      verdicts.push(...found.map((v) => ({ table: tableName(route), ...v })));
+    }
     if (json) {
       process.stdout.write(`${JSON.stringify(verdicts)}\n`);
     } else {
       console.table(verdicts.map(({ gaps, ...v }) => ({ ...v, gaps: gaps.join(' ') })));
       const bad = verdicts.filter((v) => !v.ok);
+      const tables = new Set(verdicts.map((v) => v.table));
+      if (tables.size > 1) {
+        for (const table of tables) {
+          const mine = verdicts.filter((v) => v.table === table);
+          const wrong = mine.filter((v) => !v.ok).length;
+          process.stdout.write(
+            `verify ${table}: ${mine.length} partitions, ${wrong === 0 ? 'clean' : `${wrong} with holes, gaps or duplicates`}\n`,
+          );
+        }
+      }
       process.stdout.write(
         bad.length === 0
           ? `verify: ${verdicts.length} partitions, no hole, no gap, no duplicate\n`

@@ -226,6 +226,7 @@ export async function setPaused(deps: OperationsDeps, args: OperatorArgs, paused
 export function formatStatus(partitions: readonly PartitionStatus[]): string[] {
   const header = [
     'partition',
+    'table',
     'checkpoint',
     'high',
     'lag',
@@ -237,6 +238,7 @@ export function formatStatus(partitions: readonly PartitionStatus[]): string[] {
   ];
   const rows = partitions.map((p) => [
     `${p.topic}~${p.partition}`,
+    p.table,
     String(p.checkpoint ?? '-'),
     String(p.highWatermark),
     String(p.lag ?? '-'),

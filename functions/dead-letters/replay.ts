@@ -1,7 +1,14 @@
 import { isDeadLetter, type RowShape, toRow, userColumns } from '../drain/records.js';
 import type { Rules } from '../drain/rules.js';
-import type { KafkaRecord, RowToWrite, Sink } from '../drain/types.js';
+import type { KafkaRecord, RowResult, RowToWrite, Sink } from '../drain/types.js';
 import type { PulledLetter } from './pubsub-subscription.js';
+
+/** Where a dead letter of a topic goes back to: its route's table, schema and rules. */
+export interface ReplayTarget {
+  readonly sink: Sink;
+  readonly rules?: Rules;
+  readonly shape: RowShape;
+}
 
 export interface ReplayOutcome {
   replayed: number;
@@ -36,9 +43,8 @@ export function recordOf(letter: Pick<PulledLetter, 'data' | 'attributes'>): Kaf
 export async function replayDeadLetters(
   deps: {
     pull: (max: number) => Promise<PulledLetter[]>;
-    sink: Sink;
-    rules?: Rules;
-    shape: RowShape;
+    /** The target of a topic's letters (its route); undefined when no route takes the topic now. */
+    target: (topic: string) => ReplayTarget | undefined;
     now: () => Date;
     print: (line: string) => void;
   },
@@ -52,17 +58,25 @@ export async function replayDeadLetters(
         Math.min(500, options.max - outcome.replayed - outcome.stillFailing.length),
       );
       if (letters.length === 0) break;
-      const passing: { letter: PulledLetter; row: RowToWrite }[] = [];
+      const passing: { letter: PulledLetter; row: RowToWrite; target: ReplayTarget }[] = [];
       for (const letter of letters) {
         const record = recordOf(letter);
         const origin = record ? `${record.topic}:${record.partition}:${record.offset}` : 'unknown origin';
-        const reason = await failure(record, letter);
+        const target = record === undefined ? undefined : deps.target(record.topic);
+        const reason =
+          record !== undefined && target === undefined
+            ? `no route takes topic "${record.topic}"`
+            : await failure(record, letter, target!);
         if (reason !== undefined) {
           outcome.stillFailing.push({ origin, reason });
           deps.print(`still failing ${origin}: ${reason}`);
           left.push(letter);
         } else {
-          passing.push({ letter, row: toRow(record!, deps.now(), deps.shape) as RowToWrite });
+          passing.push({
+            letter,
+            row: toRow(record!, deps.now(), target!.shape) as RowToWrite,
+            target: target!,
+          });
         }
       }
       if (options.dryRun) {
@@ -71,9 +85,15 @@ export async function replayDeadLetters(
         left.push(...passing.map((p) => p.letter));
         continue;
       }
-      const results = passing.length === 0 ? [] : await deps.sink.write(passing.map((p) => p.row));
-      for (const [i, p] of passing.entries()) {
-        const result = results[i]!;
+      // One write per table (route), each idempotent by origin.
+      const results = new Map<(typeof passing)[number], RowResult>();
+      for (const target of new Set(passing.map((p) => p.target))) {
+        const group = passing.filter((p) => p.target === target);
+        const written = await target.sink.write(group.map((p) => p.row));
+        for (const [i, p] of group.entries()) results.set(p, written[i]!);
+      }
+      for (const p of passing) {
+        const result = results.get(p)!;
         if (result.ok) {
           await p.letter.ack();
           outcome.replayed++;
@@ -89,13 +109,17 @@ export async function replayDeadLetters(
   }
   return outcome;
 
-  async function failure(record: KafkaRecord | undefined, letter: PulledLetter): Promise<string | undefined> {
+  async function failure(
+    record: KafkaRecord | undefined,
+    letter: PulledLetter,
+    target: ReplayTarget,
+  ): Promise<string | undefined> {
     if (record === undefined) return 'the dead letter does not say where it came from';
     if (letter.attributes.value_size !== undefined) return 'the original value was too large to keep whole';
-    const row = toRow(record, deps.now(), deps.shape);
+    const row = toRow(record, deps.now(), target.shape);
     if (isDeadLetter(row)) return `${row.kind}: ${row.message}`;
-    if (deps.rules === undefined) return undefined;
-    const broken = await deps.rules.check(userColumns(row.row), record);
+    if (target.rules === undefined) return undefined;
+    const broken = await target.rules.check(userColumns(row.row), record);
     return broken === undefined ? undefined : `rule: ${broken}`;
   }
 }

@@ -1,6 +1,7 @@
-import type { MetadataColumns } from '../sinks/table-schema.js';
+import { readFileSync } from 'node:fs';
 import { ConfigError } from './errors.js';
 import { type LogLevel, logLevelNames } from './logger.js';
+import { parseRoutes, type Route } from './routes.js';
 import { parseStartPosition, type StartPosition } from './start-position.js';
 
 export type WriteMode = 'insert-all' | 'merge' | 'storage-write';
@@ -11,6 +12,10 @@ export interface DrainConfig {
   readonly project: string;
   readonly kafka: {
     readonly brokers: readonly string[];
+    /**
+     * KAFKA_TOPICS: the topics to drain, by name. With ROUTES_FILE it may be empty (the routes say which
+     * topics, by name or regex); when set, each must match a route.
+     */
     readonly topics: readonly string[];
     readonly ssl: boolean;
     /** PEM files (paths) for TLS to the brokers: a private CA, and a client certificate and key for mTLS. */
@@ -25,17 +30,14 @@ export interface DrainConfig {
       readonly password: string;
     } | null;
   };
+  /** Which topics go to which table (ROUTES_FILE, or the single-table variables as one route). */
+  readonly routes: readonly Route[];
   readonly bigquery: {
-    readonly dataset: string;
-    readonly table: string;
-    readonly schemaFile: string;
     readonly writeMode: WriteMode;
     readonly location: string | null;
     readonly apiEndpoint: string | null;
     /** The Storage Write API's gRPC `host:port` of a local emulator (plaintext); null in production. */
     readonly storageEndpoint: string | null;
-    /** Optional metadata columns: the Kafka headers, the key as text. */
-    readonly metadata: MetadataColumns;
   };
   /** Local emulators (host:port); null in production. */
   readonly emulators: { readonly firestore: string | null; readonly pubsub: string | null };
@@ -50,7 +52,6 @@ export interface DrainConfig {
   readonly backlogAlertRecords: number;
   readonly retentionGapPolicy: 'fail' | 'skip';
   readonly startPosition: StartPosition;
-  readonly rulesModule: string | null;
   readonly unknownFields: 'reject' | 'ignore';
   /** What a record with a null value (a tombstone) becomes. */
   readonly tombstones: 'skip' | 'dead-letter';
@@ -70,7 +71,10 @@ type Env = Readonly<Record<string, string | undefined>>;
  * The one place for defaults and checks. Returns a frozen config or throws a ConfigError that names the
  * variable. Takes the environment as a parameter so that it is tested table-driven.
  */
-export function parseConfig(env: Env): DrainConfig {
+export function parseConfig(
+  env: Env,
+  readFile: (path: string) => string = (path) => readFileSync(path, 'utf8'),
+): DrainConfig {
   const read = reader(env);
   const saslMechanism = read.oneOf('KAFKA_SASL_MECHANISM', ['plain', 'scram-sha-256', 'scram-sha-512'], null);
   const sasl =
@@ -130,6 +134,47 @@ export function parseConfig(env: Env): DrainConfig {
     throw new ConfigError('BIGQUERY_API_ENDPOINT', `"${apiEndpoint}" is not an http(s) URL`);
   }
 
+  const metadata = {
+    headers: read.boolean('BQ_HEADERS_COLUMN', false),
+    keyText: read.boolean('BQ_KEY_TEXT_COLUMN', false),
+  };
+  const dataset = read.matching('BQ_DATASET', /^[a-zA-Z0-9_]{1,1024}$/, 'letters, digits and _', true);
+  const routesFile = read.optional('ROUTES_FILE');
+  let routes: Route[];
+  let topics: string[];
+  const topicList = (optional: boolean) =>
+    optional && read.optional('KAFKA_TOPICS') === null
+      ? []
+      : read.list('KAFKA_TOPICS', /^[a-zA-Z0-9._-]{1,249}$/, 'a Kafka topic name');
+  if (routesFile === null) {
+    topics = topicList(false);
+    routes = [
+      {
+        topics: topics.map((name) => ({ kind: 'name', name })),
+        dataset: dataset ?? read.required('BQ_DATASET'),
+        table: read.matching('BQ_TABLE', /^[a-zA-Z0-9_]{1,1024}$/, 'letters, digits and _'),
+        schemaFile: read.required('BQ_SCHEMA_FILE'),
+        rulesModule: read.optional('RULES_MODULE'),
+        metadata,
+      },
+    ];
+  } else {
+    // One way to say where records go: the routes, each with its own table, schema and rules.
+    for (const name of ['BQ_TABLE', 'BQ_SCHEMA_FILE', 'RULES_MODULE']) {
+      if (read.optional(name) !== null) {
+        throw new ConfigError(name, 'is set with ROUTES_FILE: set the table, schema and rules in each route');
+      }
+    }
+    let text: string;
+    try {
+      text = readFile(routesFile);
+    } catch (error) {
+      throw new ConfigError('ROUTES_FILE', `(${routesFile}) cannot be read: ${(error as Error).message}`);
+    }
+    routes = parseRoutes(text, routesFile, { dataset, metadata });
+    topics = topicList(true);
+  }
+
   const config: DrainConfig = {
     pipelineId: read.matching(
       'PIPELINE_ID',
@@ -139,23 +184,17 @@ export function parseConfig(env: Env): DrainConfig {
     project: read.required('GOOGLE_CLOUD_PROJECT'),
     kafka: {
       brokers: read.list('KAFKA_BROKERS', /^[^\s:]+:\d{1,5}$/, 'host:port'),
-      topics: read.list('KAFKA_TOPICS', /^[a-zA-Z0-9._-]{1,249}$/, 'a Kafka topic name'),
+      topics,
       ssl,
       tls,
       sasl,
     },
+    routes,
     bigquery: {
-      dataset: read.matching('BQ_DATASET', /^[a-zA-Z0-9_]{1,1024}$/, 'letters, digits and _'),
-      table: read.matching('BQ_TABLE', /^[a-zA-Z0-9_]{1,1024}$/, 'letters, digits and _'),
-      schemaFile: read.required('BQ_SCHEMA_FILE'),
       writeMode,
       location: read.optional('BQ_LOCATION'),
       apiEndpoint,
       storageEndpoint: read.matching('BIGQUERY_STORAGE_ENDPOINT', /^[^\s:/]+:\d{1,5}$/, 'host:port', true),
-      metadata: {
-        headers: read.boolean('BQ_HEADERS_COLUMN', false),
-        keyText: read.boolean('BQ_KEY_TEXT_COLUMN', false),
-      },
     },
     emulators: {
       firestore: read.matching('FIRESTORE_EMULATOR_HOST', /^[^\s:/]+:\d{1,5}$/, 'host:port', true),
@@ -176,7 +215,6 @@ export function parseConfig(env: Env): DrainConfig {
     backlogAlertRecords: read.integer('BACKLOG_ALERT_RECORDS', 100_000, 1, Number.MAX_SAFE_INTEGER),
     retentionGapPolicy: read.oneOf('RETENTION_GAP_POLICY', ['fail', 'skip'], 'fail'),
     startPosition: parseStartPosition(read.optional('START_POSITION')),
-    rulesModule: read.optional('RULES_MODULE'),
     unknownFields: read.oneOf('UNKNOWN_FIELDS', ['reject', 'ignore'], 'reject'),
     tombstones: read.oneOf('TOMBSTONES', ['skip', 'dead-letter'], 'skip'),
     logLevel: logLevelNames[read.oneOf('LOG_LEVEL', Object.keys(logLevelNames), 'info')]!,
@@ -254,7 +292,7 @@ function reader(env: Env) {
 }
 
 function deepFreeze<T>(value: T): T {
-  if (value !== null && typeof value === 'object') {
+  if (value !== null && typeof value === 'object' && !(value instanceof RegExp)) {
     for (const inner of Object.values(value)) deepFreeze(inner);
     Object.freeze(value);
   }

@@ -3,7 +3,7 @@
  * line stays far below Cloud Logging's 256 KB per entry at any partition count. The full per-partition
  * detail goes to the run's document in Firestore (`pipelines/{id}/runs/{runId}`).
  */
-import type { PartitionSummary, RunSummary } from './types.js';
+import type { PartitionSummary, RunSummary, StopReason } from './types.js';
 
 /** Up to this many partitions a summary lists them all (a few KB); beyond, the ones worth a look. */
 export const partitionsListed = 50;
@@ -30,4 +30,52 @@ export function partitionsWorthALook(partitions: readonly PartitionSummary[], ma
 export function summaryLine(summary: RunSummary): RunSummary {
   const { listed, omitted } = partitionsWorthALook(summary.partitions);
   return { ...summary, partitions: listed, ...(omitted > 0 ? { partitionsOmitted: omitted } : {}) };
+}
+
+const stopRank: Record<StopReason, number> = { error: 3, signal: 2, budget: 1, caught_up: 0 };
+
+/**
+ * The run's summary from its routes' drains (one per table): totals summed, partitions together, each
+ * marked with its table, a line per table, and the gravest stop reason (an error in one table is the
+ * run's: exit 1, the others' partitions drained all the same).
+ */
+export function mergeRunSummaries(
+  parts: readonly { table: string; summary: RunSummary }[],
+  head: Pick<RunSummary, 'pipeline' | 'runId' | 'execution' | 'taskIndex' | 'taskCount' | 'durationMs'>,
+): RunSummary {
+  const sum = (pick: (s: RunSummary) => number) => parts.reduce((total, p) => total + pick(p.summary), 0);
+  const errors = parts.flatMap((p) =>
+    p.summary.error === undefined ? [] : [`${p.table}: ${p.summary.error}`],
+  );
+  const stopReason = parts.reduce<StopReason>(
+    (worst, p) => (stopRank[p.summary.stopReason] > stopRank[worst] ? p.summary.stopReason : worst),
+    'caught_up',
+  );
+  return {
+    event: 'run_summary',
+    ...head,
+    stopReason,
+    recordsRead: sum((s) => s.recordsRead),
+    rowsWritten: sum((s) => s.rowsWritten),
+    deadLettered: sum((s) => s.deadLettered),
+    tombstonesSkipped: sum((s) => s.tombstonesSkipped),
+    alerts: sum((s) => s.alerts),
+    commits: sum((s) => s.commits),
+    lag: sum((s) => s.lag),
+    partitionCount: sum((s) => s.partitionCount),
+    partitions: parts
+      .flatMap((p) => p.summary.partitions.map((partition) => ({ ...partition, table: p.table })))
+      .sort((a, b) => a.topic.localeCompare(b.topic) || a.partition - b.partition),
+    tables: parts.map(({ table, summary: s }) => ({
+      table,
+      stopReason: s.stopReason,
+      recordsRead: s.recordsRead,
+      rowsWritten: s.rowsWritten,
+      deadLettered: s.deadLettered,
+      lag: s.lag,
+      partitionCount: s.partitionCount,
+      ...(s.error === undefined ? {} : { error: s.error }),
+    })),
+    ...(errors.length === 0 ? {} : { error: errors.join('; ') }),
+  };
 }

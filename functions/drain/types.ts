@@ -256,6 +256,20 @@ export interface PartitionSummary extends PartitionRef {
   skipped?: 'leased_elsewhere' | 'fenced' | 'error' | 'paused';
   /** Another task's partition, taken after this task's own share because its records waited. */
   shared?: true;
+  /** The table it is routed to (`dataset.table`), in the summary of a pipeline with several routes. */
+  table?: string;
+}
+
+/** One table's part of a run (a pipeline with several routes). */
+export interface TableSummary {
+  table: string;
+  stopReason: StopReason;
+  recordsRead: number;
+  rowsWritten: number;
+  deadLettered: number;
+  lag: number;
+  partitionCount: number;
+  error?: string;
 }
 
 export interface RunSummary {
@@ -285,5 +299,7 @@ export interface RunSummary {
   partitions: PartitionSummary[];
   /** Partitions left out of the logged line (nothing to see: caught up, no error). */
   partitionsOmitted?: number;
+  /** Per table, with several routes. */
+  tables?: TableSummary[];
   error?: string;
 }

@@ -8,7 +8,9 @@ import { type DrainContext, runDrain } from '../drain/drain-loop.js';
 import { ConfigError } from '../drain/errors.js';
 import type { Logger } from '../drain/logger.js';
 import { defaultRetryPolicy, sleep } from '../drain/retry.js';
+import { type Route, type RoutedTopics, tableName } from '../drain/routes.js';
 import { loadRules, type Rules } from '../drain/rules.js';
+import { mergeRunSummaries } from '../drain/run-summary.js';
 import type { Checkpoints, ErrorTable, RunSummary, Sink, Source, StreamSink } from '../drain/types.js';
 import { createInsertAllSink, ensureTargetTable, insertAllLimits } from '../sinks/bigquery-sink.js';
 import { createMergeErrorTable } from '../sinks/error-table.js';
@@ -18,6 +20,7 @@ import { createStorageWriteSink } from '../sinks/storage-write-sink.js';
 import { readUserSchema, type SchemaField, targetTableSchema } from '../sinks/table-schema.js';
 import { checkBrokerCertificate, createKafkaSource, kafkaClientOptions } from '../sources/kafka-source.js';
 import { createGoogleClients, type GoogleClients } from './clients.js';
+import { routeTopics } from './routing.js';
 
 /** How long a batch in flight may settle after SIGTERM or the budget; Cloud Run kills 10 s after SIGTERM. */
 export const settleMs = 6_000;
@@ -35,102 +38,219 @@ export interface JobIo {
   readonly observeSource?: (source: Source) => Source;
 }
 
-/** Wires the real adapters from a parsed config and runs one bounded drain for this task. */
-/** Loads RULES_MODULE, naming the variable if it cannot. */
-export async function rulesFrom(config: DrainConfig): Promise<Rules | undefined> {
-  return config.rulesModule === null ? undefined : loadRulesModule(config.rulesModule);
+/** Loads a route's RULES_MODULE, naming the setting if it cannot. */
+export async function rulesFor(route: Route, config: DrainConfig): Promise<Rules | undefined> {
+  if (route.rulesModule === null) return undefined;
+  try {
+    return await loadRules(route.rulesModule);
+  } catch (error) {
+    const variable = config.routes.length > 1 || route !== config.routes[0] ? 'ROUTES_FILE' : 'RULES_MODULE';
+    const message = error instanceof Error ? error.message : String(error);
+    throw new ConfigError(
+      variable,
+      variable === 'ROUTES_FILE' ? `rulesModule of ${tableName(route)}: ${message}` : message,
+    );
+  }
 }
 
+/** A route ready to drain: its topics, schema, rules and sinks. */
+interface Target {
+  readonly routed: RoutedTopics;
+  readonly runId: string;
+  readonly userSchema: readonly SchemaField[];
+  readonly rules: Rules | undefined;
+  readonly made: ReturnType<typeof createSink> | undefined;
+  readonly logger: Logger;
+}
+
+/**
+ * Wires the real adapters from a parsed config and runs one bounded drain for this task: one drain per
+ * route (per table), side by side, so that each table has its own flushes, staging and exactly-once
+ * state, and a table whose writes fail stalls only the partitions routed to it.
+ */
 export async function runJob(config: DrainConfig, io: JobIo): Promise<RunSummary> {
+  const startedAt = Date.now();
   const runId = `${config.execution}-t${config.taskIndex}-${randomBytes(4).toString('hex')}`;
   const logger = io.logger.child({ pipeline: config.pipelineId, runId });
-  const userSchema = readUserSchema(config.bigquery.schemaFile);
-  const rules = await rulesFrom(config);
+  for (const route of config.routes) readUserSchema(route.schemaFile); // a bad schema file: exit 2 at once
   const clients = createGoogleClients(config);
   const kafkaOptions = kafkaClientOptions(config, `kafka-bigquery-drain-${config.pipelineId}`);
   const kafka = new kafkajs.Kafka(kafkaOptions);
+  const targets: Target[] = [];
   try {
     await checkBrokerCertificate(kafkaOptions);
-    const made =
-      io.sink === undefined ? createSink(config, clients, userSchema, logger, runId, io.fault) : undefined;
-    // A schema file the table cannot follow stops the run before it leases anything (exit 2). Any other
+    const routed = await routeTopics(config, kafka);
+    const several = config.routes.length > 1;
+    for (const [index, r] of routed.entries()) {
+      const table = tableName(r.route);
+      if (r.topics.length === 0) {
+        logger.notice('no topic of the broker matches this route yet', { table });
+        continue;
+      }
+      // Each route's drain leases as an owner of its own (its staging tables are its own too).
+      const routeRunId = several ? `${runId}-r${index}` : runId;
+      const routeLogger = several ? logger.child({ table }) : logger;
+      const userSchema = readUserSchema(r.route.schemaFile);
+      targets.push({
+        routed: r,
+        runId: routeRunId,
+        userSchema,
+        rules: await rulesFor(r.route, config),
+        made:
+          io.sink === undefined
+            ? createSink(config, r.route, clients, userSchema, routeLogger, routeRunId, io.fault)
+            : undefined,
+        logger: routeLogger,
+      });
+    }
+    // A schema file a table cannot follow stops the run before it leases anything (exit 2). Any other
     // failure to make the sinks (BigQuery unreachable) is left to the writes, whose partitions stall.
     // (Waited for at most 10 s: a BigQuery that does not answer must not hold the run before it looks.)
     const waited = new AbortController();
+    const firstErrors = Promise.all(targets.map((t) => t.made?.firstError)).then((errors) =>
+      errors.find((e) => e instanceof ConfigError),
+    );
     const firstError = await Promise.race([
-      made?.firstError,
+      firstErrors,
       sleep(10_000, AbortSignal.any([io.signal, waited.signal])),
     ]);
     waited.abort();
     if (firstError instanceof ConfigError) throw firstError;
-    const sink = io.sink ?? made!.sink;
-    const streams = io.sink === undefined ? made!.streams : undefined;
-    const errorTable = io.sink === undefined ? made!.errorTable : undefined;
-    const summary = await runDrain(
-      {
-        source: (io.observeSource ?? ((s) => s))(
-          createKafkaSource(kafka, {
-            groupPrefix: `kafka-bigquery-drain.${config.pipelineId}.t${config.taskIndex}`,
-            logger,
-          }),
-        ),
-        checkpoints: (io.observeCheckpoints ?? ((c) => c))(
-          createFirestoreCheckpoints(clients.firestore, config.pipelineId),
-        ),
-        sink,
-        ...(streams === undefined ? {} : { streams }),
-        ...(errorTable === undefined ? {} : { errorTable }),
-        ...(config.alertTopic === null
-          ? {}
-          : { alerts: createPubSubAlerts(clients.pubsub, config.alertTopic) }),
-        ...(rules === undefined ? {} : { rules }),
-        deadLetters: createPubSubDeadLetters(clients.pubsub, {
-          topic: config.deadLetterTopic,
-          pipeline: config.pipelineId,
-          execution: config.execution,
-          retry: defaultRetryPolicy,
-          logger,
-        }),
-      },
-      {
-        pipelineId: config.pipelineId,
-        runId,
-        execution: config.execution,
-        taskIndex: config.taskIndex,
-        taskCount: config.taskCount,
-        topics: config.kafka.topics,
-        budgetMs: config.budgetSeconds * 1000,
-        leaseTtlMs: config.leaseTtlSeconds * 1000,
-        batchMaxRecords: config.batchMaxRecords,
-        batchMaxBytes: config.batchMaxBytes,
-        retentionGapPolicy: config.retentionGapPolicy,
-        startPosition: config.startPosition,
-        settleMs,
-        // Exactly-once modes write a flush for all partitions ready at once (one commit or MERGE), so
-        // many may be in flight; insert-all writes each batch on its own, so few.
-        partitionConcurrency: config.bigquery.writeMode === 'insert-all' ? 8 : 256,
-        inFlightMaxBytes: 8 * config.batchMaxBytes,
-        firestoreConcurrency: 16,
-        rowShape: {
-          fields: userSchema,
-          unknownFields: config.unknownFields,
-          metadata: config.bigquery.metadata,
-        },
-        tombstones: config.tombstones,
-        alertThresholds: {
-          idleSeconds: config.idleAlertSeconds,
-          stallSeconds: config.stallAlertSeconds,
-          backlogRecords: config.backlogAlertRecords,
-          backlogGrowingRuns: 3,
-        },
-      },
-      { logger, now: Date.now, signal: io.signal, fault: io.fault, onProgress: io.onProgress },
+
+    const checkpoints = (io.observeCheckpoints ?? ((c) => c))(
+      createFirestoreCheckpoints(clients.firestore, config.pipelineId),
     );
-    await made?.close();
+    // Several drains: each keeps its summary to itself; the run's, merged, is recorded once below.
+    const routeCheckpoints: Checkpoints = several
+      ? { ...bound(checkpoints), recordRun: async () => {} }
+      : checkpoints;
+    const summaries = await Promise.all(
+      targets.map(async (target) => ({
+        table: tableName(target.routed.route),
+        summary: await drainRoute(config, io, clients, kafka, routeCheckpoints, target, targets.length),
+      })),
+    );
+    if (!several) return summaries[0]?.summary ?? emptySummary(config, runId, startedAt, checkpoints);
+    const summary = mergeRunSummaries(summaries, runHead(config, runId, startedAt));
+    await checkpoints
+      .recordRun(summary)
+      .catch((error: unknown) => logger.warn('recording the run summary failed', { error }));
     return summary;
   } finally {
+    await Promise.all(targets.map((t) => t.made?.close()));
     await clients.close();
   }
+}
+
+/** One route's bounded drain. */
+async function drainRoute(
+  config: DrainConfig,
+  io: JobIo,
+  clients: GoogleClients,
+  kafka: kafkajs.Kafka,
+  checkpoints: Checkpoints,
+  target: Target,
+  routeCount: number,
+): Promise<RunSummary> {
+  const { made, rules, logger, routed } = target;
+  const sink = io.sink ?? made!.sink;
+  const streams = io.sink === undefined ? made!.streams : undefined;
+  const errorTable = io.sink === undefined ? made!.errorTable : undefined;
+  return runDrain(
+    {
+      source: (io.observeSource ?? ((s) => s))(
+        createKafkaSource(kafka, {
+          groupPrefix: `kafka-bigquery-drain.${config.pipelineId}.t${config.taskIndex}`,
+          logger,
+        }),
+      ),
+      checkpoints,
+      sink,
+      ...(streams === undefined ? {} : { streams }),
+      ...(errorTable === undefined ? {} : { errorTable }),
+      ...(config.alertTopic === null
+        ? {}
+        : { alerts: createPubSubAlerts(clients.pubsub, config.alertTopic) }),
+      ...(rules === undefined ? {} : { rules }),
+      deadLetters: createPubSubDeadLetters(clients.pubsub, {
+        topic: config.deadLetterTopic,
+        pipeline: config.pipelineId,
+        execution: config.execution,
+        retry: defaultRetryPolicy,
+        logger,
+      }),
+    },
+    {
+      pipelineId: config.pipelineId,
+      runId: target.runId,
+      execution: config.execution,
+      taskIndex: config.taskIndex,
+      taskCount: config.taskCount,
+      topics: routed.topics,
+      budgetMs: config.budgetSeconds * 1000,
+      leaseTtlMs: config.leaseTtlSeconds * 1000,
+      batchMaxRecords: config.batchMaxRecords,
+      batchMaxBytes: config.batchMaxBytes,
+      retentionGapPolicy: config.retentionGapPolicy,
+      startPosition: config.startPosition,
+      settleMs,
+      // Exactly-once modes write a flush for all partitions ready at once (one commit or MERGE), so
+      // many may be in flight; insert-all writes each batch on its own, so few.
+      partitionConcurrency: config.bigquery.writeMode === 'insert-all' ? 8 : 256,
+      // The routes' drains share the process's memory.
+      inFlightMaxBytes: Math.max(2, Math.floor(8 / routeCount)) * config.batchMaxBytes,
+      firestoreConcurrency: 16,
+      rowShape: {
+        fields: target.userSchema,
+        unknownFields: config.unknownFields,
+        metadata: routed.route.metadata,
+      },
+      tombstones: config.tombstones,
+      alertThresholds: {
+        idleSeconds: config.idleAlertSeconds,
+        stallSeconds: config.stallAlertSeconds,
+        backlogRecords: config.backlogAlertRecords,
+        backlogGrowingRuns: 3,
+      },
+    },
+    { logger, now: Date.now, signal: io.signal, fault: io.fault, onProgress: io.onProgress },
+  );
+}
+
+function runHead(config: DrainConfig, runId: string, startedAt: number) {
+  return {
+    pipeline: config.pipelineId,
+    runId,
+    execution: config.execution,
+    taskIndex: config.taskIndex,
+    taskCount: config.taskCount,
+    durationMs: Date.now() - startedAt,
+  };
+}
+
+/** The checkpoints port with its methods bound, so that one can be replaced in a copy. */
+function bound(checkpoints: Checkpoints): Checkpoints {
+  return {
+    peek: (p) => checkpoints.peek(p),
+    acquire: (p, o, t) => checkpoints.acquire(p, o, t),
+    renew: (l, t) => checkpoints.renew(l, t),
+    commit: (c, t) => checkpoints.commit(c, t),
+    recordIntents: (i, t) => checkpoints.recordIntents(i, t),
+    release: (l, s) => checkpoints.release(l, s),
+    recordRun: (s) => checkpoints.recordRun(s),
+  };
+}
+
+/** A run with no topic to drain yet (every route's regex matches nothing): caught up, recorded as any run. */
+async function emptySummary(
+  config: DrainConfig,
+  runId: string,
+  startedAt: number,
+  checkpoints: Checkpoints,
+): Promise<RunSummary> {
+  const summary = mergeRunSummaries([], runHead(config, runId, startedAt));
+  await checkpoints.recordRun(summary).catch(() => {});
+  return summary;
 }
 
 /**
@@ -216,6 +336,7 @@ function eagerSinks(
  */
 export function createSink(
   config: DrainConfig,
+  route: Route,
   clients: GoogleClients,
   userSchema: readonly SchemaField[],
   logger: Logger,
@@ -225,12 +346,17 @@ export function createSink(
   const mode = config.bigquery.writeMode;
   return eagerSinks(
     async () => {
-      const table = await ensureTargetTable(clients.bigquery, config.bigquery, userSchema);
+      const target = { dataset: route.dataset, table: route.table, location: config.bigquery.location };
+      const table = await ensureTargetTable(
+        clients.bigquery,
+        { ...target, metadata: route.metadata },
+        userSchema,
+      );
       // Nothing is written before the table has every column of the schema file (additive evolution).
       const evolution = await evolveTable(
         clients.bigquery,
-        config.bigquery,
-        targetTableSchema(userSchema, config.bigquery.metadata),
+        target,
+        targetTableSchema(userSchema, route.metadata),
         logger,
       );
       if (evolution.changes.length > 0) {
@@ -245,8 +371,8 @@ export function createSink(
       }
       const staging = {
         bigquery: clients.bigquery,
-        dataset: config.bigquery.dataset,
-        table: config.bigquery.table,
+        dataset: route.dataset,
+        table: route.table,
         pipelineId: config.pipelineId,
         taskIndex: config.taskIndex,
         runId,
@@ -258,7 +384,7 @@ export function createSink(
       };
       const merge = createMergeSink({
         ...staging,
-        schema: targetTableSchema(userSchema, config.bigquery.metadata),
+        schema: targetTableSchema(userSchema, route.metadata),
       });
       await merge.cleanLeftovers();
       if (mode === 'merge') {
@@ -276,10 +402,10 @@ export function createSink(
         bigquery: clients.bigquery,
         writer: clients.bigqueryWriter(),
         project: config.project,
-        dataset: config.bigquery.dataset,
-        table: config.bigquery.table,
+        dataset: route.dataset,
+        table: route.table,
         location: config.bigquery.location,
-        schema: targetTableSchema(userSchema, config.bigquery.metadata),
+        schema: targetTableSchema(userSchema, route.metadata),
         logger,
         fault,
       });
@@ -295,14 +421,6 @@ export function createSink(
     logger,
     mode,
   );
-}
-
-async function loadRulesModule(specifier: string): Promise<Rules> {
-  try {
-    return await loadRules(specifier);
-  } catch (error) {
-    throw new ConfigError('RULES_MODULE', error instanceof Error ? error.message : String(error));
-  }
 }
 
 /** Every schema change applied is kept under `pipelines/{pipeline}/audit/`, as operators' actions are. */

@@ -137,6 +137,19 @@ export async function checkBrokerCertificate(options: KafkaConfig, timeoutMs = 5
  * partitions it leased, each positioned with `seek` at its Firestore checkpoint. Nothing is ever
  * committed to Kafka, Kafka's offsets are never read as truth, and the group is deleted on close.
  */
+/** The broker's topics (Kafka's internal ones included; routes leave those out). */
+export async function listTopics(kafka: Kafka): Promise<string[]> {
+  const admin = kafka.admin();
+  try {
+    await admin.connect();
+    return await admin.listTopics();
+  } catch (error) {
+    throw kafkaError(error, 'list topics');
+  } finally {
+    await admin.disconnect().catch(() => {});
+  }
+}
+
 export function createKafkaSource(kafka: Kafka, options: { groupPrefix: string; logger: Logger }): Source {
   registerCompressionCodecs();
   return {

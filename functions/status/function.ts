@@ -8,6 +8,7 @@ import { parseConfig } from '../drain/config.js';
 import { ConfigError } from '../drain/errors.js';
 import { createLogger } from '../drain/logger.js';
 import { createGoogleClients } from '../job/clients.js';
+import { routeTopics } from '../job/routing.js';
 import { createKafkaSource, kafkaClientOptions } from '../sources/kafka-source.js';
 import { partitionStatus } from './partition-status.js';
 
@@ -29,7 +30,7 @@ functions.http('status', async (_request, response) => {
   try {
     const partitions = await partitionStatus(
       { firestore: clients.firestore, source: createKafkaSource(kafka, { groupPrefix: 'unused', logger }) },
-      { pipelineId: config.pipelineId, topics: config.kafka.topics },
+      { pipelineId: config.pipelineId, routed: await routeTopics(config, kafka) },
     );
     response.status(200).json({ pipeline: config.pipelineId, partitions });
   } catch (error) {

@@ -1,8 +1,11 @@
 import type { Firestore } from '@google-cloud/firestore';
+import { type RoutedTopics, tableName } from '../drain/routes.js';
 import type { Source } from '../drain/types.js';
 
 export interface PartitionStatus {
   topic: string;
+  /** The table its route writes (`dataset.table`). */
+  table: string;
   partition: number;
   checkpoint: number | null;
   highWatermark: number;
@@ -21,10 +24,13 @@ export interface PartitionStatus {
  */
 export async function partitionStatus(
   deps: { firestore: Firestore; source: Source },
-  target: { pipelineId: string; topics: readonly string[] },
+  target: { pipelineId: string; routed: readonly RoutedTopics[] },
 ): Promise<PartitionStatus[]> {
+  const tableOf = new Map(
+    target.routed.flatMap((r) => r.topics.map((t) => [t, tableName(r.route)] as const)),
+  );
   const [marks, docs] = await Promise.all([
-    deps.source.watermarks(target.topics),
+    deps.source.watermarks([...tableOf.keys()].sort()),
     deps.firestore.collection(`pipelines/${target.pipelineId}/partitions`).get(),
   ]);
   const byId = new Map(docs.docs.map((d) => [d.id, d]));
@@ -38,6 +44,7 @@ export async function partitionStatus(
     const held = owner !== null && expires !== undefined && expires.toDate().getTime() > Date.now();
     return {
       topic: mark.topic,
+      table: tableOf.get(mark.topic)!,
       partition: mark.partition,
       checkpoint,
       highWatermark: mark.end,
