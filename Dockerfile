@@ -1,5 +1,5 @@
 # The Cloud Run Job's image: the compiled drain with production dependencies only.
-#   docker build --build-arg SCHEMA_FILE=path/to/your.schema.json -t REGION-docker.pkg.dev/PROJECT/REPO/kafka-bigquery-drain:TAG .
+#   docker build --build-arg SCHEMA_FILE=path/to/your.schema.json [--build-arg ROUTES_DIR=path/to/routes] -t REGION-docker.pkg.dev/PROJECT/REPO/kafka-bigquery-drain:TAG .
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
@@ -18,5 +18,8 @@ COPY bin ./bin
 # The target table's user columns (BQ_SCHEMA_FILE points here; the same file feeds `pulumi up`).
 ARG SCHEMA_FILE=schema/target.schema.json
 COPY ${SCHEMA_FILE} /app/schema/target.schema.json
+# With routes (ROUTES_FILE): the routes file's folder, its schemas and rules modules inside it.
+ARG ROUTES_DIR=schema
+COPY ${ROUTES_DIR} /app/routes
 USER node
 ENTRYPOINT ["node", "dist/functions/job/main.js"]

@@ -1,4 +1,16 @@
+import { readFileSync } from 'node:fs';
+import { dirname, relative, resolve } from 'node:path';
 import * as pulumi from '@pulumi/pulumi';
+import { parseRoutes, tableName } from '../functions/drain/routes.js';
+
+/** A table the pipeline writes, with its schema: one per route. */
+export interface InfraRoute {
+  readonly dataset: string;
+  readonly table: string;
+  /** A path on the deploying machine. */
+  readonly schemaFile: string;
+  readonly metadataColumns: { readonly headers: boolean; readonly keyText: boolean };
+}
 
 /** Everything the Pulumi program is told, read from Pulumi config once (`pulumi config set ...`). */
 export interface InfraConfig {
@@ -6,6 +18,7 @@ export interface InfraConfig {
   readonly region: string;
   readonly pipelineId: string;
   readonly kafkaBrokers: string;
+  /** KAFKA_TOPICS; empty when the routes file names the topics. */
   readonly kafkaTopics: string;
   readonly kafkaSaslMechanism: string | undefined;
   /** Secret config values: they only ever reach Secret Manager, never the job's plain environment. */
@@ -19,9 +32,15 @@ export interface InfraConfig {
   readonly kafkaSslCa: pulumi.Output<string> | undefined;
   readonly kafkaSslClientCert: pulumi.Output<string> | undefined;
   readonly kafkaSslClientKey: pulumi.Output<string> | undefined;
-  readonly schemaFile: string;
+  /** Every table and its schema: the routes of `routesFile`, or the one of `dataset`/`table`/`schemaFile`. */
+  readonly routes: readonly InfraRoute[];
+  /**
+   * `routesFile`: the routes file (ROUTES_FILE) on the deploying machine. Its folder is baked into the image
+   * (build arg ROUTES_DIR) at `/app/routes`, so every schema and rules path in it is relative and inside it.
+   */
+  readonly routesFile: { readonly name: string } | undefined;
+  /** BQ_DATASET: the dataset of the single table, and the default of routes naming a table alone. */
   readonly dataset: string;
-  readonly table: string;
   readonly writeMode: 'storage-write' | 'merge' | 'insert-all';
   /** Optional metadata columns: `_kafka_headers` and `_kafka_key_text` (BQ_HEADERS_COLUMN, BQ_KEY_TEXT_COLUMN). */
   readonly metadataColumns: { readonly headers: boolean; readonly keyText: boolean };
@@ -53,12 +72,29 @@ export function readInfraConfig(): InfraConfig {
   if ((clientCert === undefined) !== (clientKey === undefined)) {
     throw new Error('kafkaSslClientCert and kafkaSslClientKey go together (mTLS): set both or neither');
   }
+  const dataset = config.get('dataset') ?? 'kafka_drain';
+  const metadataColumns = {
+    headers: config.getBoolean('headersColumn') ?? false,
+    keyText: config.getBoolean('keyTextColumn') ?? false,
+  };
+  const routesFile = config.get('routesFile');
+  const routes: InfraRoute[] =
+    routesFile === undefined
+      ? [
+          {
+            dataset,
+            table: config.get('table') ?? 'events',
+            schemaFile: config.require('schemaFile'),
+            metadataColumns,
+          },
+        ]
+      : routesOf(routesFile, dataset, metadataColumns);
   return {
     project: gcp.require('project'),
     region: gcp.get('region') ?? config.get('region') ?? 'europe-west1',
     pipelineId: config.require('pipelineId'),
     kafkaBrokers: config.require('kafkaBrokers'),
-    kafkaTopics: config.require('kafkaTopics'),
+    kafkaTopics: routesFile === undefined ? config.require('kafkaTopics') : (config.get('kafkaTopics') ?? ''),
     kafkaSaslMechanism: mechanism,
     kafkaSaslUsername: mechanism ? config.requireSecret('kafkaSaslUsername') : undefined,
     kafkaSaslPassword: mechanism ? config.requireSecret('kafkaSaslPassword') : undefined,
@@ -66,14 +102,11 @@ export function readInfraConfig(): InfraConfig {
     kafkaSslCa: config.getSecret('kafkaSslCa'),
     kafkaSslClientCert: clientCert,
     kafkaSslClientKey: clientKey,
-    schemaFile: config.require('schemaFile'),
-    dataset: config.get('dataset') ?? 'kafka_drain',
-    table: config.get('table') ?? 'events',
+    routes,
+    routesFile: routesFile === undefined ? undefined : { name: routesFile.split('/').pop()! },
+    dataset,
     writeMode,
-    metadataColumns: {
-      headers: config.getBoolean('headersColumn') ?? false,
-      keyText: config.getBoolean('keyTextColumn') ?? false,
-    },
+    metadataColumns,
     schedule: config.get('schedule') ?? '*/5 * * * *',
     timeZone: config.get('timeZone') ?? 'Etc/UTC',
     taskCount: config.getNumber('taskCount') ?? 1,
@@ -85,4 +118,25 @@ export function readInfraConfig(): InfraConfig {
     statusInvokers: config.getObject<string[]>('statusInvokers') ?? [],
     notificationChannels: config.getObject<string[]>('notificationChannels') ?? [],
   };
+}
+
+/** The routes of a routes file, as the drain reads it; its paths must stay inside its folder (the image). */
+function routesOf(file: string, dataset: string, metadata: InfraRoute['metadataColumns']): InfraRoute[] {
+  const routes = parseRoutes(readFileSync(file, 'utf8'), file, { dataset, metadata });
+  const folder = dirname(resolve(file));
+  for (const route of routes) {
+    for (const path of [route.schemaFile, route.rulesModule]) {
+      if (path !== null && relative(folder, path).startsWith('..')) {
+        throw new Error(
+          `routesFile: ${tableName(route)} names ${path}, outside ${folder}; the image holds only that folder`,
+        );
+      }
+    }
+  }
+  return routes.map((r) => ({
+    dataset: r.dataset,
+    table: r.table,
+    schemaFile: r.schemaFile,
+    metadataColumns: r.metadata,
+  }));
 }

@@ -5,6 +5,8 @@ import type { PipelineData } from './pipeline-data.js';
 
 /** Where the image keeps the target table's schema (the Dockerfile copies `BQ_SCHEMA_FILE` there). */
 export const schemaPathInImage = '/app/schema/target.schema.json';
+/** Where the image keeps the routes file's folder (the Dockerfile copies `ROUTES_DIR` there). */
+export const routesPathInImage = '/app/routes';
 /** Cloud Run gives a task about 10 s after SIGTERM; the drain settles its batch within 6 s of it. */
 export const shutdownMarginSeconds = 60;
 
@@ -48,11 +50,13 @@ export class DrainJob extends pulumi.ComponentResource {
 
     // Least privilege: edit the target dataset only, run BigQuery jobs (no resource-level grant exists for
     // that), use Firestore (likewise project level), publish to its two topics, read its own secrets.
-    new gcp.bigquery.DatasetIamMember(
-      `${name}-job-dataset-editor`,
-      { datasetId: data.dataset.datasetId, role: 'roles/bigquery.dataEditor', member: jobMember },
-      parent,
-    );
+    for (const [index, dataset] of data.datasets.entries()) {
+      new gcp.bigquery.DatasetIamMember(
+        index === 0 ? `${name}-job-dataset-editor` : `${name}-job-dataset-editor-${index}`,
+        { datasetId: dataset.datasetId, role: 'roles/bigquery.dataEditor', member: jobMember },
+        parent,
+      );
+    }
     new gcp.projects.IAMMember(
       `${name}-job-bigquery-jobs`,
       { project: config.project, role: 'roles/bigquery.jobUser', member: jobMember },
@@ -127,11 +131,13 @@ export class DrainJob extends pulumi.ComponentResource {
       PIPELINE_ID: config.pipelineId,
       GOOGLE_CLOUD_PROJECT: config.project,
       KAFKA_BROKERS: config.kafkaBrokers,
-      KAFKA_TOPICS: config.kafkaTopics,
+      ...(config.kafkaTopics === '' ? {} : { KAFKA_TOPICS: config.kafkaTopics }),
       KAFKA_SSL: String(config.kafkaSsl),
       BQ_DATASET: data.dataset.datasetId,
-      BQ_TABLE: data.targetTable.tableId,
-      BQ_SCHEMA_FILE: schemaPathInImage,
+      // The routes file and its schemas are baked into the image (ROUTES_DIR); else the one table's.
+      ...(config.routesFile === undefined
+        ? { BQ_TABLE: data.targetTable.tableId, BQ_SCHEMA_FILE: schemaPathInImage }
+        : { ROUTES_FILE: `${routesPathInImage}/${config.routesFile.name}` }),
       BQ_WRITE_MODE: config.writeMode,
       BQ_LOCATION: config.region,
       BQ_HEADERS_COLUMN: String(config.metadataColumns.headers),

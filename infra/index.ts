@@ -21,3 +21,4 @@ export const statusUrl = status.service.uri;
 export const deadLetterTopic = data.deadLetterTopic.name;
 export const alertTopic = data.alertTopic.name;
 export const targetTable = data.targetTable.tableId;
+export const targetTables = data.tables.map((t) => t.target.tableId);

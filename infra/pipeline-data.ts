@@ -36,7 +36,11 @@ export const errorTableSchema = [
  * dead-letter topic with a BigQuery subscription into the error table).
  */
 export class PipelineData extends pulumi.ComponentResource {
+  /** Every dataset the routes write (the first one's is `dataset`). */
+  readonly datasets: gcp.bigquery.Dataset[];
   readonly dataset: gcp.bigquery.Dataset;
+  /** Per route, its target table and error table (the first route's are `targetTable` and `errorTable`). */
+  readonly tables: { target: gcp.bigquery.Table; errors: gcp.bigquery.Table }[];
   readonly targetTable: gcp.bigquery.Table;
   readonly errorTable: gcp.bigquery.Table;
   readonly deadLetterTopic: gcp.pubsub.Topic;
@@ -57,43 +61,63 @@ export class PipelineData extends pulumi.ComponentResource {
       { ...parent, protect: true },
     );
 
-    this.dataset = new gcp.bigquery.Dataset(
-      `${name}-dataset`,
-      { datasetId: config.dataset, location: config.region },
-      parent,
-    );
-    this.targetTable = new gcp.bigquery.Table(
-      `${name}-target`,
-      {
-        datasetId: this.dataset.datasetId,
-        tableId: config.table,
-        schema: JSON.stringify(targetTableSchema(readUserSchema(config.schemaFile), config.metadataColumns)),
-        timePartitioning: { type: targetTablePartitioning.type, field: targetTablePartitioning.field },
-        clusterings: [...targetTableClustering],
-        deletionProtection: true,
-      },
-      parent,
-    );
+    // One dataset resource per dataset the routes name; the first keeps the single-table names, so that a
+    // pipeline that gains routes keeps its table (no replacement).
+    const datasets = new Map<string, gcp.bigquery.Dataset>();
+    for (const route of config.routes) {
+      if (datasets.has(route.dataset)) continue;
+      const resourceName = datasets.size === 0 ? `${name}-dataset` : `${name}-dataset-${route.dataset}`;
+      datasets.set(
+        route.dataset,
+        new gcp.bigquery.Dataset(resourceName, { datasetId: route.dataset, location: config.region }, parent),
+      );
+    }
+    this.datasets = [...datasets.values()];
+    this.dataset = this.datasets[0]!;
     const drainWritesErrors = config.writeMode !== 'insert-all';
-    this.errorTable = new gcp.bigquery.Table(
-      `${name}-errors`,
-      {
-        datasetId: this.dataset.datasetId,
-        tableId: deadLetterTableName(config.table),
-        ...(drainWritesErrors
-          ? {
-              schema: JSON.stringify(deadLetterTableSchema),
-              timePartitioning: { type: 'DAY', field: '_kafka_timestamp' },
-              clusterings: ['_kafka_topic', '_kafka_partition', '_kafka_offset'],
-            }
-          : {
-              schema: JSON.stringify(errorTableSchema),
-              timePartitioning: { type: 'DAY', field: 'publish_time' },
-            }),
-        deletionProtection: true,
-      },
-      parent,
-    );
+    let firstErrors: gcp.bigquery.Table | undefined;
+    this.tables = config.routes.map((route, index) => {
+      const suffix = index === 0 ? '' : `-${route.dataset}-${route.table}`;
+      const dataset = datasets.get(route.dataset)!;
+      const target = new gcp.bigquery.Table(
+        `${name}-target${suffix}`,
+        {
+          datasetId: dataset.datasetId,
+          tableId: route.table,
+          schema: JSON.stringify(targetTableSchema(readUserSchema(route.schemaFile), route.metadataColumns)),
+          timePartitioning: { type: targetTablePartitioning.type, field: targetTablePartitioning.field },
+          clusterings: [...targetTableClustering],
+          deletionProtection: true,
+        },
+        parent,
+      );
+      // insert-all mode: one error table, the first route's, fed by the dead-letter topic's subscription
+      // with every route's letters (each names its source topic).
+      if (!drainWritesErrors && firstErrors !== undefined) return { target, errors: firstErrors };
+      const errors = new gcp.bigquery.Table(
+        `${name}-errors${suffix}`,
+        {
+          datasetId: dataset.datasetId,
+          tableId: deadLetterTableName(route.table),
+          ...(drainWritesErrors
+            ? {
+                schema: JSON.stringify(deadLetterTableSchema),
+                timePartitioning: { type: 'DAY', field: '_kafka_timestamp' },
+                clusterings: ['_kafka_topic', '_kafka_partition', '_kafka_offset'],
+              }
+            : {
+                schema: JSON.stringify(errorTableSchema),
+                timePartitioning: { type: 'DAY', field: 'publish_time' },
+              }),
+          deletionProtection: true,
+        },
+        parent,
+      );
+      firstErrors ??= errors;
+      return { target, errors };
+    });
+    this.targetTable = this.tables[0]!.target;
+    this.errorTable = this.tables[0]!.errors;
 
     this.deadLetterTopic = new gcp.pubsub.Topic(
       `${name}-dead-letters`,
