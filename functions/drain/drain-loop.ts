@@ -97,6 +97,10 @@ interface Owned {
   end: number;
   done: boolean;
   lastRenewedAt: number;
+  /** A renewal is on the wire (renewals never pile up behind a service that does not answer). */
+  renewing?: boolean;
+  /** Aborted when the lease could not be renewed in time: the write in flight is abandoned, uncommitted. */
+  abandon: AbortController;
 }
 
 /**
@@ -153,7 +157,9 @@ export async function runDrain(
   if (context.signal.aborted) onSignal();
   context.signal.addEventListener('abort', onSignal, { once: true });
   const budgetTimer = setTimeout(() => requestStop('budget'), options.budgetMs);
-  const renewTimer = setInterval(() => void renewLeases(), Math.max(100, Math.floor(options.leaseTtlMs / 3)));
+  // Looked at twice per renewal period: renewals every third of the TTL, and a partition whose lease could
+  // not be renewed is left a sixth of the TTL before the lease can expire (see renewLeases).
+  const renewTimer = setInterval(renewLeases, Math.max(20, Math.floor(options.leaseTtlMs / 6)));
 
   /** The reader of the partitions being drained (one per round: the task's own share, then shared ones). */
   let reader: SourceReader | undefined;
@@ -283,6 +289,7 @@ export async function runDrain(
       end: mark.end,
       done: false,
       lastRenewedAt: now(),
+      abandon: new AbortController(),
     };
     owned.set(id, entry);
     const log = logger.child({ topic: mark.topic, partition: mark.partition });
@@ -459,9 +466,10 @@ export async function runDrain(
       try {
         // At a hard stop the batch is abandoned, not awaited: a write still on the wire may land, and
         // the next run replays it (merge mode inserts nothing twice).
+        const stopWriting = AbortSignal.any([hardStop.signal, entry.abandon.signal]);
         const policy = {
           ingestedAt: new Date(now()),
-          signal: hardStop.signal,
+          signal: stopWriting,
           shape: options.rowShape,
           tombstones: options.tombstones,
         };
@@ -469,11 +477,15 @@ export async function runDrain(
           flusher === undefined
             ? writeBatch(records, { ...ports, fault: context.fault }, policy)
             : flushToStreams(entry, records, nextOffset, policy),
-          hardStop.signal,
+          stopWriting,
         );
         const wroteAt = now();
-        if (written === undefined || hardStop.signal.aborted) {
-          log.warn('batch abandoned at shutdown; it will be read again by the next run');
+        if (written === undefined || stopWriting.aborted) {
+          log.warn(
+            entry.abandon.signal.aborted
+              ? 'batch abandoned: the lease could not be renewed; it will be read again by the next run'
+              : 'batch abandoned at shutdown; it will be read again by the next run',
+          );
           return;
         }
         if (written.lease !== undefined) entry.lease = written.lease;
@@ -569,32 +581,72 @@ export async function runDrain(
     return lease;
   }
 
-  async function renewLeases(): Promise<void> {
+  /**
+   * Renews the leases of partitions still being drained, each at most one renewal on the wire. A lease that
+   * could not be renewed (Firestore does not answer, or fails) is given up before it can expire: its
+   * write in flight is abandoned, nothing more of it is written or committed in this run, and whoever
+   * takes the lease after its expiry starts from the checkpoint, which this run can no longer move.
+   */
+  function renewLeases(): void {
+    const at = now();
     for (const entry of owned.values()) {
+      if (entry.done) continue;
+      if (at >= entry.lease.expiresAt - leaseGiveUpMarginMs(options.leaseTtlMs)) {
+        giveUp(entry, at);
+        continue;
+      }
       // Renewed even while a batch is being written: a slow write (a long MERGE, retries) must not let
       // the lease lapse. A renewal racing a commit is settled by the compare-and-swap.
-      if (entry.done || now() - entry.lastRenewedAt < options.leaseTtlMs / 3) continue;
-      entry.lastRenewedAt = now();
-      try {
-        entry.lease = await ports.checkpoints.renew(entry.lease, options.leaseTtlMs);
-      } catch (error) {
-        if (error instanceof FencedError) {
-          logger.warn('lease lost at renewal', {
-            topic: entry.lease.topic,
-            partition: entry.lease.partition,
-          });
-          entry.done = true;
-          entry.summary.skipped = 'fenced';
-          reader?.finish(entry.lease);
-        } else {
-          logger.warn('lease renewal failed; will retry', {
-            error,
-            topic: entry.lease.topic,
-            partition: entry.lease.partition,
-          });
-        }
-      }
+      if (entry.renewing || at - entry.lastRenewedAt < options.leaseTtlMs / 3) continue;
+      entry.lastRenewedAt = at;
+      entry.renewing = true;
+      ports.checkpoints
+        .renew(entry.lease, options.leaseTtlMs)
+        .then(
+          (lease) => {
+            if (!entry.done && lease.expiresAt > entry.lease.expiresAt) entry.lease = lease;
+          },
+          (error: unknown) => {
+            if (error instanceof FencedError) {
+              if (entry.done) return;
+              logger.warn('lease lost at renewal', {
+                topic: entry.lease.topic,
+                partition: entry.lease.partition,
+              });
+              entry.done = true;
+              entry.summary.skipped = 'fenced';
+              entry.abandon.abort();
+              reader?.finish(entry.lease);
+            } else {
+              logger.warn('lease renewal failed; will retry', {
+                error,
+                topic: entry.lease.topic,
+                partition: entry.lease.partition,
+                expiresInMs: entry.lease.expiresAt - now(),
+              });
+            }
+          },
+        )
+        .finally(() => {
+          entry.renewing = false;
+        });
     }
+  }
+
+  function giveUp(entry: Owned, at: number): void {
+    logger.error(
+      'the lease could not be renewed in time; the partition is left before its lease can expire',
+      {
+        topic: entry.lease.topic,
+        partition: entry.lease.partition,
+        expiresInMs: entry.lease.expiresAt - at,
+        writing: entry.renewing === true,
+      },
+    );
+    entry.done = true;
+    entry.summary.skipped = 'error';
+    entry.abandon.abort();
+    reader?.finish(entry.lease);
   }
 
   async function releaseAll(): Promise<void> {
@@ -642,6 +694,14 @@ export async function runDrain(
   function lagByPartition(): Map<string, number> {
     return new Map([...owned].map(([id, p]) => [id, Math.max(0, p.end - p.position)]));
   }
+}
+
+/**
+ * How long before its lease expires a run leaves a partition whose lease it could not renew: a sixth of
+ * the TTL (renewals are tried every third), so that it has stopped writing before anyone else may start.
+ */
+export function leaseGiveUpMarginMs(leaseTtlMs: number): number {
+  return Math.floor(leaseTtlMs / 6);
 }
 
 /** Resolves with the promise's value, or with undefined as soon as the signal aborts. */

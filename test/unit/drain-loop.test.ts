@@ -336,6 +336,47 @@ describe('runDrain', () => {
     expect(checkpoints.partitions.get('t~0')!.leaseOwner).toBeNull();
   });
 
+  test('a lease that cannot be renewed is left before it can expire: the write in flight is abandoned, nothing committed', async () => {
+    const { ports, checkpoints, context } = setup(logOf(1, 4));
+    const ttl = 600;
+    let writeStartedAt = 0;
+    let writeAbandonedAt = 0;
+    ports.sink.write = (_rows, signal) => {
+      writeStartedAt = Date.now();
+      // A write that takes longer than the lease (it would still land, e.g. a slow MERGE).
+      return new Promise((_resolve, reject) => {
+        signal?.addEventListener('abort', () => {
+          writeAbandonedAt = Date.now();
+          reject(new Error('aborted'));
+        });
+      });
+    };
+    // Firestore stops answering: renewals never return.
+    ports.checkpoints.renew = () => new Promise(() => {});
+    let expiresAt = 0;
+    const acquire = ports.checkpoints.acquire.bind(ports.checkpoints);
+    ports.checkpoints.acquire = async (...args) => {
+      const lease = await acquire(...args);
+      expiresAt = lease?.expiresAt ?? 0;
+      return lease;
+    };
+    const started = Date.now();
+    const summary = await runDrain(ports, { ...options, leaseTtlMs: ttl, budgetMs: 10_000 }, context);
+
+    expect(summary.partitions[0]!.skipped).toBe('error');
+    expect(checkpoints.checkpoint({ topic: 't', partition: 0 })).toBe(0);
+    expect(writeStartedAt).toBeGreaterThan(0);
+    // Given up a sixth of the TTL before the lease's expiry, not after it; the run does not wait for the budget.
+    expect(writeAbandonedAt).toBeGreaterThan(0);
+    expect(writeAbandonedAt).toBeLessThan(expiresAt);
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(context.logger.lines).toContainEqual(
+      expect.objectContaining({
+        message: 'the lease could not be renewed in time; the partition is left before its lease can expire',
+      }),
+    );
+  });
+
   test.each([
     [{ kind: 'earliest' } as const, [2, 2]],
     [{ kind: 'latest' } as const, [12, 12]],

@@ -1,0 +1,145 @@
+/**
+ * Every call the drain makes to a service goes through one tracker: it gives the call a deadline (a
+ * service that does not answer is an error, never a hang), and it knows what is still pending, so that a
+ * run that must end can say which service kept it ("firestore: commit did not answer for 21 s").
+ *
+ * Past the run's cutoff (its end: budget or signal, plus the settle time) every pending and new call
+ * fails at once: nothing may keep a run alive past budget + 10 s (Cloud Run kills the task then).
+ */
+import { DrainError } from './errors.js';
+
+export type Service = 'kafka' | 'firestore' | 'pubsub' | 'bigquery';
+
+export interface PendingCall {
+  readonly service: Service;
+  readonly operation: string;
+  readonly startedAt: number;
+}
+
+/** A service did not answer in time. Retriable: the next attempt (or run) may find it back. */
+export class ServiceTimeoutError extends DrainError {
+  readonly service: Service;
+  constructor(service: Service, message: string) {
+    super(`${service}: ${message}`, { retriable: true, code: 'DEADLINE_EXCEEDED' });
+    this.service = service;
+  }
+}
+
+export interface CallTracker {
+  /** Runs `call`, failing it with a ServiceTimeoutError after `deadlineMs` or at the cutoff. */
+  track<T>(service: Service, operation: string, call: () => Promise<T>, deadlineMs?: number): Promise<T>;
+  pending(): PendingCall[];
+  /** From `at` on, pending and new calls fail at once. */
+  cutoff(at: number): void;
+  /** The calls pending longest, one per service, as words for a log line and an exit message. */
+  describePending(): string;
+}
+
+export function createCallTracker(now: () => number = Date.now): CallTracker {
+  const pending = new Set<PendingCall & { fail: (error: Error) => void }>();
+  let cutoffAt = Number.POSITIVE_INFINITY;
+  let cutoffTimer: NodeJS.Timeout | undefined;
+
+  const failPastCutoff = () => {
+    for (const call of pending) {
+      call.fail(
+        new ServiceTimeoutError(
+          call.service,
+          `${call.operation} did not answer for ${Math.round((now() - call.startedAt) / 1000)} s, by the run's end`,
+        ),
+      );
+    }
+  };
+
+  return {
+    track(service, operation, call, deadlineMs = Number.POSITIVE_INFINITY) {
+      const startedAt = now();
+      if (startedAt >= cutoffAt) {
+        return Promise.reject(
+          new ServiceTimeoutError(service, `${operation} not started: the run is at its end`),
+        );
+      }
+      return new Promise((resolve, reject) => {
+        let timer: NodeJS.Timeout | undefined;
+        const entry = {
+          service,
+          operation,
+          startedAt,
+          fail: (error: Error) => settle(() => reject(error)),
+        };
+        function settle(done: () => void): void {
+          if (!pending.delete(entry)) return;
+          clearTimeout(timer);
+          done();
+        }
+        pending.add(entry);
+        if (Number.isFinite(deadlineMs)) {
+          timer = setTimeout(
+            () =>
+              entry.fail(
+                new ServiceTimeoutError(
+                  service,
+                  `${operation} did not answer within ${Math.round(deadlineMs / 1000)} s`,
+                ),
+              ),
+            deadlineMs,
+          );
+        }
+        call().then(
+          (value) => settle(() => resolve(value)),
+          (error: unknown) => settle(() => reject(error)),
+        );
+      });
+    },
+    pending: () =>
+      [...pending].map(({ service, operation, startedAt }) => ({ service, operation, startedAt })),
+    cutoff(at) {
+      cutoffAt = Math.min(cutoffAt, at);
+      clearTimeout(cutoffTimer);
+      cutoffTimer = setTimeout(failPastCutoff, Math.max(0, cutoffAt - now()));
+      cutoffTimer.unref();
+    },
+    describePending() {
+      const oldest = new Map<Service, PendingCall>();
+      for (const call of pending) {
+        const seen = oldest.get(call.service);
+        if (seen === undefined || call.startedAt < seen.startedAt) oldest.set(call.service, call);
+      }
+      return [...oldest.values()]
+        .sort((a, b) => a.startedAt - b.startedAt)
+        .map(
+          (c) =>
+            `${c.service} did not answer (${c.operation} pending for ${Math.round((now() - c.startedAt) / 1000)} s)`,
+        )
+        .join('; ');
+    },
+  };
+}
+
+/**
+ * The port with each of its methods tracked as calls to `service` (operation: the method's name), with
+ * the deadline `deadlines` gives that method, or `deadlineMs`.
+ */
+export function trackedPort<T extends object>(
+  tracker: CallTracker,
+  service: Service,
+  port: T,
+  deadlineMs?: number,
+  deadlines: Partial<Record<keyof T, number>> = {},
+): T {
+  const wrapped: Record<string, unknown> = {};
+  for (const key of Object.keys(port) as (keyof T & string)[]) {
+    const value = port[key];
+    wrapped[key] =
+      typeof value === 'function'
+        ? (...args: unknown[]) =>
+            tracker.track(
+              service,
+              key,
+              () => (value as (...a: unknown[]) => Promise<unknown>).apply(port, args),
+              deadlines[key] ?? deadlineMs,
+            )
+        : value;
+  }
+  return wrapped as T;
+}
