@@ -363,11 +363,23 @@ restart() {
   up >/dev/null
 }
 
+# Fault injection (tests, and anyone trying a failure by hand): freeze a service (SIGSTOP to its whole
+# process group: it keeps its sockets and answers nothing, as a hung VM or a GC pause does), thaw it
+# (SIGCONT), or kill it hard (SIGKILL, no shutdown; `up` starts it again with its data where it keeps any).
+signal_service() { # name, signal
+  local name=${1:?usage: stack/stack.sh freeze|thaw|kill SERVICE} pidfile=$PIDS/$1.pid
+  [[ -f $pidfile ]] || die "$name is not running"
+  kill "-$2" -- "-$(cat "$pidfile")"
+}
+
 case ${1:-} in
   up) up ;;
   restart) restart "${2:-}" ;;
+  freeze) signal_service "${2:-}" STOP ;;
+  thaw) signal_service "${2:-}" CONT ;;
+  kill) signal_service "${2:-}" KILL; rm -f "$PIDS/${2}.pid" ;;
   down) down ;;
   status) status ;;
   reset) reset ;;
-  *) echo "usage: stack/stack.sh up|down|status|reset|restart SERVICE" >&2; exit 64 ;;
+  *) echo "usage: stack/stack.sh up|down|status|reset|restart SERVICE|freeze SERVICE|thaw SERVICE|kill SERVICE" >&2; exit 64 ;;
 esac

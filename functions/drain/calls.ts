@@ -7,6 +7,7 @@
  * fails at once: nothing may keep a run alive past budget + 10 s (Cloud Run kills the task then).
  */
 import { DrainError } from './errors.js';
+import type { Source } from './types.js';
 
 export type Service = 'kafka' | 'firestore' | 'pubsub' | 'bigquery';
 
@@ -33,15 +34,19 @@ export interface CallTracker {
   cutoff(at: number): void;
   /** The calls pending longest, one per service, as words for a log line and an exit message. */
   describePending(): string;
+  /** The calls the cutoff failed: services that kept the run from ending by itself (its error). */
+  cutOff(): PendingCall[];
 }
 
 export function createCallTracker(now: () => number = Date.now): CallTracker {
   const pending = new Set<PendingCall & { fail: (error: Error) => void }>();
+  const casualties: PendingCall[] = [];
   let cutoffAt = Number.POSITIVE_INFINITY;
   let cutoffTimer: NodeJS.Timeout | undefined;
 
   const failPastCutoff = () => {
     for (const call of pending) {
+      casualties.push({ service: call.service, operation: call.operation, startedAt: call.startedAt });
       call.fail(
         new ServiceTimeoutError(
           call.service,
@@ -99,21 +104,27 @@ export function createCallTracker(now: () => number = Date.now): CallTracker {
       cutoffTimer = setTimeout(failPastCutoff, Math.max(0, cutoffAt - now()));
       cutoffTimer.unref();
     },
+    cutOff: () => [...casualties],
     describePending() {
-      const oldest = new Map<Service, PendingCall>();
-      for (const call of pending) {
-        const seen = oldest.get(call.service);
-        if (seen === undefined || call.startedAt < seen.startedAt) oldest.set(call.service, call);
-      }
-      return [...oldest.values()]
-        .sort((a, b) => a.startedAt - b.startedAt)
-        .map(
-          (c) =>
-            `${c.service} did not answer (${c.operation} pending for ${Math.round((now() - c.startedAt) / 1000)} s)`,
-        )
-        .join('; ');
+      return describe(pending, now());
     },
   };
+}
+
+/** The oldest call per service, as words: `firestore did not answer (commit pending for 21 s)`. */
+export function describe(calls: Iterable<PendingCall>, at: number): string {
+  const oldest = new Map<Service, PendingCall>();
+  for (const call of calls) {
+    const seen = oldest.get(call.service);
+    if (seen === undefined || call.startedAt < seen.startedAt) oldest.set(call.service, call);
+  }
+  return [...oldest.values()]
+    .sort((a, b) => a.startedAt - b.startedAt)
+    .map(
+      (c) =>
+        `${c.service} did not answer (${c.operation} pending for ${Math.round((at - c.startedAt) / 1000)} s)`,
+    )
+    .join('; ');
 }
 
 /**
@@ -142,4 +153,22 @@ export function trackedPort<T extends object>(
         : value;
   }
   return wrapped as T;
+}
+
+/** The source with its calls tracked as Kafka's: admin calls and opening with a deadline, reads without. */
+export function trackedSource(tracker: CallTracker, source: Source, deadlineMs: number): Source {
+  return {
+    watermarks: (topics) => tracker.track('kafka', 'watermarks', () => source.watermarks(topics), deadlineMs),
+    offsetsAt: (topic, at) =>
+      tracker.track('kafka', 'offsetsAt', () => source.offsetsAt(topic, at), deadlineMs),
+    async open(positions) {
+      const reader = await tracker.track('kafka', 'open', () => source.open(positions), deadlineMs);
+      return {
+        // A read waits for records as long as the run wants them; it ends with the run's stop signal.
+        next: (signal) => tracker.track('kafka', 'fetch', () => reader.next(signal)),
+        finish: (partition) => reader.finish(partition),
+        close: () => tracker.track('kafka', 'close', () => reader.close(), Math.min(deadlineMs, 10_000)),
+      };
+    },
+  };
 }

@@ -4,12 +4,17 @@
  * configuration, a retry will not help. The last line on stdout is always the run summary.
  */
 import { pathToFileURL } from 'node:url';
+import { createCallTracker, describe } from '../drain/calls.js';
 import { parseConfig } from '../drain/config.js';
 import { asError, ConfigError } from '../drain/errors.js';
 import { createLogger, type Logger } from '../drain/logger.js';
 import { summaryLine } from '../drain/run-summary.js';
 import type { RunSummary } from '../drain/types.js';
-import { type JobIo, runJob } from './run-job.js';
+import { type JobIo, runJob, settleMs } from './run-job.js';
+
+/** After the settle time, pending calls fail at this point; the watchdog ends the run this much later. */
+const cutoffAfterSettleMs = 2_000;
+const watchdogAfterCutoffMs = 1_500;
 
 export interface MainIo {
   readonly env: Readonly<Record<string, string | undefined>>;
@@ -35,10 +40,31 @@ export async function runMain(io: MainIo): Promise<number> {
     return 2;
   }
   const logger = createLogger({ level: config.logLevel });
+  const startedAt = Date.now();
+  const calls = createCallTracker();
+  // The run's end: at its budget or on a signal, the batch in flight may settle; then every call still
+  // pending fails (the cutoff), and if the run has still not returned, the watchdog ends it. Either way
+  // it exits within budget + 10 s (Cloud Run kills the task 10 s after SIGTERM).
+  let watchdogTimer: NodeJS.Timeout | undefined;
+  let watchdogAt = Number.POSITIVE_INFINITY;
+  let late: () => void = () => {};
+  const overdue = new Promise<'overdue'>((resolve) => {
+    late = () => resolve('overdue');
+  });
+  const endBy = (stopAt: number): void => {
+    const cutoffAt = stopAt + settleMs + cutoffAfterSettleMs;
+    calls.cutoff(cutoffAt);
+    if (cutoffAt + watchdogAfterCutoffMs >= watchdogAt) return;
+    watchdogAt = cutoffAt + watchdogAfterCutoffMs;
+    clearTimeout(watchdogTimer);
+    watchdogTimer = setTimeout(late, watchdogAt - Date.now());
+  };
+  const budgetTimer = setTimeout(() => endBy(Date.now()), config.budgetSeconds * 1000);
   const shutdown = new AbortController();
   const onSignal = (signal: NodeJS.Signals): void => {
     if (shutdown.signal.aborted) return;
     logger.notice('stop requested; settling the batch in flight', { signal });
+    endBy(Date.now());
     shutdown.abort();
   };
   process.on('SIGTERM', onSignal);
@@ -60,10 +86,46 @@ export async function runMain(io: MainIo): Promise<number> {
 
   let summary: RunSummary;
   try {
-    summary = await runJob(config, { logger, signal: shutdown.signal, fault, onProgress: io.onProgress });
+    const outcome = await Promise.race([
+      runJob(config, {
+        logger,
+        signal: shutdown.signal,
+        fault,
+        onProgress: io.onProgress,
+        calls,
+        startedAt,
+      }),
+      overdue,
+    ]);
+    if (outcome === 'overdue') {
+      // Something that is not a tracked call (a client's own shutdown) still holds the run: it ends now.
+      const stuck = calls.describePending() || 'a client did not close';
+      logger.error('the run did not end in time; exiting', {
+        event: 'run_overdue',
+        pending: calls.pending(),
+      });
+      logger.always('ERROR', 'run finished', {
+        ...failedRunSummary(config.pipelineId, `the run did not end in time: ${stuck}`),
+        durationMs: Date.now() - startedAt,
+      });
+      return 1;
+    }
+    summary = outcome;
+    const cutOff = calls.cutOff();
+    if (cutOff.length > 0) {
+      // A service that did not answer kept the run from ending by itself: the run failed, and says which.
+      const stuck = `at the run's end ${describe(cutOff, Date.now())}`;
+      summary = {
+        ...summary,
+        stopReason: 'error',
+        error: summary.error === undefined ? stuck : `${summary.error}; ${stuck}`,
+      };
+    }
   } catch (error) {
     return finishWithError(logger, config.pipelineId, asError(error));
   } finally {
+    clearTimeout(budgetTimer);
+    clearTimeout(watchdogTimer);
     process.off('SIGTERM', onSignal);
     process.off('SIGINT', onSignal);
   }

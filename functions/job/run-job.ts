@@ -3,6 +3,13 @@ import kafkajs from 'kafkajs';
 import { createPubSubAlerts } from '../alerts/pubsub-alerts.js';
 import { createFirestoreCheckpoints } from '../checkpoints/firestore-checkpoints.js';
 import { createPubSubDeadLetters } from '../dead-letters/pubsub-dead-letters.js';
+import {
+  type CallTracker,
+  createCallTracker,
+  type Service,
+  trackedPort,
+  trackedSource,
+} from '../drain/calls.js';
 import type { DrainConfig } from '../drain/config.js';
 import { type DrainContext, runDrain } from '../drain/drain-loop.js';
 import { ConfigError } from '../drain/errors.js';
@@ -36,7 +43,21 @@ export interface JobIo {
   readonly observeCheckpoints?: (checkpoints: Checkpoints) => Checkpoints;
   /** Wraps the source port (the benchmark times the first record fetched through it). */
   readonly observeSource?: (source: Source) => Source;
+  /** Every call to a service goes through it (deadlines; what is pending when a run must end). */
+  readonly calls?: CallTracker;
+  /** When the run began (the budget counts from there); now if not given. */
+  readonly startedAt?: number;
 }
+
+/** Deadlines of single calls, by service: a service that does not answer is an error, never a hang. */
+export const callDeadlinesMs = {
+  firestore: 20_000,
+  kafka: 30_000,
+  pubsub: 30_000,
+  alerts: 15_000,
+  /** Closing clients at the end of a run. */
+  close: 5_000,
+} as const;
 
 /** Loads a route's RULES_MODULE, naming the setting if it cannot. */
 export async function rulesFor(route: Route, config: DrainConfig): Promise<Rules | undefined> {
@@ -69,7 +90,8 @@ interface Target {
  * state, and a table whose writes fail stalls only the partitions routed to it.
  */
 export async function runJob(config: DrainConfig, io: JobIo): Promise<RunSummary> {
-  const startedAt = Date.now();
+  const startedAt = io.startedAt ?? Date.now();
+  const calls = io.calls ?? createCallTracker();
   const runId = `${config.execution}-t${config.taskIndex}-${randomBytes(4).toString('hex')}`;
   const logger = io.logger.child({ pipeline: config.pipelineId, runId });
   for (const route of config.routes) readUserSchema(route.schemaFile); // a bad schema file: exit 2 at once
@@ -79,7 +101,12 @@ export async function runJob(config: DrainConfig, io: JobIo): Promise<RunSummary
   const targets: Target[] = [];
   try {
     await checkBrokerCertificate(kafkaOptions);
-    const routed = await routeTopics(config, kafka);
+    const routed = await calls.track(
+      'kafka',
+      'list topics',
+      () => routeTopics(config, kafka),
+      callDeadlinesMs.kafka,
+    );
     const several = config.routes.length > 1;
     for (const [index, r] of routed.entries()) {
       const table = tableName(r.route);
@@ -98,7 +125,7 @@ export async function runJob(config: DrainConfig, io: JobIo): Promise<RunSummary
         rules: await rulesFor(r.route, config),
         made:
           io.sink === undefined
-            ? createSink(config, r.route, clients, userSchema, routeLogger, routeRunId, io.fault)
+            ? createSink(config, r.route, clients, userSchema, routeLogger, routeRunId, io.fault, calls)
             : undefined,
         logger: routeLogger,
       });
@@ -118,7 +145,12 @@ export async function runJob(config: DrainConfig, io: JobIo): Promise<RunSummary
     if (firstError instanceof ConfigError) throw firstError;
 
     const checkpoints = (io.observeCheckpoints ?? ((c) => c))(
-      createFirestoreCheckpoints(clients.firestore, config.pipelineId),
+      trackedPort(
+        calls,
+        'firestore',
+        createFirestoreCheckpoints(clients.firestore, config.pipelineId),
+        callDeadlinesMs.firestore,
+      ),
     );
     // Several drains: each keeps its summary to itself; the run's, merged, is recorded once below.
     const routeCheckpoints: Checkpoints = several
@@ -127,7 +159,14 @@ export async function runJob(config: DrainConfig, io: JobIo): Promise<RunSummary
     const summaries = await Promise.all(
       targets.map(async (target) => ({
         table: tableName(target.routed.route),
-        summary: await drainRoute(config, io, clients, kafka, routeCheckpoints, target, targets.length),
+        summary: await drainRoute(
+          config,
+          io,
+          { clients, kafka, calls, startedAt },
+          routeCheckpoints,
+          target,
+          targets.length,
+        ),
       })),
     );
     if (!several) return summaries[0]?.summary ?? emptySummary(config, runId, startedAt, checkpoints);
@@ -137,8 +176,15 @@ export async function runJob(config: DrainConfig, io: JobIo): Promise<RunSummary
       .catch((error: unknown) => logger.warn('recording the run summary failed', { error }));
     return summary;
   } finally {
-    await Promise.all(targets.map((t) => t.made?.close()));
-    await clients.close();
+    // Closing waits for nothing that does not answer: a service gone quiet must not hold the run's end.
+    const close = (service: Service, what: string, closing: () => Promise<void> | undefined) =>
+      calls
+        .track(service, what, async () => closing(), callDeadlinesMs.close)
+        .catch((error: unknown) => logger.warn(`${what} failed`, { error }));
+    await Promise.all(
+      targets.map((t) => close('bigquery', 'closing the BigQuery writers', () => t.made?.close())),
+    );
+    await close('firestore', 'closing the Google clients', () => clients.close());
   }
 }
 
@@ -146,23 +192,34 @@ export async function runJob(config: DrainConfig, io: JobIo): Promise<RunSummary
 async function drainRoute(
   config: DrainConfig,
   io: JobIo,
-  clients: GoogleClients,
-  kafka: kafkajs.Kafka,
+  {
+    clients,
+    kafka,
+    calls,
+    startedAt,
+  }: { clients: GoogleClients; kafka: kafkajs.Kafka; calls: CallTracker; startedAt: number },
   checkpoints: Checkpoints,
   target: Target,
   routeCount: number,
 ): Promise<RunSummary> {
   const { made, rules, logger, routed } = target;
-  const sink = io.sink ?? made!.sink;
-  const streams = io.sink === undefined ? made!.streams : undefined;
-  const errorTable = io.sink === undefined ? made!.errorTable : undefined;
+  // BigQuery calls have no deadline of their own (a MERGE may rightly take minutes): the run's end cuts them.
+  const sink = io.sink ?? trackedPort(calls, 'bigquery', made!.sink);
+  const streams =
+    io.sink === undefined && made!.streams ? trackedPort(calls, 'bigquery', made!.streams) : undefined;
+  const errorTable =
+    io.sink === undefined && made!.errorTable ? trackedPort(calls, 'bigquery', made!.errorTable) : undefined;
   return runDrain(
     {
       source: (io.observeSource ?? ((s) => s))(
-        createKafkaSource(kafka, {
-          groupPrefix: `kafka-bigquery-drain.${config.pipelineId}.t${config.taskIndex}`,
-          logger,
-        }),
+        trackedSource(
+          calls,
+          createKafkaSource(kafka, {
+            groupPrefix: `kafka-bigquery-drain.${config.pipelineId}.t${config.taskIndex}`,
+            logger,
+          }),
+          callDeadlinesMs.kafka,
+        ),
       ),
       checkpoints,
       sink,
@@ -170,15 +227,27 @@ async function drainRoute(
       ...(errorTable === undefined ? {} : { errorTable }),
       ...(config.alertTopic === null
         ? {}
-        : { alerts: createPubSubAlerts(clients.pubsub, config.alertTopic) }),
+        : {
+            alerts: trackedPort(
+              calls,
+              'pubsub',
+              createPubSubAlerts(clients.pubsub, config.alertTopic),
+              callDeadlinesMs.alerts,
+            ),
+          }),
       ...(rules === undefined ? {} : { rules }),
-      deadLetters: createPubSubDeadLetters(clients.pubsub, {
-        topic: config.deadLetterTopic,
-        pipeline: config.pipelineId,
-        execution: config.execution,
-        retry: defaultRetryPolicy,
-        logger,
-      }),
+      deadLetters: trackedPort(
+        calls,
+        'pubsub',
+        createPubSubDeadLetters(clients.pubsub, {
+          topic: config.deadLetterTopic,
+          pipeline: config.pipelineId,
+          execution: config.execution,
+          retry: defaultRetryPolicy,
+          logger,
+        }),
+        callDeadlinesMs.pubsub,
+      ),
     },
     {
       pipelineId: config.pipelineId,
@@ -187,7 +256,8 @@ async function drainRoute(
       taskIndex: config.taskIndex,
       taskCount: config.taskCount,
       topics: routed.topics,
-      budgetMs: config.budgetSeconds * 1000,
+      // The budget counts from the start of the run, not of this drain (making the sinks came first).
+      budgetMs: Math.max(0, config.budgetSeconds * 1000 - (Date.now() - startedAt)),
       leaseTtlMs: config.leaseTtlSeconds * 1000,
       batchMaxRecords: config.batchMaxRecords,
       batchMaxBytes: config.batchMaxBytes,
@@ -342,10 +412,13 @@ export function createSink(
   logger: Logger,
   runId: string,
   fault?: DrainContext['fault'],
+  calls?: CallTracker,
 ): ReturnType<typeof eagerSinks> {
   const mode = config.bigquery.writeMode;
+  const tracked = (make: () => Promise<Made>) =>
+    calls === undefined ? make : () => calls.track('bigquery', 'preparing the table', make);
   return eagerSinks(
-    async () => {
+    tracked(async () => {
       const target = { dataset: route.dataset, table: route.table, location: config.bigquery.location };
       const table = await ensureTargetTable(
         clients.bigquery,
@@ -417,7 +490,7 @@ export function createSink(
           await merge.close();
         },
       };
-    },
+    }),
     logger,
     mode,
   );

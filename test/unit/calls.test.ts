@@ -1,0 +1,60 @@
+import { describe, expect, test } from 'vitest';
+import { createCallTracker, ServiceTimeoutError, trackedPort } from '../../functions/drain/calls.js';
+import { isRetriable } from '../../functions/drain/errors.js';
+
+const never = () => new Promise<never>(() => {});
+
+describe('the call tracker', () => {
+  test('a call that does not answer fails at its deadline, naming the service and the call, retriable', async () => {
+    const calls = createCallTracker();
+    const error = await calls.track('firestore', 'commit', never, 50).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ServiceTimeoutError);
+    expect((error as Error).message).toBe('firestore: commit did not answer within 0 s');
+    expect((error as ServiceTimeoutError).service).toBe('firestore');
+    expect(isRetriable(error)).toBe(true);
+    expect(calls.pending()).toEqual([]);
+  });
+
+  test('answers and failures pass through untouched, and leave nothing pending', async () => {
+    const calls = createCallTracker();
+    await expect(calls.track('kafka', 'watermarks', async () => 7, 1_000)).resolves.toBe(7);
+    await expect(calls.track('kafka', 'open', () => Promise.reject(new Error('no')), 1_000)).rejects.toThrow(
+      'no',
+    );
+    expect(calls.pending()).toEqual([]);
+  });
+
+  test('what is pending, oldest per service; at the cutoff every pending and new call fails', async () => {
+    let clock = 1_000;
+    const calls = createCallTracker(() => clock);
+    const publish = calls.track('pubsub', 'publish', never);
+    clock = 3_000;
+    const write = calls.track('bigquery', 'write', never);
+    calls.track('bigquery', 'write', never).catch(() => {});
+    clock = 9_000;
+    expect(calls.pending().map((c) => c.service)).toEqual(['pubsub', 'bigquery', 'bigquery']);
+    expect(calls.describePending()).toBe(
+      'pubsub did not answer (publish pending for 8 s); bigquery did not answer (write pending for 6 s)',
+    );
+    calls.cutoff(clock);
+    await expect(publish).rejects.toThrow("pubsub: publish did not answer for 8 s, by the run's end");
+    await expect(write).rejects.toThrow(ServiceTimeoutError);
+    await expect(calls.track('firestore', 'release', async () => 1)).rejects.toThrow(
+      'firestore: release not started: the run is at its end',
+    );
+    expect(calls.pending()).toEqual([]);
+  });
+
+  test('trackedPort tracks each method under its name, with per-method deadlines', async () => {
+    const calls = createCallTracker();
+    const port = {
+      async renew(n: number) {
+        return n + 1;
+      },
+      release: never,
+    };
+    const tracked = trackedPort(calls, 'firestore', port, 10_000, { release: 30 });
+    await expect(tracked.renew(1)).resolves.toBe(2);
+    await expect(tracked.release()).rejects.toThrow('firestore: release did not answer within 0 s');
+  });
+});
