@@ -13,8 +13,8 @@ import type { RunSummary } from '../drain/types.js';
 import { type JobIo, runJob, settleMs } from './run-job.js';
 
 /** After the settle time, pending calls fail at this point; the watchdog ends the run this much later. */
-const cutoffAfterSettleMs = 2_000;
-const watchdogAfterCutoffMs = 1_500;
+const cutoffAfterSettleMs = 1_500;
+const watchdogAfterCutoffMs = 1_000;
 
 export interface MainIo {
   readonly env: Readonly<Record<string, string | undefined>>;
@@ -111,14 +111,18 @@ export async function runMain(io: MainIo): Promise<number> {
       return 1;
     }
     summary = outcome;
-    const cutOff = calls.cutOff();
-    if (cutOff.length > 0) {
-      // A service that did not answer kept the run from ending by itself: the run failed, and says which.
-      const stuck = `at the run's end ${describe(cutOff, Date.now())}`;
+    // A service that did not answer kept the run from ending by itself (its calls were cut off), or was
+    // left unanswered when it ended (calls pending longer than the settle time): the run failed, and says
+    // which service. A run that failed for its own reason keeps that reason.
+    const unanswered = [
+      ...calls.cutOff(),
+      ...calls.pending().filter((call) => Date.now() - call.startedAt >= settleMs),
+    ];
+    if (unanswered.length > 0 && summary.stopReason !== 'error') {
       summary = {
         ...summary,
         stopReason: 'error',
-        error: summary.error === undefined ? stuck : `${summary.error}; ${stuck}`,
+        error: `at the run's end ${describe(unanswered, Date.now())}`,
       };
     }
   } catch (error) {

@@ -90,9 +90,19 @@ export interface ProducedLog {
 export function startProducer(
   topic: string,
   partitions: number,
-  options: { batch: number; pauseMs: number; malformedEvery: number },
+  options: {
+    batch: number;
+    pauseMs: number;
+    malformedEvery: number;
+    /**
+     * Go on through broker faults: a send that fails is not retried (it may or may not be in the log) and
+     * the producer is made anew; the log then comes from Kafka itself (faults.ts readTopic), not from here.
+     */
+    throughFaults?: boolean;
+  },
 ) {
-  const producer = testKafka().producer({ idempotent: true, maxInFlightRequests: 1 });
+  let producer = testKafka().producer({ idempotent: true, maxInFlightRequests: 1 });
+  let failures = 0;
   const log: ProducedLog = { offsets: new Map(), total: 0 };
   let running = true;
   let counter = 0;
@@ -109,11 +119,22 @@ export function startProducer(
               value: malformed ? `{malformed ${i}` : JSON.stringify({ id: `r${i}`, n: i }),
             };
           });
-          const [meta] = await producer.send({
-            topic,
-            acks: -1,
-            messages: values.map((v) => ({ partition, value: v.value })),
-          });
+          let meta: { baseOffset?: string } | undefined;
+          try {
+            [meta] = await producer.send({
+              topic,
+              acks: -1,
+              messages: values.map((v) => ({ partition, value: v.value })),
+            });
+          } catch (error) {
+            if (!options.throughFaults) throw error;
+            failures++;
+            await producer.disconnect().catch(() => {});
+            await new Promise((resolve) => setTimeout(resolve, 500));
+            producer = testKafka().producer({ idempotent: true, maxInFlightRequests: 1 });
+            await producer.connect().catch(() => {});
+            continue;
+          }
           const base = Number(meta!.baseOffset);
           const offsets = log.offsets.get(partition) ?? new Map<number, boolean>();
           for (const [k, v] of values.entries()) offsets.set(base + k, v.malformed);
@@ -128,6 +149,7 @@ export function startProducer(
   })();
   return {
     log,
+    failures: () => failures,
     async stop(): Promise<ProducedLog> {
       running = false;
       await done;
