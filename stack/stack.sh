@@ -377,7 +377,12 @@ case ${1:-} in
   restart) restart "${2:-}" ;;
   freeze) signal_service "${2:-}" STOP ;;
   thaw) signal_service "${2:-}" CONT ;;
-  kill) signal_service "${2:-}" KILL; rm -f "$PIDS/${2}.pid" ;;
+  kill)
+    pid=$(cat "$PIDS/${2:-none}.pid" 2>/dev/null || true)
+    signal_service "${2:-}" KILL
+    # Gone (and its ports free) before this returns: `up` may follow at once.
+    for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    rm -f "$PIDS/${2}.pid" ;;
   down) down ;;
   status) status ;;
   reset) reset ;;

@@ -435,6 +435,24 @@ export async function runDrain(
   }
 
   async function drainFetched(entry: Owned, fetched: FetchedBatch): Promise<void> {
+    if (entry.done || stop.signal.aborted) return; // settle the batch in flight, start no other
+    if (fetched.fromOffset !== entry.position) {
+      // The reader fetched on from where an earlier batch of this partition ended, but that batch was not
+      // committed (abandoned at a stop, or its write failed): nothing after it may be written or skipped
+      // to in this run. The next run reads again from the checkpoint.
+      logger.warn(
+        'an earlier batch of the partition was not committed; the partition waits for the next run',
+        {
+          topic: fetched.topic,
+          partition: fetched.partition,
+          checkpoint: entry.position,
+          fetchedFrom: fetched.fromOffset,
+        },
+      );
+      entry.done = true;
+      reader?.finish(fetched);
+      return;
+    }
     // Only what lies between the checkpoint and the end seen at start belongs to this run.
     const plan = planFetched(fetched, entry.position, entry.end, {
       maxRecords: options.batchMaxRecords,

@@ -41,6 +41,8 @@ export interface KafkaRecord extends PartitionRef {
 
 /** What one fetch from the source returns: records of one partition and where reading goes on from. */
 export interface FetchedBatch extends PartitionRef {
+  /** The offset this fetch was made from: where the reader stood for the partition. */
+  readonly fromOffset: number;
   readonly records: readonly KafkaRecord[];
   /**
    * The offset after this batch. It can be past the last record's offset + 1 when Kafka skips offsets

@@ -230,7 +230,7 @@ async function openReader(
       return;
     const nextOffset = Number(p.lastOffset) + 1;
     expected.set(id(p), nextOffset);
-    void queue.push({ topic: p.topic, partition: p.partition, records: [], nextOffset });
+    void queue.push({ topic: p.topic, partition: p.partition, fromOffset: at, records: [], nextOffset });
   });
   // kafkajs restarts the consumer after a retriable crash (a fresh broker's group coordinator not being
   // ready yet, say); the reader fails only when it will not.
@@ -285,6 +285,7 @@ async function openReader(
         const fetched: FetchedBatch = {
           topic: batch.topic,
           partition: batch.partition,
+          fromOffset: expected.get(id(batch))!,
           records,
           nextOffset: Number(batch.lastOffset()) + 1,
         };

@@ -77,7 +77,13 @@ export function createMemorySource(log: Map<string, KafkaRecord[]>, options: { f
               const next = records[records.length - 1]!.offset + 1;
               cursors.set(id, next);
               const [topic, partition] = id.split('~') as [string, string];
-              const batch: FetchedBatch = { topic, partition: Number(partition), records, nextOffset: next };
+              const batch: FetchedBatch = {
+                topic,
+                partition: Number(partition),
+                fromOffset: offset,
+                records,
+                nextOffset: next,
+              };
               return batch;
             }
             // Nothing left: wait like a long poll, until aborted.

@@ -336,6 +336,27 @@ describe('runDrain', () => {
     expect(checkpoints.partitions.get('t~0')!.leaseOwner).toBeNull();
   });
 
+  test('a batch that fails is not skipped over by the batches fetched after it (no offset is lost)', async () => {
+    const log = logOf(1, 10);
+    const { ports, checkpoints, context } = setup(log);
+    ports.source = createMemorySource(log, { fetchSize: 5 }); // two fetches: [0, 5) and [5, 10)
+    const realWrite = ports.sink.write.bind(ports.sink);
+    let calls = 0;
+    ports.sink.write = async (rows) => {
+      if (calls++ === 0) {
+        await new Promise((resolve) => setTimeout(resolve, 50)); // the next fetch is queued meanwhile
+        throw new DrainError('BigQuery refused the batch', { retriable: false });
+      }
+      return realWrite(rows);
+    };
+    const summary = await runDrain(ports, options, context);
+
+    expect(summary.stopReason).toBe('error');
+    // [5, 10) must not be written and committed over the failed [0, 5).
+    expect(checkpoints.checkpoint({ topic: 't', partition: 0 })).toBe(0);
+    expect(ports.sink.rows).toEqual([]);
+  });
+
   test('a lease that cannot be renewed is left before it can expire: the write in flight is abandoned, nothing committed', async () => {
     const { ports, checkpoints, context } = setup(logOf(1, 4));
     const ttl = 600;
