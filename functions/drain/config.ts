@@ -32,6 +32,8 @@ export interface DrainConfig {
   };
   /** Which topics go to which table (ROUTES_FILE, or the single-table variables as one route). */
   readonly routes: readonly Route[];
+  /** ROUTES_FILE, when the routes come from one (errors about a route then name it). */
+  readonly routesFile: string | null;
   readonly bigquery: {
     readonly writeMode: WriteMode;
     readonly location: string | null;
@@ -190,6 +192,7 @@ export function parseConfig(
       sasl,
     },
     routes,
+    routesFile,
     bigquery: {
       writeMode,
       location: read.optional('BQ_LOCATION'),

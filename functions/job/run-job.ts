@@ -65,7 +65,7 @@ export async function rulesFor(route: Route, config: DrainConfig): Promise<Rules
   try {
     return await loadRules(route.rulesModule);
   } catch (error) {
-    const variable = config.routes.length > 1 || route !== config.routes[0] ? 'ROUTES_FILE' : 'RULES_MODULE';
+    const variable = config.routesFile === null ? 'RULES_MODULE' : 'ROUTES_FILE';
     const message = error instanceof Error ? error.message : String(error);
     throw new ConfigError(
       variable,
