@@ -136,6 +136,14 @@ export function parseConfig(
     throw new ConfigError('BIGQUERY_API_ENDPOINT', `"${apiEndpoint}" is not an http(s) URL`);
   }
 
+  // The pipeline's identity first: with nothing set, the first error names PIPELINE_ID.
+  const pipelineId = read.matching(
+    'PIPELINE_ID',
+    /^[a-zA-Z0-9_-]{1,100}$/,
+    'letters, digits, _ and -, at most 100',
+  );
+  const project = read.required('GOOGLE_CLOUD_PROJECT');
+  const brokers = read.list('KAFKA_BROKERS', /^[^\s:]+:\d{1,5}$/, 'host:port');
   const metadata = {
     headers: read.boolean('BQ_HEADERS_COLUMN', false),
     keyText: read.boolean('BQ_KEY_TEXT_COLUMN', false),
@@ -178,14 +186,10 @@ export function parseConfig(
   }
 
   const config: DrainConfig = {
-    pipelineId: read.matching(
-      'PIPELINE_ID',
-      /^[a-zA-Z0-9_-]{1,100}$/,
-      'letters, digits, _ and -, at most 100',
-    ),
-    project: read.required('GOOGLE_CLOUD_PROJECT'),
+    pipelineId,
+    project,
     kafka: {
-      brokers: read.list('KAFKA_BROKERS', /^[^\s:]+:\d{1,5}$/, 'host:port'),
+      brokers,
       topics,
       ssl,
       tls,

@@ -11,7 +11,8 @@
  *    holds: every offset in the table or the error table, none twice, checkpoints never went back, ledgers
  *    chain, `verify` passes.
  *
- * KBD_FAULT_REPEATS (default 1) repeats each mid-run fault that many times per scenario, for longer runs.
+ * KBD_FAULT_REPEATS (default 1) repeats each mid-run fault that many times per scenario, for longer runs;
+ * KBD_FAULT_BUDGET (default 15) is those runs' DRAIN_BUDGET_SECONDS.
  */
 import { afterEach, describe, expect, test } from 'vitest';
 import type { GoogleClients } from '../../functions/job/clients.js';
@@ -112,7 +113,16 @@ interface Scenario {
 interface Faults {
   readonly rest: FaultProxy;
   readonly grpc: TcpFaultProxy;
+  /** In front of the Firestore and Pub/Sub emulators: connections reset is what clients see of a restart. */
+  readonly firestore: TcpFaultProxy;
+  readonly pubsub: TcpFaultProxy;
 }
+
+/** The service's connections reset and refused (UNAVAILABLE to its clients), as while it restarts. */
+const unavailable = (service: 'firestore' | 'pubsub') => async (faults: Faults) => {
+  faults[service].setMode('reset');
+  return async () => faults[service].setMode('pass');
+};
 
 const frozen = (service: StackService) => async () => {
   await freeze(service);
@@ -143,6 +153,12 @@ const scenarios: Scenario[] = [
   { name: 'Firestore frozen (commits, lease renewals)', holdMs: 12_000, inject: frozen('firestore') },
   { name: 'Pub/Sub frozen (dead letters, alerts)', holdMs: 12_000, inject: frozen('pubsub') },
   {
+    name: 'Firestore unavailable (every connection reset, as in a restart)',
+    holdMs: 12_000,
+    inject: unavailable('firestore'),
+  },
+  { name: 'Pub/Sub unavailable (every connection reset)', holdMs: 12_000, inject: unavailable('pubsub') },
+  {
     name: 'BigQuery answering 503 and resetting connections, longer than a run',
     holdMs: 30_000,
     inject: bigQueryFailing,
@@ -162,12 +178,14 @@ const scenarios: Scenario[] = [
 ];
 
 describe('services failing mid-run, under a live producer: nothing lost, nothing twice, the next run recovers', () => {
-  const budget = 15;
+  const budget = Number(process.env.KBD_FAULT_BUDGET ?? 15);
   test.each(scenarios)('$name', async ({ name, inject, holdMs }) => {
     const stack = stackEnv();
     const rest = await startFaultProxy(stack.BIGQUERY_API_ENDPOINT);
     const grpc = await startTcpFaultProxy(stack.BIGQUERY_STORAGE_ENDPOINT);
-    proxies.push(rest, grpc);
+    const firestore = await startTcpFaultProxy(stack.FIRESTORE_EMULATOR_HOST);
+    const pubsub = await startTcpFaultProxy(stack.PUBSUB_EMULATOR_HOST);
+    proxies.push(rest, grpc, firestore, pubsub);
     const pipeline = await createPipeline(clients, 3, {
       BQ_WRITE_MODE: 'storage-write',
       DRAIN_BUDGET_SECONDS: String(budget),
@@ -176,6 +194,8 @@ describe('services failing mid-run, under a live producer: nothing lost, nothing
       STALL_ALERT_SECONDS: '5',
       BIGQUERY_API_ENDPOINT: rest.url,
       BIGQUERY_STORAGE_ENDPOINT: grpc.address,
+      FIRESTORE_EMULATOR_HOST: firestore.address,
+      PUBSUB_EMULATOR_HOST: pubsub.address,
     });
     const producer = startProducer(pipeline.topic, 3, {
       batch: 2,
@@ -192,7 +212,7 @@ describe('services failing mid-run, under a live producer: nothing lost, nothing
       const started = Date.now();
       const exitedAt = job.exited.then(() => Date.now());
       await sleep(1_500);
-      const end = await inject({ rest, grpc });
+      const end = await inject({ rest, grpc, firestore, pubsub });
       await sleep(holdMs);
       await end();
       const { code } = await job.exited;
