@@ -36,11 +36,14 @@ export interface CallTracker {
   describePending(): string;
   /** The calls the cutoff failed: services that kept the run from ending by itself (its error). */
   cutOff(): PendingCall[];
+  /** Resolves once no call is pending (each answered, failed, or cut off). */
+  drained(): Promise<void>;
 }
 
 export function createCallTracker(now: () => number = Date.now): CallTracker {
   const pending = new Set<PendingCall & { fail: (error: Error) => void }>();
   const casualties: PendingCall[] = [];
+  let whenDrained: (() => void)[] = [];
   let cutoffAt = Number.POSITIVE_INFINITY;
   let cutoffTimer: NodeJS.Timeout | undefined;
 
@@ -76,6 +79,10 @@ export function createCallTracker(now: () => number = Date.now): CallTracker {
           if (!pending.delete(entry)) return;
           clearTimeout(timer);
           done();
+          if (pending.size === 0) {
+            for (const wake of whenDrained) wake();
+            whenDrained = [];
+          }
         }
         pending.add(entry);
         if (Number.isFinite(deadlineMs)) {
@@ -105,6 +112,12 @@ export function createCallTracker(now: () => number = Date.now): CallTracker {
       cutoffTimer.unref();
     },
     cutOff: () => [...casualties],
+    drained: () =>
+      pending.size === 0
+        ? Promise.resolve()
+        : new Promise<void>((resolve) => {
+            whenDrained.push(resolve);
+          }),
     describePending() {
       return describe(pending, now());
     },

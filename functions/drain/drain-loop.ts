@@ -652,17 +652,20 @@ export async function runDrain(
   }
 
   function giveUp(entry: Owned, at: number): void {
+    // Already expired: the run was not running (frozen, a zombie); someone else may hold the lease now.
+    const expired = at >= entry.lease.expiresAt;
     logger.error(
-      'the lease could not be renewed in time; the partition is left before its lease can expire',
+      expired
+        ? 'the lease expired while this run was not running; the partition is left to whoever holds it'
+        : 'the lease could not be renewed in time; the partition is left before its lease can expire',
       {
         topic: entry.lease.topic,
         partition: entry.lease.partition,
         expiresInMs: entry.lease.expiresAt - at,
-        writing: entry.renewing === true,
       },
     );
     entry.done = true;
-    entry.summary.skipped = 'error';
+    entry.summary.skipped = expired ? 'fenced' : 'error';
     entry.abandon.abort();
     reader?.finish(entry.lease);
   }

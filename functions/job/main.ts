@@ -111,13 +111,16 @@ export async function runMain(io: MainIo): Promise<number> {
       return 1;
     }
     summary = outcome;
-    // A service that did not answer kept the run from ending by itself (its calls were cut off), or was
-    // left unanswered when it ended (calls pending longer than the settle time): the run failed, and says
-    // which service. A run that failed for its own reason keeps that reason.
-    const unanswered = [
-      ...calls.cutOff(),
-      ...calls.pending().filter((call) => Date.now() - call.startedAt >= settleMs),
-    ];
+    // A service that did not answer kept the run from ending by itself (its calls were cut off), or the
+    // run ended with calls to it unanswered for longer than the settle time: those get until the cutoff
+    // (1.5 s from now at the latest) to answer. A call that began before the process was frozen (a
+    // zombie) answers once it runs again; one to a service that is down does not. A run that failed
+    // for its own reason keeps that reason.
+    if (calls.pending().some((call) => Date.now() - call.startedAt >= settleMs)) {
+      endBy(Date.now() - settleMs);
+      await Promise.race([calls.drained(), overdue]);
+    }
+    const unanswered = calls.cutOff();
     if (unanswered.length > 0 && summary.stopReason !== 'error') {
       summary = {
         ...summary,

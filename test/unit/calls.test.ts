@@ -58,3 +58,27 @@ describe('the call tracker', () => {
     await expect(tracked.release()).rejects.toThrow('firestore: release did not answer within 0 s');
   });
 });
+
+test('drained resolves once every pending call has answered or been cut off', async () => {
+  const calls = createCallTracker();
+  let answer: (value: number) => void = () => {};
+  const slow = calls.track(
+    'bigquery',
+    'write',
+    () =>
+      new Promise<number>((resolve) => {
+        answer = resolve;
+      }),
+  );
+  let drained = false;
+  const waiting = calls.drained().then(() => {
+    drained = true;
+  });
+  await new Promise((resolve) => setTimeout(resolve, 10));
+  expect(drained).toBe(false);
+  answer(1);
+  await slow;
+  await waiting;
+  expect(drained).toBe(true);
+  await calls.drained(); // nothing pending: at once
+});
