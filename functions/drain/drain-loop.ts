@@ -157,9 +157,10 @@ export async function runDrain(
   if (context.signal.aborted) onSignal();
   context.signal.addEventListener('abort', onSignal, { once: true });
   const budgetTimer = setTimeout(() => requestStop('budget'), options.budgetMs);
-  // Looked at twice per renewal period: renewals every third of the TTL, and a partition whose lease could
-  // not be renewed is left a sixth of the TTL before the lease can expire (see renewLeases).
-  const renewTimer = setInterval(renewLeases, Math.max(20, Math.floor(options.leaseTtlMs / 6)));
+  // Renewals every third of the TTL; a partition whose lease could not be renewed is left within the last
+  // sixth of the TTL before the lease can expire: looked at every twelfth, so that one look falls in it
+  // with room to spare (see renewLeases).
+  const renewTimer = setInterval(renewLeases, Math.max(10, Math.floor(options.leaseTtlMs / 12)));
 
   /** The reader of the partitions being drained (one per round: the task's own share, then shared ones). */
   let reader: SourceReader | undefined;

@@ -111,15 +111,8 @@ export async function runMain(io: MainIo): Promise<number> {
       return 1;
     }
     summary = outcome;
-    // A service that did not answer kept the run from ending by itself (its calls were cut off), or the
-    // run ended with calls to it unanswered for longer than the settle time: those get until the cutoff
-    // (1.5 s from now at the latest) to answer. A call that began before the process was frozen (a
-    // zombie) answers once it runs again; one to a service that is down does not. A run that failed
-    // for its own reason keeps that reason.
-    if (calls.pending().some((call) => Date.now() - call.startedAt >= settleMs)) {
-      endBy(Date.now() - settleMs);
-      await Promise.race([calls.drained(), overdue]);
-    }
+    // A service that did not answer kept the run from ending by itself, or left calls unanswered at its
+    // end (see runJob): their calls were cut off. A run that failed for its own reason keeps that reason.
     const unanswered = calls.cutOff();
     if (unanswered.length > 0 && summary.stopReason !== 'error') {
       summary = {

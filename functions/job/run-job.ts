@@ -3,13 +3,7 @@ import kafkajs from 'kafkajs';
 import { createPubSubAlerts } from '../alerts/pubsub-alerts.js';
 import { createFirestoreCheckpoints } from '../checkpoints/firestore-checkpoints.js';
 import { createPubSubDeadLetters } from '../dead-letters/pubsub-dead-letters.js';
-import {
-  type CallTracker,
-  createCallTracker,
-  type Service,
-  trackedPort,
-  trackedSource,
-} from '../drain/calls.js';
+import { type CallTracker, createCallTracker, trackedPort, trackedSource } from '../drain/calls.js';
 import type { DrainConfig } from '../drain/config.js';
 import { type DrainContext, runDrain } from '../drain/drain-loop.js';
 import { ConfigError } from '../drain/errors.js';
@@ -169,22 +163,39 @@ export async function runJob(config: DrainConfig, io: JobIo): Promise<RunSummary
         ),
       })),
     );
-    if (!several) return summaries[0]?.summary ?? emptySummary(config, runId, startedAt, checkpoints);
+    if (!several) {
+      const only = summaries[0]?.summary;
+      // The run's duration counts from its start, as its budget does.
+      return only === undefined
+        ? emptySummary(config, runId, startedAt, checkpoints)
+        : { ...only, durationMs: Date.now() - startedAt };
+    }
     const summary = mergeRunSummaries(summaries, runHead(config, runId, startedAt));
     await checkpoints
       .recordRun(summary)
       .catch((error: unknown) => logger.warn('recording the run summary failed', { error }));
     return summary;
   } finally {
+    // Calls the drains left behind (a write abandoned at the hard stop, a publish) that have been pending
+    // longer than the settle time get until a cutoff 1.5 s from now to answer, before the clients close
+    // (closing would fail them, and hide which service did not answer). One from before the process was
+    // frozen (a zombie) answers once it runs again; one to a service that is down is cut off, and the run
+    // fails naming it (main).
+    if (calls.pending().some((call) => Date.now() - call.startedAt >= settleMs)) {
+      calls.cutoff(Date.now() + 1_500);
+      await calls.drained();
+    }
     // Closing waits for nothing that does not answer: a service gone quiet must not hold the run's end.
-    const close = (service: Service, what: string, closing: () => Promise<void> | undefined) =>
-      calls
-        .track(service, what, async () => closing(), callDeadlinesMs.close)
-        .catch((error: unknown) => logger.warn(`${what} failed`, { error }));
-    await Promise.all(
-      targets.map((t) => close('bigquery', 'closing the BigQuery writers', () => t.made?.close())),
-    );
-    await close('firestore', 'closing the Google clients', () => clients.close());
+    const close = async (what: string, closing: () => Promise<void> | undefined) => {
+      const timeout = sleep(callDeadlinesMs.close).then(() => {
+        throw new Error(`${what} did not finish within ${callDeadlinesMs.close / 1000} s`);
+      });
+      await Promise.race([closing(), timeout]).catch((error: unknown) =>
+        logger.warn(`${what} failed`, { error }),
+      );
+    };
+    await Promise.all(targets.map((t) => close('closing the BigQuery writers', () => t.made?.close())));
+    await close('closing the Google clients', () => clients.close());
   }
 }
 
