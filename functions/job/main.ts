@@ -99,7 +99,7 @@ export async function runMain(io: MainIo): Promise<number> {
     ]);
     if (outcome === 'overdue') {
       // Something that is not a tracked call (a client's own shutdown) still holds the run: it ends now.
-      const stuck = calls.describePending() || 'a client did not close';
+      const stuck = describe([...calls.cutOff(), ...calls.pending()], Date.now()) || 'a client did not close';
       logger.error('the run did not end in time; exiting', {
         event: 'run_overdue',
         pending: calls.pending(),
