@@ -163,28 +163,36 @@ export async function runJob(config: DrainConfig, io: JobIo): Promise<RunSummary
         ),
       })),
     );
+    let summary: RunSummary;
     if (!several) {
       const only = summaries[0]?.summary;
       // The run's duration counts from its start, as its budget does.
-      return only === undefined
-        ? emptySummary(config, runId, startedAt, checkpoints)
-        : { ...only, durationMs: Date.now() - startedAt };
+      summary =
+        only === undefined
+          ? await emptySummary(config, runId, startedAt, checkpoints)
+          : { ...only, durationMs: Date.now() - startedAt };
+    } else {
+      summary = mergeRunSummaries(summaries, runHead(config, runId, startedAt));
+      await checkpoints
+        .recordRun(summary)
+        .catch((error: unknown) => logger.warn('recording the run summary failed', { error }));
     }
-    const summary = mergeRunSummaries(summaries, runHead(config, runId, startedAt));
-    await checkpoints
-      .recordRun(summary)
-      .catch((error: unknown) => logger.warn('recording the run summary failed', { error }));
-    return summary;
-  } finally {
-    // Calls the drains left behind (a write abandoned at the hard stop, a publish) that have been pending
-    // longer than the settle time get until a cutoff 1.5 s from now to answer, before the clients close
-    // (closing would fail them, and hide which service did not answer). One from before the process was
-    // frozen (a zombie) answers once it runs again; one to a service that is down is cut off, and the run
-    // fails naming it (main).
-    if (calls.pending().some((call) => Date.now() - call.startedAt >= settleMs)) {
+    // A run that did not get through its work (budget, signal, error) and left calls behind (a write
+    // abandoned at the hard stop, a publish) pending longer than the settle time gives them until a
+    // cutoff 1.5 s from now to answer, before the clients close (closing would fail them and hide which
+    // service did not answer). One from before the process was frozen (a zombie) answers once it runs
+    // again; one to a service that is down is cut off, and the run fails naming it (main). A run that
+    // caught up needed nothing more of anyone: what it left pending (a table still being prepared that
+    // it never wrote to) does not matter.
+    if (
+      summary.stopReason !== 'caught_up' &&
+      calls.pending().some((call) => Date.now() - call.startedAt >= settleMs)
+    ) {
       calls.cutoff(Date.now() + 1_500);
       await calls.drained();
     }
+    return summary;
+  } finally {
     // Closing waits for nothing that does not answer: a service gone quiet must not hold the run's end.
     const close = async (what: string, closing: () => Promise<void> | undefined) => {
       const timeout = sleep(callDeadlinesMs.close).then(() => {
