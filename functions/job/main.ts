@@ -113,7 +113,12 @@ export async function runMain(io: MainIo): Promise<number> {
     summary = outcome;
     // A service that did not answer kept the run from ending by itself, or left calls unanswered at its
     // end (see runJob): their calls were cut off. A run that failed for its own reason keeps that reason.
-    const unanswered = calls.cutOff();
+    // BigQuery writes have no deadline by design (a MERGE may rightly take minutes) and are abandoned at
+    // the hard stop on purpose: one still running then is no failure (its partitions are read again, and a
+    // real outage shows as `stalled`). Preparing the table, and every other service, counts.
+    const unanswered = calls
+      .cutOff()
+      .filter((call) => call.service !== 'bigquery' || call.operation === 'preparing the table');
     if (unanswered.length > 0 && summary.stopReason !== 'error') {
       summary = {
         ...summary,
