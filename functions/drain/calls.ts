@@ -17,6 +17,15 @@ export interface PendingCall {
   readonly startedAt: number;
 }
 
+/** A call the cutoff failed. */
+export interface CutOffCall extends PendingCall {
+  /**
+   * The service answered while the call was pending, with errors its client was still retrying (a 503):
+   * the service is failing, not silent. Only services whose clients report their answers (see `heard`).
+   */
+  readonly answering: boolean;
+}
+
 /** A service did not answer in time. Retriable: the next attempt (or run) may find it back. */
 export class ServiceTimeoutError extends DrainError {
   readonly service: Service;
@@ -35,21 +44,29 @@ export interface CallTracker {
   /** The calls pending longest, one per service, as words for a log line and an exit message. */
   describePending(): string;
   /** The calls the cutoff failed: services that kept the run from ending by itself (its error). */
-  cutOff(): PendingCall[];
+  cutOff(): CutOffCall[];
+  /** The service answered just now (a client's own retry loop reports each error answer it retries). */
+  heard(service: Service): void;
   /** Resolves once no call is pending (each answered, failed, or cut off). */
   drained(): Promise<void>;
 }
 
 export function createCallTracker(now: () => number = Date.now): CallTracker {
   const pending = new Set<PendingCall & { fail: (error: Error) => void }>();
-  const casualties: PendingCall[] = [];
+  const casualties: CutOffCall[] = [];
+  const lastHeard = new Map<Service, number>();
   let whenDrained: (() => void)[] = [];
   let cutoffAt = Number.POSITIVE_INFINITY;
   let cutoffTimer: NodeJS.Timeout | undefined;
 
   const failPastCutoff = () => {
     for (const call of pending) {
-      casualties.push({ service: call.service, operation: call.operation, startedAt: call.startedAt });
+      casualties.push({
+        service: call.service,
+        operation: call.operation,
+        startedAt: call.startedAt,
+        answering: (lastHeard.get(call.service) ?? Number.NEGATIVE_INFINITY) >= call.startedAt,
+      });
       call.fail(
         new ServiceTimeoutError(
           call.service,
@@ -112,6 +129,9 @@ export function createCallTracker(now: () => number = Date.now): CallTracker {
       cutoffTimer.unref();
     },
     cutOff: () => [...casualties],
+    heard(service) {
+      lastHeard.set(service, now());
+    },
     drained: () =>
       pending.size === 0
         ? Promise.resolve()

@@ -14,12 +14,19 @@ export interface GoogleClients {
   close(): Promise<void>;
 }
 
-/** The official clients, pointed at the emulators when the config names them, else at Google Cloud. */
-export function createGoogleClients(config: {
-  project: DrainConfig['project'];
-  emulators: DrainConfig['emulators'];
-  bigquery: Pick<DrainConfig['bigquery'], 'apiEndpoint' | 'location' | 'storageEndpoint'>;
-}): GoogleClients {
+/**
+ * The official clients, pointed at the emulators when the config names them, else at Google Cloud.
+ * `onBigQueryError` hears every error answer BigQuery's client is about to retry by itself (a 503): a run
+ * uses it to tell a failing BigQuery (it answers) from a silent one (see CallTracker.heard).
+ */
+export function createGoogleClients(
+  config: {
+    project: DrainConfig['project'];
+    emulators: DrainConfig['emulators'];
+    bigquery: Pick<DrainConfig['bigquery'], 'apiEndpoint' | 'location' | 'storageEndpoint'>;
+  },
+  onBigQueryError?: () => void,
+): GoogleClients {
   const firestoreHost = config.emulators.firestore;
   const firestore = new Firestore({
     projectId: config.project,
@@ -34,6 +41,16 @@ export function createGoogleClients(config: {
     projectId: config.project,
     ...(config.bigquery.location === null ? {} : { location: config.bigquery.location }),
     ...(config.bigquery.apiEndpoint === null ? {} : { apiEndpoint: config.bigquery.apiEndpoint }),
+    ...(onBigQueryError === undefined
+      ? {}
+      : {
+          retryOptions: {
+            retryableErrorFn: (error: RetriedError) => {
+              onBigQueryError();
+              return retriedByDefault(error);
+            },
+          },
+        }),
   });
   let writer: managedwriter.WriterClient | undefined;
   const storage = config.bigquery.storageEndpoint ?? null;
@@ -59,6 +76,24 @@ export function createGoogleClients(config: {
       await Promise.allSettled([firestore.terminate(), pubsub.close()]);
     },
   };
+}
+
+interface RetriedError {
+  code?: number;
+  errors?: { reason?: string }[];
+}
+
+/**
+ * What BigQuery's client retries when no `retryableErrorFn` is given (@google-cloud/common's
+ * `util.shouldRetryRequest`, not exported by the BigQuery package): giving one must not change it.
+ */
+export function retriedByDefault(error: RetriedError | null | undefined): boolean {
+  if (!error) return false;
+  if ([408, 429, 500, 502, 503, 504].includes(error.code ?? 0)) return true;
+  return (error.errors ?? []).some(
+    ({ reason }) =>
+      reason === 'rateLimitExceeded' || reason === 'userRateLimitExceeded' || reason?.includes('EAI_AGAIN'),
+  );
 }
 
 function emulatorEndpoint(hostPort: string): { host: string; port: number; ssl: false } {

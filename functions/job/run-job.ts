@@ -89,7 +89,7 @@ export async function runJob(config: DrainConfig, io: JobIo): Promise<RunSummary
   const runId = `${config.execution}-t${config.taskIndex}-${randomBytes(4).toString('hex')}`;
   const logger = io.logger.child({ pipeline: config.pipelineId, runId });
   for (const route of config.routes) readUserSchema(route.schemaFile); // a bad schema file: exit 2 at once
-  const clients = createGoogleClients(config);
+  const clients = createGoogleClients(config, () => calls.heard('bigquery'));
   const kafkaOptions = kafkaClientOptions(config, `kafka-bigquery-drain-${config.pipelineId}`);
   const kafka = new kafkajs.Kafka(kafkaOptions);
   const targets: Target[] = [];

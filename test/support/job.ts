@@ -149,6 +149,12 @@ export async function runJob(env: Record<string, string>) {
   };
 }
 
+/** A run's warning and error lines, for an assertion's message when its exit code is not the expected one. */
+export function errorsOf(lines: readonly Record<string, unknown>[]): string {
+  const grave = lines.filter((l) => ['WARNING', 'ERROR', 'CRITICAL'].includes(String(l.severity)));
+  return JSON.stringify(grave.slice(-20), null, 1);
+}
+
 /** For afterEach: fails (and cleans up) if a test left a job running. */
 export function assertNoJobsLeft(): void {
   const left = [...children];

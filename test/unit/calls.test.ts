@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import { createCallTracker, ServiceTimeoutError, trackedPort } from '../../functions/drain/calls.js';
 import { isRetriable } from '../../functions/drain/errors.js';
+import { retriedByDefault } from '../../functions/job/clients.js';
 
 const never = () => new Promise<never>(() => {});
 
@@ -43,6 +44,38 @@ describe('the call tracker', () => {
       'firestore: release not started: the run is at its end',
     );
     expect(calls.pending()).toEqual([]);
+  });
+
+  test('a cut-off call tells a failing service (it answered during the call) from a silent one', async () => {
+    let clock = 1_000;
+    const calls = createCallTracker(() => clock);
+    calls.heard('bigquery'); // before the calls: says nothing about them
+    clock = 2_000;
+    const failing = calls.track('bigquery', 'preparing the table', never).catch(() => {});
+    const silent = calls.track('firestore', 'commit', never).catch(() => {});
+    clock = 4_000;
+    calls.heard('bigquery');
+    const late = calls.track('bigquery', 'write', never).catch(() => {});
+    clock = 5_000;
+    calls.cutoff(clock);
+    await Promise.all([failing, silent, late]);
+    expect(calls.cutOff()).toEqual([
+      { service: 'bigquery', operation: 'preparing the table', startedAt: 2_000, answering: true },
+      { service: 'firestore', operation: 'commit', startedAt: 2_000, answering: false },
+      { service: 'bigquery', operation: 'write', startedAt: 4_000, answering: true },
+    ]);
+  });
+
+  test('BigQuery error answers: the hook keeps what the client retries by default', () => {
+    expect([408, 429, 500, 502, 503, 504].map((code) => retriedByDefault({ code }))).toEqual(
+      Array(6).fill(true),
+    );
+    expect(retriedByDefault({ code: 400 })).toBe(false);
+    expect(retriedByDefault({ code: 404 })).toBe(false);
+    expect(retriedByDefault({ code: 403, errors: [{ reason: 'rateLimitExceeded' }] })).toBe(true);
+    expect(retriedByDefault({ code: 403, errors: [{ reason: 'userRateLimitExceeded' }] })).toBe(true);
+    expect(retriedByDefault({ code: 403, errors: [{ reason: 'accessDenied' }] })).toBe(false);
+    expect(retriedByDefault(null)).toBe(false);
   });
 
   test('trackedPort tracks each method under its name, with per-method deadlines', async () => {
