@@ -24,6 +24,19 @@ export interface CutOffCall extends PendingCall {
    * the service is failing, not silent. Only services whose clients report their answers (see `heard`).
    */
   readonly answering: boolean;
+  /** Tracked as `mayOutliveRun`: abandoned at the run's end by design. */
+  readonly mayOutliveRun: boolean;
+}
+
+export interface CallOptions {
+  /** Fails the call after this long; without one, only the run's cutoff ends it. */
+  readonly deadlineMs?: number;
+  /**
+   * A call with no deadline of its own that the run abandons at its hard stop by design (a BigQuery
+   * write: a MERGE may rightly take minutes; the batch is read again by the next run). Cut off, it is
+   * no failure of the run.
+   */
+  readonly mayOutliveRun?: boolean;
 }
 
 /** A service did not answer in time. Retriable: the next attempt (or run) may find it back. */
@@ -36,15 +49,20 @@ export class ServiceTimeoutError extends DrainError {
 }
 
 export interface CallTracker {
-  /** Runs `call`, failing it with a ServiceTimeoutError after `deadlineMs` or at the cutoff. */
-  track<T>(service: Service, operation: string, call: () => Promise<T>, deadlineMs?: number): Promise<T>;
+  /** Runs `call`, failing it with a ServiceTimeoutError after its deadline or at the cutoff. */
+  track<T>(service: Service, operation: string, call: () => Promise<T>, options?: CallOptions): Promise<T>;
   pending(): PendingCall[];
   /** From `at` on, pending and new calls fail at once. */
   cutoff(at: number): void;
   /** The calls pending longest, one per service, as words for a log line and an exit message. */
   describePending(): string;
-  /** The calls the cutoff failed: services that kept the run from ending by itself (its error). */
+  /** The calls the cutoff failed: services that kept the run from ending by itself. */
   cutOff(): CutOffCall[];
+  /**
+   * The cut-off calls that fail the run: a service that did not answer at all (not one that answered
+   * errors its client was retrying), in a call that was not abandoned by design.
+   */
+  unanswered(): CutOffCall[];
   /** The service answered just now (a client's own retry loop reports each error answer it retries). */
   heard(service: Service): void;
   /** Resolves once no call is pending (each answered, failed, or cut off). */
@@ -52,7 +70,7 @@ export interface CallTracker {
 }
 
 export function createCallTracker(now: () => number = Date.now): CallTracker {
-  const pending = new Set<PendingCall & { fail: (error: Error) => void }>();
+  const pending = new Set<PendingCall & { mayOutliveRun: boolean; fail: (error: Error) => void }>();
   const casualties: CutOffCall[] = [];
   const lastHeard = new Map<Service, number>();
   let whenDrained: (() => void)[] = [];
@@ -66,6 +84,7 @@ export function createCallTracker(now: () => number = Date.now): CallTracker {
         operation: call.operation,
         startedAt: call.startedAt,
         answering: (lastHeard.get(call.service) ?? Number.NEGATIVE_INFINITY) >= call.startedAt,
+        mayOutliveRun: call.mayOutliveRun,
       });
       call.fail(
         new ServiceTimeoutError(
@@ -77,7 +96,7 @@ export function createCallTracker(now: () => number = Date.now): CallTracker {
   };
 
   return {
-    track(service, operation, call, deadlineMs = Number.POSITIVE_INFINITY) {
+    track(service, operation, call, { deadlineMs = Number.POSITIVE_INFINITY, mayOutliveRun = false } = {}) {
       const startedAt = now();
       if (startedAt >= cutoffAt) {
         return Promise.reject(
@@ -90,6 +109,7 @@ export function createCallTracker(now: () => number = Date.now): CallTracker {
           service,
           operation,
           startedAt,
+          mayOutliveRun,
           fail: (error: Error) => settle(() => reject(error)),
         };
         function settle(done: () => void): void {
@@ -129,6 +149,7 @@ export function createCallTracker(now: () => number = Date.now): CallTracker {
       cutoffTimer.unref();
     },
     cutOff: () => [...casualties],
+    unanswered: () => casualties.filter((call) => !call.answering && !call.mayOutliveRun),
     heard(service) {
       lastHeard.set(service, now());
     },
@@ -162,13 +183,13 @@ export function describe(calls: Iterable<PendingCall>, at: number): string {
 
 /**
  * The port with each of its methods tracked as calls to `service` (operation: the method's name), with
- * the deadline `deadlines` gives that method, or `deadlineMs`.
+ * the deadline `deadlines` gives that method, or `options.deadlineMs`.
  */
 export function trackedPort<T extends object>(
   tracker: CallTracker,
   service: Service,
   port: T,
-  deadlineMs?: number,
+  options: CallOptions = {},
   deadlines: Partial<Record<keyof T, number>> = {},
 ): T {
   const wrapped: Record<string, unknown> = {};
@@ -181,7 +202,7 @@ export function trackedPort<T extends object>(
               service,
               key,
               () => (value as (...a: unknown[]) => Promise<unknown>).apply(port, args),
-              deadlines[key] ?? deadlineMs,
+              { ...options, deadlineMs: deadlines[key] ?? options.deadlineMs },
             )
         : value;
   }
@@ -191,16 +212,18 @@ export function trackedPort<T extends object>(
 /** The source with its calls tracked as Kafka's: admin calls and opening with a deadline, reads without. */
 export function trackedSource(tracker: CallTracker, source: Source, deadlineMs: number): Source {
   return {
-    watermarks: (topics) => tracker.track('kafka', 'watermarks', () => source.watermarks(topics), deadlineMs),
+    watermarks: (topics) =>
+      tracker.track('kafka', 'watermarks', () => source.watermarks(topics), { deadlineMs }),
     offsetsAt: (topic, at) =>
-      tracker.track('kafka', 'offsetsAt', () => source.offsetsAt(topic, at), deadlineMs),
+      tracker.track('kafka', 'offsetsAt', () => source.offsetsAt(topic, at), { deadlineMs }),
     async open(positions) {
-      const reader = await tracker.track('kafka', 'open', () => source.open(positions), deadlineMs);
+      const reader = await tracker.track('kafka', 'open', () => source.open(positions), { deadlineMs });
       return {
         // A read waits for records as long as the run wants them; it ends with the run's stop signal.
         next: (signal) => tracker.track('kafka', 'fetch', () => reader.next(signal)),
         finish: (partition) => reader.finish(partition),
-        close: () => tracker.track('kafka', 'close', () => reader.close(), Math.min(deadlineMs, 10_000)),
+        close: () =>
+          tracker.track('kafka', 'close', () => reader.close(), { deadlineMs: Math.min(deadlineMs, 10_000) }),
       };
     },
   };

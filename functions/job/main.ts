@@ -112,16 +112,11 @@ export async function runMain(io: MainIo): Promise<number> {
     }
     summary = outcome;
     // A service that did not answer kept the run from ending by itself, or left calls unanswered at its
-    // end (see runJob): their calls were cut off. A run that failed for its own reason keeps that reason.
-    // BigQuery writes have no deadline by design (a MERGE may rightly take minutes) and are abandoned at
-    // the hard stop on purpose: one still running then is no failure (its partitions are read again, and a
-    // real outage shows as `stalled`). Preparing the table, and every other service, counts, unless the
-    // service was answering all along, with errors its client was still retrying: that is a failing
-    // service (a 503), whose partitions stall and are reported so, not a silent one.
-    const unanswered = calls
-      .cutOff()
-      .filter((call) => call.service !== 'bigquery' || call.operation === 'preparing the table')
-      .filter((call) => !call.answering);
+    // end (see runJob): the run fails, naming it, unless it failed for its own reason first. Not counted
+    // (CallTracker.unanswered): BigQuery writes, abandoned at the hard stop by design (their partitions
+    // are read again; a real outage shows as `stalled`), and calls to a service that was answering with
+    // errors its client was still retrying (a 503): a failing service, not a silent one.
+    const unanswered = calls.unanswered();
     if (unanswered.length > 0 && summary.stopReason !== 'error') {
       summary = {
         ...summary,

@@ -95,12 +95,9 @@ export async function runJob(config: DrainConfig, io: JobIo): Promise<RunSummary
   const targets: Target[] = [];
   try {
     await checkBrokerCertificate(kafkaOptions);
-    const routed = await calls.track(
-      'kafka',
-      'list topics',
-      () => routeTopics(config, kafka),
-      callDeadlinesMs.kafka,
-    );
+    const routed = await calls.track('kafka', 'list topics', () => routeTopics(config, kafka), {
+      deadlineMs: callDeadlinesMs.kafka,
+    });
     const several = config.routes.length > 1;
     for (const [index, r] of routed.entries()) {
       const table = tableName(r.route);
@@ -139,12 +136,9 @@ export async function runJob(config: DrainConfig, io: JobIo): Promise<RunSummary
     if (firstError instanceof ConfigError) throw firstError;
 
     const checkpoints = (io.observeCheckpoints ?? ((c) => c))(
-      trackedPort(
-        calls,
-        'firestore',
-        createFirestoreCheckpoints(clients.firestore, config.pipelineId),
-        callDeadlinesMs.firestore,
-      ),
+      trackedPort(calls, 'firestore', createFirestoreCheckpoints(clients.firestore, config.pipelineId), {
+        deadlineMs: callDeadlinesMs.firestore,
+      }),
     );
     // Several drains: each keeps its summary to itself; the run's, merged, is recorded once below.
     const routeCheckpoints: Checkpoints = several
@@ -222,12 +216,18 @@ async function drainRoute(
   routeCount: number,
 ): Promise<RunSummary> {
   const { made, rules, logger, routed } = target;
-  // BigQuery calls have no deadline of their own (a MERGE may rightly take minutes): the run's end cuts them.
-  const sink = io.sink ?? trackedPort(calls, 'bigquery', made!.sink);
+  // BigQuery writes have no deadline of their own (a MERGE may rightly take minutes): the run's end cuts
+  // them, abandoned by design (their batches are read again by the next run).
+  const writes = { mayOutliveRun: true };
+  const sink = io.sink ?? trackedPort(calls, 'bigquery', made!.sink, writes);
   const streams =
-    io.sink === undefined && made!.streams ? trackedPort(calls, 'bigquery', made!.streams) : undefined;
+    io.sink === undefined && made!.streams
+      ? trackedPort(calls, 'bigquery', made!.streams, writes)
+      : undefined;
   const errorTable =
-    io.sink === undefined && made!.errorTable ? trackedPort(calls, 'bigquery', made!.errorTable) : undefined;
+    io.sink === undefined && made!.errorTable
+      ? trackedPort(calls, 'bigquery', made!.errorTable, writes)
+      : undefined;
   return runDrain(
     {
       source: (io.observeSource ?? ((s) => s))(
@@ -247,12 +247,9 @@ async function drainRoute(
       ...(config.alertTopic === null
         ? {}
         : {
-            alerts: trackedPort(
-              calls,
-              'pubsub',
-              createPubSubAlerts(clients.pubsub, config.alertTopic),
-              callDeadlinesMs.alerts,
-            ),
+            alerts: trackedPort(calls, 'pubsub', createPubSubAlerts(clients.pubsub, config.alertTopic), {
+              deadlineMs: callDeadlinesMs.alerts,
+            }),
           }),
       ...(rules === undefined ? {} : { rules }),
       deadLetters: trackedPort(
@@ -265,7 +262,7 @@ async function drainRoute(
           retry: defaultRetryPolicy,
           logger,
         }),
-        callDeadlinesMs.pubsub,
+        { deadlineMs: callDeadlinesMs.pubsub },
       ),
     },
     {

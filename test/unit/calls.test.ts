@@ -8,7 +8,9 @@ const never = () => new Promise<never>(() => {});
 describe('the call tracker', () => {
   test('a call that does not answer fails at its deadline, naming the service and the call, retriable', async () => {
     const calls = createCallTracker();
-    const error = await calls.track('firestore', 'commit', never, 50).catch((e: unknown) => e);
+    const error = await calls
+      .track('firestore', 'commit', never, { deadlineMs: 50 })
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ServiceTimeoutError);
     expect((error as Error).message).toBe('firestore: commit did not answer within 0 s');
     expect((error as ServiceTimeoutError).service).toBe('firestore');
@@ -18,10 +20,10 @@ describe('the call tracker', () => {
 
   test('answers and failures pass through untouched, and leave nothing pending', async () => {
     const calls = createCallTracker();
-    await expect(calls.track('kafka', 'watermarks', async () => 7, 1_000)).resolves.toBe(7);
-    await expect(calls.track('kafka', 'open', () => Promise.reject(new Error('no')), 1_000)).rejects.toThrow(
-      'no',
-    );
+    await expect(calls.track('kafka', 'watermarks', async () => 7, { deadlineMs: 1_000 })).resolves.toBe(7);
+    await expect(
+      calls.track('kafka', 'open', () => Promise.reject(new Error('no')), { deadlineMs: 1_000 }),
+    ).rejects.toThrow('no');
     expect(calls.pending()).toEqual([]);
   });
 
@@ -55,15 +57,36 @@ describe('the call tracker', () => {
     const silent = calls.track('firestore', 'commit', never).catch(() => {});
     clock = 4_000;
     calls.heard('bigquery');
-    const late = calls.track('bigquery', 'write', never).catch(() => {});
+    const late = calls.track('bigquery', 'prepare', never).catch(() => {});
+    const write = calls.track('bigquery', 'write', never, { mayOutliveRun: true }).catch(() => {});
     clock = 5_000;
     calls.cutoff(clock);
-    await Promise.all([failing, silent, late]);
+    await Promise.all([failing, silent, late, write]);
     expect(calls.cutOff()).toEqual([
-      { service: 'bigquery', operation: 'preparing the table', startedAt: 2_000, answering: true },
-      { service: 'firestore', operation: 'commit', startedAt: 2_000, answering: false },
-      { service: 'bigquery', operation: 'write', startedAt: 4_000, answering: true },
+      {
+        service: 'bigquery',
+        operation: 'preparing the table',
+        startedAt: 2_000,
+        answering: true,
+        mayOutliveRun: false,
+      },
+      { service: 'firestore', operation: 'commit', startedAt: 2_000, answering: false, mayOutliveRun: false },
+      { service: 'bigquery', operation: 'prepare', startedAt: 4_000, answering: true, mayOutliveRun: false },
+      { service: 'bigquery', operation: 'write', startedAt: 4_000, answering: true, mayOutliveRun: true },
     ]);
+    // Only the silent service fails the run.
+    expect(calls.unanswered().map((c) => `${c.service} ${c.operation}`)).toEqual(['firestore commit']);
+  });
+
+  test('a write abandoned by design at the hard stop does not fail the run, even to a silent service', async () => {
+    const calls = createCallTracker();
+    const write = calls.track('bigquery', 'write', never, { mayOutliveRun: true }).catch((e: unknown) => e);
+    const prepare = calls.track('bigquery', 'preparing the table', never).catch((e: unknown) => e);
+    calls.cutoff(Date.now());
+    expect(await write).toBeInstanceOf(ServiceTimeoutError);
+    expect(await prepare).toBeInstanceOf(ServiceTimeoutError);
+    expect(calls.cutOff()).toHaveLength(2);
+    expect(calls.unanswered().map((c) => c.operation)).toEqual(['preparing the table']);
   });
 
   test('BigQuery error answers: the hook keeps what the client retries by default', () => {
@@ -86,7 +109,7 @@ describe('the call tracker', () => {
       },
       release: never,
     };
-    const tracked = trackedPort(calls, 'firestore', port, 10_000, { release: 30 });
+    const tracked = trackedPort(calls, 'firestore', port, { deadlineMs: 10_000 }, { release: 30 });
     await expect(tracked.renew(1)).resolves.toBe(2);
     await expect(tracked.release()).rejects.toThrow('firestore: release did not answer within 0 s');
   });
