@@ -10,10 +10,9 @@ import { asError, ConfigError } from '../drain/errors.js';
 import { createLogger, type Logger } from '../drain/logger.js';
 import { summaryLine } from '../drain/run-summary.js';
 import type { RunSummary } from '../drain/types.js';
-import { type JobIo, runJob, settleMs } from './run-job.js';
+import { cutoffAfterSettleMs, type JobIo, runJob, settleMs } from './run-job.js';
 
-/** After the settle time, pending calls fail at this point; the watchdog ends the run this much later. */
-const cutoffAfterSettleMs = 1_500;
+/** The watchdog ends a run still not returned this long after the cutoff. */
 const watchdogAfterCutoffMs = 1_000;
 
 export interface MainIo {

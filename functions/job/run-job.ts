@@ -25,6 +25,8 @@ import { routeTopics } from './routing.js';
 
 /** How long a batch in flight may settle after SIGTERM or the budget; Cloud Run kills 10 s after SIGTERM. */
 export const settleMs = 6_000;
+/** After the settle time (or, for calls a run left behind, from its end), pending calls fail this much later. */
+export const cutoffAfterSettleMs = 1_500;
 
 export interface JobIo {
   readonly logger: Logger;
@@ -182,19 +184,22 @@ export async function runJob(config: DrainConfig, io: JobIo): Promise<RunSummary
       summary.stopReason !== 'caught_up' &&
       calls.pending().some((call) => Date.now() - call.startedAt >= settleMs)
     ) {
-      calls.cutoff(Date.now() + 1_500);
+      calls.cutoff(Date.now() + cutoffAfterSettleMs);
       await calls.drained();
     }
     return summary;
   } finally {
     // Closing waits for nothing that does not answer: a service gone quiet must not hold the run's end.
     const close = async (what: string, closing: () => Promise<void> | undefined) => {
-      const timeout = sleep(callDeadlinesMs.close).then(() => {
-        throw new Error(`${what} did not finish within ${callDeadlinesMs.close / 1000} s`);
+      const closed = new AbortController(); // its timer does not outlive a client that closed in time
+      const timeout = sleep(callDeadlinesMs.close, closed.signal).then(() => {
+        if (!closed.signal.aborted) {
+          throw new Error(`${what} did not finish within ${callDeadlinesMs.close / 1000} s`);
+        }
       });
-      await Promise.race([closing(), timeout]).catch((error: unknown) =>
-        logger.warn(`${what} failed`, { error }),
-      );
+      await Promise.race([closing(), timeout])
+        .catch((error: unknown) => logger.warn(`${what} failed`, { error }))
+        .finally(() => closed.abort());
     };
     await Promise.all(targets.map((t) => close('closing the BigQuery writers', () => t.made?.close())));
     await close('closing the Google clients', () => clients.close());
