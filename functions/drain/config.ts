@@ -7,6 +7,15 @@ import { parseStartPosition, type StartPosition } from './start-position.js';
 export type WriteMode = 'insert-all' | 'merge' | 'storage-write';
 export type SaslMechanism = 'plain' | 'scram-sha-256' | 'scram-sha-512';
 
+/**
+ * How the drain authenticates to Kafka: a user name and password (PLAIN, SCRAM), or a bearer token built
+ * from the job's own Google credentials (OAUTHBEARER, as Google's Managed Service for Apache Kafka takes
+ * it): no secret at all.
+ */
+export type KafkaSasl =
+  | { readonly mechanism: SaslMechanism; readonly username: string; readonly password: string }
+  | { readonly mechanism: 'oauthbearer'; readonly provider: 'google' };
+
 export interface DrainConfig {
   readonly pipelineId: string;
   readonly project: string;
@@ -24,11 +33,7 @@ export interface DrainConfig {
       readonly certFile: string | null;
       readonly keyFile: string | null;
     };
-    readonly sasl: {
-      readonly mechanism: SaslMechanism;
-      readonly username: string;
-      readonly password: string;
-    } | null;
+    readonly sasl: KafkaSasl | null;
   };
   /** Which topics go to which table (ROUTES_FILE, or the single-table variables as one route). */
   readonly routes: readonly Route[];
@@ -68,6 +73,7 @@ export interface DrainConfig {
 }
 
 type Env = Readonly<Record<string, string | undefined>>;
+type Reader = ReturnType<typeof reader>;
 
 /**
  * The one place for defaults and checks. Returns a frozen config or throws a ConfigError that names the
@@ -78,21 +84,6 @@ export function parseConfig(
   readFile: (path: string) => string = (path) => readFileSync(path, 'utf8'),
 ): DrainConfig {
   const read = reader(env);
-  const saslMechanism = read.oneOf('KAFKA_SASL_MECHANISM', ['plain', 'scram-sha-256', 'scram-sha-512'], null);
-  const sasl =
-    saslMechanism === null
-      ? null
-      : {
-          mechanism: saslMechanism,
-          username: read.required('KAFKA_SASL_USERNAME'),
-          password: read.required('KAFKA_SASL_PASSWORD'),
-        };
-  if (saslMechanism === null) {
-    for (const name of ['KAFKA_SASL_USERNAME', 'KAFKA_SASL_PASSWORD']) {
-      if (read.optional(name) !== null) throw new ConfigError(name, 'is set but KAFKA_SASL_MECHANISM is not');
-    }
-  }
-
   const writeMode = read.oneOf('BQ_WRITE_MODE', ['insert-all', 'merge', 'storage-write'], 'storage-write');
 
   const budgetSeconds = read.integer('DRAIN_BUDGET_SECONDS', 240, 5, 7 * 24 * 3600);
@@ -116,20 +107,7 @@ export function parseConfig(
     );
   }
 
-  const tls = {
-    caFile: read.optional('KAFKA_SSL_CA_FILE'),
-    certFile: read.optional('KAFKA_SSL_CERT_FILE'),
-    keyFile: read.optional('KAFKA_SSL_KEY_FILE'),
-  };
-  if ((tls.certFile === null) !== (tls.keyFile === null)) {
-    const missing = tls.certFile === null ? 'KAFKA_SSL_CERT_FILE' : 'KAFKA_SSL_KEY_FILE';
-    throw new ConfigError(missing, 'is required with the other half of the client certificate (mTLS)');
-  }
-  const tlsFileSet = Object.values(tls).some((file) => file !== null);
-  const ssl = read.boolean('KAFKA_SSL', tlsFileSet);
-  if (!ssl && tlsFileSet) {
-    throw new ConfigError('KAFKA_SSL', 'is false but KAFKA_SSL_CA_FILE or a client certificate is set');
-  }
+  const { sasl, ssl, tls } = kafkaSecurity(read);
 
   const apiEndpoint = read.optional('BIGQUERY_API_ENDPOINT');
   if (apiEndpoint !== null && !/^https?:\/\/[^/]+/.test(apiEndpoint)) {
@@ -232,6 +210,65 @@ export function parseConfig(
     faultAction: read.oneOf('KBD_FAULT_ACTION', ['kill', 'stop'], 'kill'),
   };
   return deepFreeze(config);
+}
+
+/** SASL and TLS to the brokers, with the rules across them. */
+function kafkaSecurity(read: Reader): Pick<DrainConfig['kafka'], 'sasl' | 'ssl' | 'tls'> {
+  const mechanism = read.oneOf(
+    'KAFKA_SASL_MECHANISM',
+    ['plain', 'scram-sha-256', 'scram-sha-512', 'oauthbearer'],
+    null,
+  );
+  const passwordBased = mechanism !== null && mechanism !== 'oauthbearer';
+  if (!passwordBased) {
+    for (const name of ['KAFKA_SASL_USERNAME', 'KAFKA_SASL_PASSWORD']) {
+      if (read.optional(name) !== null) {
+        throw new ConfigError(
+          name,
+          mechanism === null
+            ? 'is set but KAFKA_SASL_MECHANISM is not'
+            : 'is set with KAFKA_SASL_MECHANISM=oauthbearer, which sends a token and no password',
+        );
+      }
+    }
+  }
+  const provider = read.oneOf('KAFKA_OAUTH_PROVIDER', ['google'], null);
+  if (mechanism === 'oauthbearer' && provider === null) {
+    throw new ConfigError('KAFKA_OAUTH_PROVIDER', 'is required with KAFKA_SASL_MECHANISM=oauthbearer (google)');
+  }
+  if (mechanism !== 'oauthbearer' && provider !== null) {
+    throw new ConfigError('KAFKA_OAUTH_PROVIDER', 'is set but KAFKA_SASL_MECHANISM is not oauthbearer');
+  }
+  const sasl: KafkaSasl | null =
+    mechanism === null
+      ? null
+      : mechanism === 'oauthbearer'
+        ? { mechanism, provider: 'google' }
+        : {
+            mechanism,
+            username: read.required('KAFKA_SASL_USERNAME'),
+            password: read.required('KAFKA_SASL_PASSWORD'),
+          };
+
+  const tls = {
+    caFile: read.optional('KAFKA_SSL_CA_FILE'),
+    certFile: read.optional('KAFKA_SSL_CERT_FILE'),
+    keyFile: read.optional('KAFKA_SSL_KEY_FILE'),
+  };
+  if ((tls.certFile === null) !== (tls.keyFile === null)) {
+    const missing = tls.certFile === null ? 'KAFKA_SSL_CERT_FILE' : 'KAFKA_SSL_KEY_FILE';
+    throw new ConfigError(missing, 'is required with the other half of the client certificate (mTLS)');
+  }
+  const tlsFileSet = Object.values(tls).some((file) => file !== null);
+  // A bearer token is as good as a password to whoever reads it: it never travels in clear.
+  const ssl = read.boolean('KAFKA_SSL', tlsFileSet || mechanism === 'oauthbearer');
+  if (!ssl && tlsFileSet) {
+    throw new ConfigError('KAFKA_SSL', 'is false but KAFKA_SSL_CA_FILE or a client certificate is set');
+  }
+  if (!ssl && mechanism === 'oauthbearer') {
+    throw new ConfigError('KAFKA_SSL', 'is false with KAFKA_SASL_MECHANISM=oauthbearer: the token would travel in clear');
+  }
+  return { sasl, ssl, tls };
 }
 
 function reader(env: Env) {

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { type ConnectionOptions, connect as tlsConnect } from 'node:tls';
 import kafkajs, { type Consumer, type Kafka, type KafkaConfig } from 'kafkajs';
-import type { DrainConfig } from '../drain/config.js';
+import type { DrainConfig, KafkaSasl } from '../drain/config.js';
 import { ConfigError, DrainError } from '../drain/errors.js';
 import type { Logger } from '../drain/logger.js';
 import { sleep } from '../drain/retry.js';
@@ -17,6 +17,13 @@ import type {
 } from '../drain/types.js';
 import { createBatchQueue } from './batch-queue.js';
 import { registerCompressionCodecs } from './codecs.js';
+import {
+  applicationDefaultCredentials,
+  createKafkaTokenSource,
+  type GoogleCredentials,
+  type KafkaToken,
+  oauthBearerAuthenticator,
+} from './google-oauth.js';
 
 const { AssignerProtocol, logLevel } = kafkajs;
 
@@ -40,24 +47,39 @@ export function kafkaClientOptions(
   config: Pick<DrainConfig, 'kafka'>,
   clientId: string,
   readFile: (path: string) => string = (path) => readFileSync(path, 'utf8'),
+  googleTokens: () => Promise<KafkaToken> = createKafkaTokenSource({
+    credentials: lazily(applicationDefaultCredentials),
+  }),
 ): KafkaConfig {
   const { sasl, ssl, tls, brokers } = config.kafka;
   return {
     clientId,
     brokers: [...brokers],
     ssl: ssl ? tlsOptions(tls, readFile) : false,
-    ...(sasl === null
-      ? {}
-      : {
-          sasl: {
-            mechanism: sasl.mechanism,
-            username: sasl.username,
-            password: sasl.password,
-          } as KafkaConfig['sasl'],
-        }),
+    ...(sasl === null ? {} : { sasl: saslOptions(sasl, googleTokens) }),
     logLevel: logLevel.NOTHING,
     connectionTimeout: 5_000,
     retry: { retries: 5, initialRetryTime: 200, maxRetryTime: 5_000 },
+  };
+}
+
+function saslOptions(sasl: KafkaSasl, googleTokens: () => Promise<KafkaToken>): KafkaConfig['sasl'] {
+  if (sasl.mechanism === 'oauthbearer') {
+    return { mechanism: 'oauthbearer', authenticationProvider: oauthBearerAuthenticator(googleTokens) };
+  }
+  return { mechanism: sasl.mechanism, username: sasl.username, password: sasl.password } as KafkaConfig['sasl'];
+}
+
+/** Credentials made at their first use: a client that never authenticates never looks for them. */
+function lazily(make: () => Promise<GoogleCredentials>): GoogleCredentials {
+  let made: Promise<GoogleCredentials> | undefined;
+  const get = () => {
+    made ??= make();
+    return made;
+  };
+  return {
+    accessToken: async () => (await get()).accessToken(),
+    principal: async () => (await get()).principal(),
   };
 }
 

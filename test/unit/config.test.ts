@@ -114,6 +114,28 @@ describe('parseConfig', () => {
     [{ KAFKA_SSL_CERT_FILE: '/c.pem' }, 'KAFKA_SSL_KEY_FILE', 'client certificate'],
     [{ KAFKA_SSL_KEY_FILE: '/k.pem' }, 'KAFKA_SSL_CERT_FILE', 'client certificate'],
     [{ KAFKA_SSL_CA_FILE: '/ca.pem', KAFKA_SSL: 'false' }, 'KAFKA_SSL', 'KAFKA_SSL_CA_FILE'],
+    [{ KAFKA_SASL_MECHANISM: 'oauthbearer' }, 'KAFKA_OAUTH_PROVIDER', 'is required'],
+    [
+      { KAFKA_SASL_MECHANISM: 'oauthbearer', KAFKA_OAUTH_PROVIDER: 'okta' },
+      'KAFKA_OAUTH_PROVIDER',
+      'is not one of',
+    ],
+    [{ KAFKA_OAUTH_PROVIDER: 'google' }, 'KAFKA_OAUTH_PROVIDER', 'is not oauthbearer'],
+    [
+      { KAFKA_SASL_MECHANISM: 'scram-sha-512', KAFKA_SASL_USERNAME: 'u', KAFKA_SASL_PASSWORD: 'p', KAFKA_OAUTH_PROVIDER: 'google' },
+      'KAFKA_OAUTH_PROVIDER',
+      'is not oauthbearer',
+    ],
+    [
+      { KAFKA_SASL_MECHANISM: 'oauthbearer', KAFKA_OAUTH_PROVIDER: 'google', KAFKA_SASL_PASSWORD: 'p' },
+      'KAFKA_SASL_PASSWORD',
+      'sends a token and no password',
+    ],
+    [
+      { KAFKA_SASL_MECHANISM: 'oauthbearer', KAFKA_OAUTH_PROVIDER: 'google', KAFKA_SSL: 'false' },
+      'KAFKA_SSL',
+      'in clear',
+    ],
   ])('%o is refused naming %s', (override, variable, fragment) => {
     let thrown: unknown;
     try {
@@ -191,6 +213,23 @@ describe('kafkaClientOptions', () => {
       ssl: true,
       sasl: { mechanism: 'plain', username: 'user', password: 'secret' },
     });
+  });
+
+  test('OAUTHBEARER with Google credentials: TLS on by default, tokens from the token source', async () => {
+    const config = parseConfig({ ...base, KAFKA_SASL_MECHANISM: 'oauthbearer', KAFKA_OAUTH_PROVIDER: 'google' });
+    expect(config.kafka).toMatchObject({ ssl: true, sasl: { mechanism: 'oauthbearer', provider: 'google' } });
+    let asked = 0;
+    const options = kafkaClientOptions(config, 'id', undefined, async () => {
+      asked++;
+      return { value: 'the-token', expiresAt: 0 };
+    });
+    expect(options.ssl).toBe(true);
+    const sasl = options.sasl as { mechanism: string; authenticationProvider: unknown; password?: unknown };
+    expect(sasl.mechanism).toBe('oauthbearer');
+    expect(sasl.password).toBeUndefined();
+    // Nothing is asked for until a connection authenticates.
+    expect(asked).toBe(0);
+    expect(typeof sasl.authenticationProvider).toBe('function');
   });
 
   test('without SASL no credentials are sent', () => {
