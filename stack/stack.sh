@@ -16,6 +16,12 @@ KAFKA_PORT=${KBD_KAFKA_PORT:-19092}
 KAFKA_CONTROLLER_PORT=${KBD_KAFKA_CONTROLLER_PORT:-19093}
 # A second listener as production brokers have it: SASL/SCRAM-SHA-512 over TLS, with a CA of our own.
 KAFKA_SASL_PORT=${KBD_KAFKA_SASL_PORT:-19094}
+# A third as Google's Managed Service for Apache Kafka has it: SASL/OAUTHBEARER over TLS, the token checked by
+# stack/kafka/oauth/GoogleTokenValidator.java against a metadata-server stand-in that the tests run on
+# KBD_METADATA_PORT (test/support/metadata-server.ts), for the one principal allowed.
+KAFKA_OAUTH_PORT=${KBD_KAFKA_OAUTH_PORT:-19095}
+METADATA_PORT=${KBD_METADATA_PORT:-19097}
+OAUTH_PRINCIPAL=kbd-drain@${KBD_PROJECT:-local-project}.iam.gserviceaccount.com
 FIRESTORE_PORT=${KBD_FIRESTORE_PORT:-18080}
 PUBSUB_PORT=${KBD_PUBSUB_PORT:-18085}
 BIGQUERY_PORT=${KBD_BIGQUERY_PORT:-19050}
@@ -35,6 +41,7 @@ BQ_PATCHES=(
   "$ROOT/stack/bigquery-emulator/insert-all.patch"
   "$ROOT/stack/bigquery-emulator/schema-update.patch"
 )
+OAUTH_VALIDATOR=$CACHE_DIR/oauth-validator-$(cat "$ROOT/stack/kafka/oauth/GoogleTokenValidator.java" "$ROOT/stack/kafka/pom.xml" | sha256sum | cut -c1-8)
 BQ_EMULATOR_BIN=$CACHE_DIR/bigquery-emulator-$BQ_EMULATOR_VERSION-$(cat "$ROOT/stack/bigquery-emulator/go.mod" "$ROOT/stack/bigquery-emulator/go.sum" "${BQ_PATCHES[@]}" | sha256sum | cut -c1-8)
 GCLOUD_PLATFORM=${KBD_GCLOUD_PLATFORM:-/usr/lib/google-cloud-sdk/platform}
 FIRESTORE_JAR=$GCLOUD_PLATFORM/cloud-firestore-emulator/cloud-firestore-emulator.jar
@@ -82,6 +89,16 @@ install_kafka() {
     "$KAFKA_LIBS/kafka_2.13-$KAFKA_VERSION.jar" \
     || die "kafka_2.13-$KAFKA_VERSION.jar has no kafka.Kafka main class"
   touch "$KAFKA_LIBS/.complete"
+}
+
+# The OAUTHBEARER listener's token check, compiled against the broker's own jars with the machine's JDK.
+install_oauth_validator() {
+  if [[ -f $OAUTH_VALIDATOR/.complete ]]; then return; fi
+  rm -rf "$OAUTH_VALIDATOR" && mkdir -p "$OAUTH_VALIDATOR"
+  javac -proc:none -cp "$KAFKA_LIBS/*" -d "$OAUTH_VALIDATOR" "$ROOT/stack/kafka/oauth/GoogleTokenValidator.java" \
+    >"$LOGS/install-oauth-validator.log" 2>&1 \
+    || { cat "$LOGS/install-oauth-validator.log" >&2; die "could not compile the OAUTHBEARER token validator"; }
+  touch "$OAUTH_VALIDATOR/.complete"
 }
 
 install_bigquery() {
@@ -152,6 +169,7 @@ add_scram_user() {
 
 check_prerequisites() {
   command -v java >/dev/null || die "java (17+) is not on PATH"
+  command -v javac >/dev/null || die "javac (a JDK 17+) is not on PATH (needed once, to build the OAUTHBEARER token validator)"
   command -v mvn >/dev/null || die "mvn is not on PATH (needed once, to fetch the Kafka jars)"
   command -v go >/dev/null || die "go is not on PATH (needed once, to build the BigQuery emulator)"
   command -v patch >/dev/null || die "patch is not on PATH (needed once, to patch the BigQuery emulator)"
@@ -168,6 +186,9 @@ spawn() { # name, command...
   echo $! >"$PIDS/$name.pid"
 }
 
+# What a broker is started from: its configuration (this script's start_kafka) and the validator's build.
+kafka_build() { { declare -f start_kafka; echo "$OAUTH_VALIDATOR"; } | sha256sum | cut -c1-16; }
+
 start_kafka() {
   local dir=$STACK_DIR/kafka
   mkdir -p "$dir/data"
@@ -175,10 +196,10 @@ start_kafka() {
 process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@127.0.0.1:$KAFKA_CONTROLLER_PORT
-listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT,SASL_SSL://127.0.0.1:$KAFKA_SASL_PORT,CONTROLLER://127.0.0.1:$KAFKA_CONTROLLER_PORT
-advertised.listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT,SASL_SSL://127.0.0.1:$KAFKA_SASL_PORT
+listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT,SASL_SSL://127.0.0.1:$KAFKA_SASL_PORT,OAUTH://127.0.0.1:$KAFKA_OAUTH_PORT,CONTROLLER://127.0.0.1:$KAFKA_CONTROLLER_PORT
+advertised.listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT,SASL_SSL://127.0.0.1:$KAFKA_SASL_PORT,OAUTH://127.0.0.1:$KAFKA_OAUTH_PORT
 controller.listener.names=CONTROLLER
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_SSL:SASL_SSL,CONTROLLER:PLAINTEXT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_SSL:SASL_SSL,OAUTH:SASL_SSL,CONTROLLER:PLAINTEXT
 inter.broker.listener.name=PLAINTEXT
 sasl.enabled.mechanisms=SCRAM-SHA-512
 listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
@@ -188,6 +209,15 @@ listener.name.sasl_ssl.ssl.truststore.type=PEM
 listener.name.sasl_ssl.ssl.truststore.location=$TLS_DIR/ca.pem
 # A client certificate is checked when one is offered (mTLS), not required: SASL authenticates.
 listener.name.sasl_ssl.ssl.client.auth=requested
+# Managed Kafka's way in: OAUTHBEARER over TLS (see GoogleTokenValidator). The broker's own login on this
+# listener is never used (inter-broker traffic is PLAINTEXT); Kafka still makes one, hence the unsecured sub.
+# Sessions end when the token expires unless the client re-authenticates (KIP-368).
+listener.name.oauth.sasl.enabled.mechanisms=OAUTHBEARER
+listener.name.oauth.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredLoginStringClaim_sub="broker" tokenInfoUrl="http://127.0.0.1:$METADATA_PORT/tokeninfo" allowedPrincipals="$OAUTH_PRINCIPAL";
+listener.name.oauth.oauthbearer.sasl.server.callback.handler.class=dev.kbd.stack.GoogleTokenValidator
+listener.name.oauth.oauthbearer.connections.max.reauth.ms=3600000
+listener.name.oauth.ssl.keystore.type=PEM
+listener.name.oauth.ssl.keystore.location=$TLS_DIR/broker-keystore.pem
 # Records up to 12 MiB, so that the tests can produce values past what a BigQuery row can hold.
 message.max.bytes=12582912
 log.dirs=$dir/data
@@ -224,7 +254,8 @@ EOF
       -c "$dir/server.properties" --ignore-formatted >"$LOGS/kafka-format.log" 2>&1 \
       || { cat "$LOGS/kafka-format.log" >&2; die "kafka storage format failed"; }
   fi
-  spawn kafka java -Xms256m -Xmx1g -Dlog4j2.configurationFile="$dir/log4j2.yaml" -cp "$KAFKA_LIBS/*" kafka.Kafka "$dir/server.properties"
+  kafka_build >"$PIDS/kafka.build"
+  spawn kafka java -Xms256m -Xmx1g -Dlog4j2.configurationFile="$dir/log4j2.yaml" -cp "$KAFKA_LIBS/*:$OAUTH_VALIDATOR" kafka.Kafka "$dir/server.properties"
 }
 
 start_firestore() {
@@ -277,6 +308,9 @@ KBD_KAFKA_LIBS=$KAFKA_LIBS
 KBD_KAFKA_SASL_BROKERS=127.0.0.1:$KAFKA_SASL_PORT
 KBD_KAFKA_SASL_USERNAME=$SCRAM_USER
 KBD_KAFKA_SASL_PASSWORD=$(cat "$TLS_DIR/scram-password")
+KBD_KAFKA_OAUTH_BROKERS=127.0.0.1:$KAFKA_OAUTH_PORT
+KBD_OAUTH_PRINCIPAL=$OAUTH_PRINCIPAL
+KBD_METADATA_HOST=127.0.0.1:$METADATA_PORT
 KBD_TLS_DIR=$TLS_DIR
 FIRESTORE_EMULATOR_HOST=127.0.0.1:$FIRESTORE_PORT
 PUBSUB_EMULATOR_HOST=127.0.0.1:$PUBSUB_PORT
@@ -291,6 +325,7 @@ up() {
   mkdir -p "$LOGS" "$PIDS" "$CACHE_DIR"
   check_prerequisites
   install_kafka
+  install_oauth_validator
   install_bigquery
   install_kcat
   make_tls
@@ -300,6 +335,11 @@ up() {
     say "the running BigQuery emulator is another build; restarting it"
     stop_one bigquery
   fi
+  # So is a broker started with another configuration (a listener added) or another token validator.
+  if running kafka && [[ $(cat "$PIDS/kafka.build" 2>/dev/null) != "$(kafka_build)" ]]; then
+    say "the running Kafka broker has another configuration; restarting it"
+    stop_one kafka
+  fi
   for s in "${SERVICES[@]}"; do
     if running "$s"; then continue; fi
     local port; port=$(port_of "$s")
@@ -308,6 +348,8 @@ up() {
       && die "port $KAFKA_CONTROLLER_PORT (KBD_KAFKA_CONTROLLER_PORT) is already in use by another process"
     [[ $s == kafka ]] && port_open "$KAFKA_SASL_PORT" \
       && die "port $KAFKA_SASL_PORT (KBD_KAFKA_SASL_PORT) is already in use by another process"
+    [[ $s == kafka ]] && port_open "$KAFKA_OAUTH_PORT" \
+      && die "port $KAFKA_OAUTH_PORT (KBD_KAFKA_OAUTH_PORT) is already in use by another process"
     "start_$s"
     started+=("$s")
   done

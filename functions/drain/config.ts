@@ -234,7 +234,10 @@ function kafkaSecurity(read: Reader): Pick<DrainConfig['kafka'], 'sasl' | 'ssl' 
   }
   const provider = read.oneOf('KAFKA_OAUTH_PROVIDER', ['google'], null);
   if (mechanism === 'oauthbearer' && provider === null) {
-    throw new ConfigError('KAFKA_OAUTH_PROVIDER', 'is required with KAFKA_SASL_MECHANISM=oauthbearer (google)');
+    throw new ConfigError(
+      'KAFKA_OAUTH_PROVIDER',
+      'is required with KAFKA_SASL_MECHANISM=oauthbearer (google)',
+    );
   }
   if (mechanism !== 'oauthbearer' && provider !== null) {
     throw new ConfigError('KAFKA_OAUTH_PROVIDER', 'is set but KAFKA_SASL_MECHANISM is not oauthbearer');
@@ -266,7 +269,10 @@ function kafkaSecurity(read: Reader): Pick<DrainConfig['kafka'], 'sasl' | 'ssl' 
     throw new ConfigError('KAFKA_SSL', 'is false but KAFKA_SSL_CA_FILE or a client certificate is set');
   }
   if (!ssl && mechanism === 'oauthbearer') {
-    throw new ConfigError('KAFKA_SSL', 'is false with KAFKA_SASL_MECHANISM=oauthbearer: the token would travel in clear');
+    throw new ConfigError(
+      'KAFKA_SSL',
+      'is false with KAFKA_SASL_MECHANISM=oauthbearer: the token would travel in clear',
+    );
   }
   return { sasl, ssl, tls };
 }

@@ -60,9 +60,9 @@ export function createKafkaTokenSource(options: {
   const now = options.now ?? Date.now;
   const margin = options.refreshMarginMs ?? 5 * 60_000;
   let last: KafkaToken | undefined;
+  let fetching: Promise<KafkaToken> | undefined;
   let principal: Promise<string> | undefined;
-  return async () => {
-    if (last !== undefined && last.expiresAt - now() > margin) return last;
+  const fetchToken = async (): Promise<KafkaToken> => {
     principal ??= options.credentials.principal().then(checkedPrincipal, (error: unknown) => {
       principal = undefined; // asked again at the next authentication
       throw error;
@@ -70,6 +70,14 @@ export function createKafkaTokenSource(options: {
     const [email, access] = await Promise.all([principal, options.credentials.accessToken()]);
     last = { value: managedKafkaToken(access, email, now()), expiresAt: access.expiresAt };
     return last;
+  };
+  return () => {
+    if (last !== undefined && last.expiresAt - now() > margin) return Promise.resolve(last);
+    // Connections that authenticate at once share one fetch.
+    fetching ??= fetchToken().finally(() => {
+      fetching = undefined;
+    });
+    return fetching;
   };
 }
 
@@ -141,16 +149,14 @@ export function oauthBearerAuthenticator(
           `SASL OAUTHBEARER: no token from Google credentials (KAFKA_OAUTH_PROVIDER=google): ${(error as Error).message}`,
         );
       }
-      let challenge: Buffer | void;
+      let challenge: Buffer | undefined;
       try {
-        challenge = await saslAuthenticate({
+        challenge = await saslAuthenticate<Buffer>({
           request: { encode: async () => framed(`n,,${SOH}auth=Bearer ${token.value}${SOH}${SOH}`) },
           response: rawResponse,
-        });
+        }).then((answer) => answer ?? undefined);
       } catch (error) {
-        throw authError(
-          `SASL OAUTHBEARER authentication failed at ${broker}: ${(error as Error).message}`,
-        );
+        throw authError(`SASL OAUTHBEARER authentication failed at ${broker}: ${(error as Error).message}`);
       }
       if (challenge === undefined || challenge.length === 0) return;
       await saslAuthenticate({ request: { encode: async () => framed(SOH) }, response: rawResponse }).catch(

@@ -67,7 +67,11 @@ function saslOptions(sasl: KafkaSasl, googleTokens: () => Promise<KafkaToken>): 
   if (sasl.mechanism === 'oauthbearer') {
     return { mechanism: 'oauthbearer', authenticationProvider: oauthBearerAuthenticator(googleTokens) };
   }
-  return { mechanism: sasl.mechanism, username: sasl.username, password: sasl.password } as KafkaConfig['sasl'];
+  return {
+    mechanism: sasl.mechanism,
+    username: sasl.username,
+    password: sasl.password,
+  } as KafkaConfig['sasl'];
 }
 
 /** Credentials made at their first use: a client that never authenticates never looks for them. */

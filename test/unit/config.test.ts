@@ -122,7 +122,12 @@ describe('parseConfig', () => {
     ],
     [{ KAFKA_OAUTH_PROVIDER: 'google' }, 'KAFKA_OAUTH_PROVIDER', 'is not oauthbearer'],
     [
-      { KAFKA_SASL_MECHANISM: 'scram-sha-512', KAFKA_SASL_USERNAME: 'u', KAFKA_SASL_PASSWORD: 'p', KAFKA_OAUTH_PROVIDER: 'google' },
+      {
+        KAFKA_SASL_MECHANISM: 'scram-sha-512',
+        KAFKA_SASL_USERNAME: 'u',
+        KAFKA_SASL_PASSWORD: 'p',
+        KAFKA_OAUTH_PROVIDER: 'google',
+      },
       'KAFKA_OAUTH_PROVIDER',
       'is not oauthbearer',
     ],
@@ -216,7 +221,11 @@ describe('kafkaClientOptions', () => {
   });
 
   test('OAUTHBEARER with Google credentials: TLS on by default, tokens from the token source', async () => {
-    const config = parseConfig({ ...base, KAFKA_SASL_MECHANISM: 'oauthbearer', KAFKA_OAUTH_PROVIDER: 'google' });
+    const config = parseConfig({
+      ...base,
+      KAFKA_SASL_MECHANISM: 'oauthbearer',
+      KAFKA_OAUTH_PROVIDER: 'google',
+    });
     expect(config.kafka).toMatchObject({ ssl: true, sasl: { mechanism: 'oauthbearer', provider: 'google' } });
     let asked = 0;
     const options = kafkaClientOptions(config, 'id', undefined, async () => {

@@ -77,7 +77,20 @@ describe('createKafkaTokenSource', () => {
     expect(calls.accessToken).toBe(2);
   });
 
-  test.each([[''], ['default'], [null]])('credentials without a principal email (%o) are refused', async (principal) => {
+  test('connections that authenticate at once share one fetch', async () => {
+    const clock = { now: 0 };
+    const { credentials, calls } = countingCredentials(clock, 3_600_000);
+    const next = createKafkaTokenSource({ credentials, now: () => clock.now });
+    const tokens = await Promise.all([next(), next(), next()]);
+    expect(new Set(tokens.map(accessIn))).toEqual(new Set(['access-1']));
+    expect(calls.accessToken).toBe(1);
+  });
+
+  test.each([
+    [''],
+    ['default'],
+    [null],
+  ])('credentials without a principal email (%o) are refused', async (principal) => {
     const next = createKafkaTokenSource({
       credentials: {
         accessToken: async () => ({ token: 't', expiresAt: Date.now() + 60_000 }),
