@@ -124,7 +124,7 @@ const rawResponse = {
     const size = bytes.length >= 4 ? bytes.readInt32BE(0) : -1;
     return size <= 0 ? Buffer.alloc(0) : bytes.subarray(4, 4 + size);
   },
-  parse: async (bytes: Buffer) => bytes,
+  parse: (bytes: Buffer) => bytes,
 };
 
 /**
