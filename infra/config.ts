@@ -21,6 +21,30 @@ export interface InfraConfig {
   /** KAFKA_TOPICS; empty when the routes file names the topics. */
   readonly kafkaTopics: string;
   readonly kafkaSaslMechanism: string | undefined;
+  /**
+   * KAFKA_OAUTH_PROVIDER with `kafkaSaslMechanism: oauthbearer`: `google`, a token from the job's own
+   * service account (Managed Service for Apache Kafka). No secret is made then.
+   */
+  readonly kafkaOauthProvider: 'google' | undefined;
+  /**
+   * The project of the Managed Kafka cluster whose `roles/managedkafka.client` the job's account is granted
+   * (Google grants it per project): set with the Google OAuth provider, the pipeline's project by default.
+   */
+  readonly managedKafkaProject: string | undefined;
+  /**
+   * Direct VPC egress, so that the job reaches brokers on private addresses: the VPC network and subnetwork
+   * (names or self-links; the job's tasks take their addresses from the subnetwork), network tags for
+   * firewall rules, and which traffic goes through the VPC (`private-ranges-only` by default, so that Google
+   * APIs stay on Google's own path). Without a network the job has no VPC egress.
+   */
+  readonly vpc:
+    | {
+        readonly network: string | undefined;
+        readonly subnetwork: string | undefined;
+        readonly tags: readonly string[];
+        readonly egress: 'PRIVATE_RANGES_ONLY' | 'ALL_TRAFFIC';
+      }
+    | undefined;
   /** Secret config values: they only ever reach Secret Manager, never the job's plain environment. */
   readonly kafkaSaslUsername: pulumi.Output<string> | undefined;
   readonly kafkaSaslPassword: pulumi.Output<string> | undefined;
@@ -67,6 +91,14 @@ export function readInfraConfig(): InfraConfig {
   }
   const budgetSeconds = config.getNumber('budgetSeconds') ?? 240;
   const mechanism = config.get('kafkaSaslMechanism');
+  const oauthProvider =
+    config.get('kafkaOauthProvider') ?? (mechanism === 'oauthbearer' ? 'google' : undefined);
+  if (oauthProvider !== undefined && (mechanism !== 'oauthbearer' || oauthProvider !== 'google')) {
+    throw new Error(
+      `kafkaOauthProvider (${oauthProvider}) is google, and only with kafkaSaslMechanism oauthbearer`,
+    );
+  }
+  const passwordBased = mechanism !== undefined && mechanism !== 'oauthbearer';
   const clientCert = config.getSecret('kafkaSslClientCert');
   const clientKey = config.getSecret('kafkaSslClientKey');
   if ((clientCert === undefined) !== (clientKey === undefined)) {
@@ -96,8 +128,12 @@ export function readInfraConfig(): InfraConfig {
     kafkaBrokers: config.require('kafkaBrokers'),
     kafkaTopics: routesFile === undefined ? config.require('kafkaTopics') : (config.get('kafkaTopics') ?? ''),
     kafkaSaslMechanism: mechanism,
-    kafkaSaslUsername: mechanism ? config.requireSecret('kafkaSaslUsername') : undefined,
-    kafkaSaslPassword: mechanism ? config.requireSecret('kafkaSaslPassword') : undefined,
+    kafkaOauthProvider: oauthProvider,
+    managedKafkaProject:
+      oauthProvider === 'google' ? (config.get('managedKafkaProject') ?? gcp.require('project')) : undefined,
+    vpc: vpcOf(config),
+    kafkaSaslUsername: passwordBased ? config.requireSecret('kafkaSaslUsername') : undefined,
+    kafkaSaslPassword: passwordBased ? config.requireSecret('kafkaSaslPassword') : undefined,
     kafkaSsl: config.getBoolean('kafkaSsl') ?? true,
     kafkaSslCa: config.getSecret('kafkaSslCa'),
     kafkaSslClientCert: clientCert,
@@ -117,6 +153,28 @@ export function readInfraConfig(): InfraConfig {
     maxRetries: config.getNumber('maxRetries') ?? 3,
     statusInvokers: config.getObject<string[]>('statusInvokers') ?? [],
     notificationChannels: config.getObject<string[]>('notificationChannels') ?? [],
+  };
+}
+
+function vpcOf(config: pulumi.Config): InfraConfig['vpc'] {
+  const network = config.get('network');
+  const subnetwork = config.get('subnetwork');
+  const tags = config.getObject<string[]>('networkTags') ?? [];
+  const egress = config.get('vpcEgress') ?? 'private-ranges-only';
+  if (egress !== 'private-ranges-only' && egress !== 'all-traffic') {
+    throw new Error(`vpcEgress must be private-ranges-only or all-traffic, not ${egress}`);
+  }
+  if (network === undefined && subnetwork === undefined) {
+    if (tags.length > 0 || config.get('vpcEgress') !== undefined) {
+      throw new Error('networkTags and vpcEgress need a network or subnetwork (Direct VPC egress)');
+    }
+    return undefined;
+  }
+  return {
+    network,
+    subnetwork,
+    tags,
+    egress: egress === 'all-traffic' ? 'ALL_TRAFFIC' : 'PRIVATE_RANGES_ONLY',
   };
 }
 

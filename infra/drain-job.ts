@@ -10,6 +10,16 @@ export const routesPathInImage = '/app/routes';
 /** Cloud Run gives a task about 10 s after SIGTERM; the drain settles its batch within 6 s of it. */
 export const shutdownMarginSeconds = 60;
 
+/** A PEM file from Secret Manager as a volume (one shape for the job and the status service). */
+interface SecretVolume {
+  name: string;
+  secret: { secret: pulumi.Input<string>; items: { version: pulumi.Input<string>; path: string }[] };
+}
+interface VpcAccess {
+  egress: 'PRIVATE_RANGES_ONLY' | 'ALL_TRAFFIC';
+  networkInterfaces: { network?: string; subnetwork?: string; tags?: string[] }[];
+}
+
 /**
  * The Cloud Run Job that drains, its service account with the least it needs, the Kafka credentials in
  * Secret Manager, and the Cloud Scheduler job (with an account of its own that may only run this job).
@@ -19,6 +29,11 @@ export class DrainJob extends pulumi.ComponentResource {
   readonly jobAccount: gcp.serviceaccount.Account;
   readonly schedulerAccount: gcp.serviceaccount.Account;
   readonly scheduler: gcp.cloudscheduler.Job;
+  /** The PEM files from Secret Manager and where the container finds them (the status service mounts them too). */
+  readonly secretVolumes: SecretVolume[];
+  readonly secretMounts: { name: string; mountPath: string }[];
+  /** Direct VPC egress to private brokers, when a network is configured. */
+  readonly vpcAccess: VpcAccess | undefined;
   /** Where the image is pushed: `{region}-docker.pkg.dev/{project}/{pipeline}-drain`. */
   readonly imageRepository: pulumi.Output<string>;
 
@@ -67,6 +82,14 @@ export class DrainJob extends pulumi.ComponentResource {
       { project: config.project, role: 'roles/datastore.user', member: jobMember },
       parent,
     );
+    // Managed Kafka: the job's own account is its Kafka principal (OAUTHBEARER), allowed by this role.
+    if (config.managedKafkaProject !== undefined) {
+      new gcp.projects.IAMMember(
+        `${name}-job-managed-kafka-client`,
+        { project: config.managedKafkaProject, role: 'roles/managedkafka.client', member: jobMember },
+        parent,
+      );
+    }
     for (const [key, topic] of [
       ['dead-letters', data.deadLetterTopic],
       ['alerts', data.alertTopic],
@@ -100,7 +123,7 @@ export class DrainJob extends pulumi.ComponentResource {
     };
 
     const secretEnv: gcp.types.input.cloudrunv2.JobTemplateTemplateContainerEnv[] = [];
-    if (config.kafkaSaslMechanism !== undefined) {
+    if (config.kafkaSaslUsername !== undefined && config.kafkaSaslPassword !== undefined) {
       for (const [variable, value] of [
         ['KAFKA_SASL_USERNAME', config.kafkaSaslUsername!],
         ['KAFKA_SASL_PASSWORD', config.kafkaSaslPassword!],
@@ -111,8 +134,8 @@ export class DrainJob extends pulumi.ComponentResource {
     }
     // PEM files (the CA, the client certificate and key) are mounted from Secret Manager as files, each
     // in a volume of its own; the job is told where they are.
-    const volumes: gcp.types.input.cloudrunv2.JobTemplateTemplateVolume[] = [];
-    const volumeMounts: gcp.types.input.cloudrunv2.JobTemplateTemplateContainerVolumeMount[] = [];
+    const volumes: SecretVolume[] = [];
+    const volumeMounts: { name: string; mountPath: string }[] = [];
     const fileEnv: Record<string, string> = {};
     for (const [variable, value] of [
       ['KAFKA_SSL_CA_FILE', config.kafkaSslCa],
@@ -148,9 +171,25 @@ export class DrainJob extends pulumi.ComponentResource {
       LEASE_TTL_SECONDS: String(config.leaseTtlSeconds),
       IDLE_ALERT_SECONDS: String(config.idleAlertSeconds),
       ...(config.kafkaSaslMechanism === undefined ? {} : { KAFKA_SASL_MECHANISM: config.kafkaSaslMechanism }),
+      ...(config.kafkaOauthProvider === undefined ? {} : { KAFKA_OAUTH_PROVIDER: config.kafkaOauthProvider }),
       ...fileEnv,
     };
 
+    this.secretVolumes = volumes;
+    this.secretMounts = volumeMounts;
+    this.vpcAccess =
+      config.vpc === undefined
+        ? undefined
+        : {
+            egress: config.vpc.egress,
+            networkInterfaces: [
+              {
+                ...(config.vpc.network === undefined ? {} : { network: config.vpc.network }),
+                ...(config.vpc.subnetwork === undefined ? {} : { subnetwork: config.vpc.subnetwork }),
+                ...(config.vpc.tags.length === 0 ? {} : { tags: [...config.vpc.tags] }),
+              },
+            ],
+          };
     this.job = new gcp.cloudrunv2.Job(
       `${name}-job`,
       {
@@ -177,6 +216,7 @@ export class DrainJob extends pulumi.ComponentResource {
               },
             ],
             ...(volumes.length === 0 ? {} : { volumes }),
+            ...(this.vpcAccess === undefined ? {} : { vpcAccess: this.vpcAccess }),
           },
         },
       },

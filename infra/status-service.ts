@@ -15,6 +15,8 @@ export class StatusService extends pulumi.ComponentResource {
   constructor(name: string, config: InfraConfig, drain: DrainJob, opts?: pulumi.ComponentResourceOptions) {
     super('kafka-bigquery-drain:index:StatusService', name, {}, opts);
     const parent = { parent: this };
+    // The job's task as it is: the same environment, the same mounted PEM files (KAFKA_SSL_CA_FILE names
+    // one), the same way to the brokers (Direct VPC egress), the same account (a Managed Kafka principal).
     const container = drain.job.template.template.containers.apply((c) => c![0]!);
     this.service = new gcp.cloudrunv2.Service(
       `${name}-status`,
@@ -26,12 +28,15 @@ export class StatusService extends pulumi.ComponentResource {
         template: {
           serviceAccount: drain.jobAccount.email,
           scaling: { maxInstanceCount: 2 },
+          ...(drain.secretVolumes.length === 0 ? {} : { volumes: drain.secretVolumes }),
+          ...(drain.vpcAccess === undefined ? {} : { vpcAccess: drain.vpcAccess }),
           containers: [
             {
               image: config.image,
               commands: ['npx'],
               args: ['functions-framework', '--source=dist/functions/status/function.js', '--target=status'],
               envs: container.apply((c) => c.envs ?? []),
+              ...(drain.secretMounts.length === 0 ? {} : { volumeMounts: drain.secretMounts }),
             },
           ],
         },

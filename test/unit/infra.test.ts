@@ -86,6 +86,15 @@ describe('the Pulumi program', () => {
     );
     expect(readers).toHaveLength(1);
     expect(readers[0]!.inputs.member).toMatch(/^serviceAccount:orders-drain@/);
+    // The status service reads Kafka with the same settings: the CA file its environment names is there.
+    const status = one('gcp:cloudrunv2/service:Service').inputs.template;
+    expect(status.volumes).toEqual(task.volumes);
+    expect(status.containers[0].volumeMounts).toEqual(container.volumeMounts);
+  });
+
+  test('no network configured: no VPC egress, and no Managed Kafka role for SCRAM', () => {
+    expect(one('gcp:cloudrunv2/job:Job').inputs.template.template.vpcAccess).toBeUndefined();
+    expect(one('gcp:cloudrunv2/service:Service').inputs.template.vpcAccess).toBeUndefined();
   });
 
   test('every IAM grant is allow-listed, scoped to a resource where one exists, and never primitive', () => {
@@ -99,7 +108,12 @@ describe('the Pulumi program', () => {
       'gcp:cloudrunv2/jobIamMember:JobIamMember': ['roles/run.invoker'],
       'gcp:cloudrunv2/serviceIamMember:ServiceIamMember': ['roles/run.invoker'],
       // Project level only where no resource-level grant exists.
-      'gcp:projects/iAMMember:IAMMember': ['roles/bigquery.jobUser', 'roles/datastore.user'],
+      'gcp:projects/iAMMember:IAMMember': [
+        'roles/bigquery.jobUser',
+        'roles/datastore.user',
+        // Granted per project by Google's design; only with the Google OAuth provider (Managed Kafka).
+        'roles/managedkafka.client',
+      ],
     };
     for (const grant of grants) {
       expect(allowed[grant.type], grant.type).toBeDefined();
