@@ -133,7 +133,7 @@ export async function runDrain(
     ports.streams === undefined
       ? undefined
       : createStreamFlusher(
-          { sink: ports.streams, checkpoints: ports.checkpoints },
+          { sink: ports.streams, checkpoints: ports.checkpoints, deadLetters: ports.deadLetters },
           {
             leaseTtlMs: options.leaseTtlMs,
             flushMaxBytes: options.batchMaxBytes * 4,
@@ -571,7 +571,15 @@ export async function runDrain(
       rows,
       letters,
     });
-    return { rows: rows.length, deadLetters: letters.length, tombstones, ...flushed };
+    // Rows BigQuery refused were left out of the streams and became dead letters.
+    const rejected = flushed.rejected.length;
+    return {
+      rows: rows.length - rejected,
+      deadLetters: letters.length + rejected,
+      tombstones,
+      lease: flushed.lease,
+      streams: flushed.streams,
+    };
   }
 
   async function commit(

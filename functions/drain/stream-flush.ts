@@ -4,6 +4,8 @@
  *
  * 1. each batch's dead letters are published to Pub/Sub (alerting, replay) — at least once;
  * 2. the flush's rows and dead letters are appended to new PENDING streams and finalized (invisible);
+ *    rows BigQuery refuses are left out of the append and become `rejected` dead letters (in the error
+ *    table's stream, and published to Pub/Sub), so that one bad row never holds its partition;
  * 3. the intent (the streams, and each partition's range and counts) is recorded in every affected
  *    partition document in one fenced write: all or none;
  * 4. the streams are committed; "already committed" counts as committed;
@@ -13,6 +15,7 @@
  * once, so committing a recorded stream is always safe, and a range is never written again while its
  * stream could still commit.
  */
+import { publishDeadLetters } from './batch.js';
 import { DrainError, FencedError } from './errors.js';
 import type { Logger } from './logger.js';
 import { defaultRetryPolicy, type RetryPolicy, withRetry } from './retry.js';
@@ -20,6 +23,7 @@ import type {
   Checkpoints,
   CommitIntent,
   DeadLetter,
+  DeadLetters,
   Lease,
   PartitionRef,
   RowToWrite,
@@ -44,6 +48,8 @@ export interface FlushItem {
 export interface Flushed {
   readonly lease: Lease;
   readonly streams: readonly string[];
+  /** The item's rows BigQuery refused: dead letters now, in the error table and on Pub/Sub. */
+  readonly rejected: readonly DeadLetter[];
 }
 
 export interface StreamFlusher {
@@ -52,7 +58,7 @@ export interface StreamFlusher {
 }
 
 export function createStreamFlusher(
-  ports: { sink: StreamSink; checkpoints: Checkpoints },
+  ports: { sink: StreamSink; checkpoints: Checkpoints; deadLetters: DeadLetters },
   options: {
     leaseTtlMs: number;
     /** A flush takes waiting batches up to about this many bytes (at least one batch). */
@@ -73,7 +79,7 @@ export function createStreamFlusher(
     while (members.length > 0) {
       const items = members.map((m) => m.item);
       // A failed append or finalize abandons its streams (never committed, they expire): new ones, again.
-      const streams = await withRetry(
+      const { streams, rejected } = await withRetry(
         retry,
         () =>
           ports.sink.prepare(
@@ -84,10 +90,16 @@ export function createStreamFlusher(
         (error, attempt, delayMs) =>
           options.logger.warn('preparing the flush failed; new streams', { error, attempt, delayMs }),
       );
+      // Published before the intent, as the batches' other dead letters were: at least once.
+      await publishDeadLetters([...rejected], ports.deadLetters);
+      const rejectedOf = items.map((item) => rejected.filter((l) => belongsTo(l, item)));
       let leases: Lease[];
       try {
         leases = await ports.checkpoints.recordIntents(
-          items.map((item) => ({ lease: item.lease, intent: intentOf(item, streams) })),
+          items.map((item, i) => ({
+            lease: item.lease,
+            intent: intentOf(item, streams, rejectedOf[i]!.length),
+          })),
           options.leaseTtlMs,
         );
       } catch (error) {
@@ -112,7 +124,8 @@ export function createStreamFlusher(
           options.logger.warn('committing the flush failed; retrying', { error, attempt, delayMs }),
       );
       options.fault?.('after-batch-commit');
-      for (const [i, m] of members.entries()) m.resolve({ lease: leases[i]!, streams });
+      for (const [i, m] of members.entries())
+        m.resolve({ lease: leases[i]!, streams, rejected: rejectedOf[i]! });
       return;
     }
   }
@@ -164,14 +177,24 @@ export function createStreamFlusher(
   };
 }
 
-function intentOf(item: FlushItem, streams: readonly string[]): CommitIntent {
+function belongsTo(letter: DeadLetter, item: FlushItem): boolean {
+  const { topic, partition, offset } = letter.record;
+  return (
+    topic === item.lease.topic &&
+    partition === item.lease.partition &&
+    offset >= item.fromOffset &&
+    offset < item.nextOffset
+  );
+}
+
+function intentOf(item: FlushItem, streams: readonly string[], rejected: number): CommitIntent {
   return {
     streams,
     fromOffset: item.fromOffset,
     nextOffset: item.nextOffset,
     records: item.records,
-    rows: item.rows.length,
-    deadLetters: item.letters.length,
+    rows: item.rows.length - rejected,
+    deadLetters: item.letters.length + rejected,
     tombstones: item.tombstones,
     lastRecordTimestamp: item.lastRecordTimestamp,
   };

@@ -100,6 +100,12 @@ export interface Sink {
 
 export type StreamState = 'committed' | 'pending' | 'gone';
 
+/** A flush's streams, finalized and not yet committed, and the rows BigQuery refused (as dead letters). */
+export interface Prepared {
+  readonly streams: string[];
+  readonly rejected: DeadLetter[];
+}
+
 /**
  * The sink of `storage-write` mode: rows become visible only when their streams commit, all at once, and
  * a stream commits at most once. The drain records its intent between `prepare` and `commit`.
@@ -107,9 +113,11 @@ export type StreamState = 'committed' | 'pending' | 'gone';
 export interface StreamSink {
   /**
    * Appends the rows to a new stream of the target table and the dead letters to one of the error table,
-   * and finalizes them: nothing is visible yet. Returns the streams (none when there is nothing to write).
+   * and finalizes them: nothing is visible yet. A row BigQuery refuses is not appended: it becomes a
+   * `rejected` dead letter with BigQuery's message, appended to the error table's stream with the others.
+   * Returns the streams (none when there is nothing to write) and the rows refused.
    */
-  prepare(rows: readonly RowToWrite[], letters: readonly DeadLetter[], ingestedAt: Date): Promise<string[]>;
+  prepare(rows: readonly RowToWrite[], letters: readonly DeadLetter[], ingestedAt: Date): Promise<Prepared>;
   /** Commits the streams; a stream already committed (by whoever found it first) counts as committed. */
   commit(streams: readonly string[]): Promise<void>;
   /** Where a recorded stream stands: committed, finalized and still committable, or gone (expired). */

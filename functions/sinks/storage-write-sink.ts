@@ -15,7 +15,7 @@ import { chunksOf } from '../drain/chunks.js';
 import { DrainError } from '../drain/errors.js';
 import type { Logger } from '../drain/logger.js';
 import { maxRecordBytes } from '../drain/records.js';
-import type { PartitionRef, StreamSink, StreamState } from '../drain/types.js';
+import type { DeadLetter, PartitionRef, StreamSink, StreamState } from '../drain/types.js';
 import { ensureTable } from './bigquery-sink.js';
 import { type StorageRow, toStorageRow } from './storage-rows.js';
 import {
@@ -82,12 +82,17 @@ export function createStorageWriteSink(options: StorageWriteSinkOptions): Stream
   };
   let errorTableReady: Promise<unknown> | undefined;
 
-  /** Appends rows to a new PENDING stream of `table` at explicit offsets, finalizes it, checks the count. */
+  /**
+   * Appends rows to a new PENDING stream of `table` at explicit offsets, finalizes it, checks the count.
+   * BigQuery refuses a whole append when any of its rows has an error, and says which (row errors, with
+   * their index): the same append is made again without those rows, at the same offset, on the same
+   * stream. Returns the stream (none when every row was refused) and the refused rows' indexes in `rows`.
+   */
   async function writeStream(
     table: string,
     fields: readonly SchemaField[],
     rows: StorageRow[],
-  ): Promise<string> {
+  ): Promise<{ stream: string | undefined; refused: Map<number, string> }> {
     let stream: string;
     try {
       stream = await options.writer.createWriteStream({
@@ -107,36 +112,59 @@ export function createStorageWriteSink(options: StorageWriteSinkOptions): Stream
       options.logger.debug('storage write connection error', { error }),
     );
     const json = new managedwriter.JSONWriter({ connection, protoDescriptor: descriptorOf(table, fields) });
+    const refused = new Map<number, string>();
     try {
       let offset = 0;
       const size = (row: StorageRow) => JSON.stringify(row).length + 16;
-      for (const chunk of chunksOf(rows, 10_000, maxAppendBytes, size)) {
-        const result = await json.appendRows(chunk as never, offset).getResult();
-        if (result.error) {
-          // In-band errors (offsets, a bad row) come back as a resolved result, not a rejection.
-          throw storageWriteError(result.error, `append to ${table} at offset ${offset}`);
+      const indexed = rows.map((row, at) => ({ row, at }));
+      for (const chunk of chunksOf(indexed, 10_000, maxAppendBytes, (r) => size(r.row))) {
+        let left = chunk;
+        while (left.length > 0) {
+          const result = await json.appendRows(left.map((r) => r.row) as never, offset).getResult();
+          // Row errors first: BigQuery sends them with the request's error status, and nothing was appended.
+          const rowErrors = result.rowErrors ?? [];
+          if (rowErrors.length > 0) {
+            const before = left.length;
+            const bad = new Set<number>();
+            for (const e of rowErrors) {
+              const i = Number(e.index ?? -1);
+              if (i < 0 || i >= left.length) continue;
+              bad.add(i);
+              refused.set(left[i]!.at, e.message ?? 'refused by BigQuery');
+            }
+            left = left.filter((_, i) => !bad.has(i));
+            if (left.length === before) {
+              throw new DrainError(
+                `bigquery storage write: an append to ${table} at offset ${offset} was refused with row errors naming no row of it`,
+                { retriable: false, code: 'row_error' },
+              );
+            }
+            continue;
+          }
+          if (result.error) {
+            // In-band errors (offsets) come back as a resolved result, not a rejection.
+            throw storageWriteError(result.error, `append to ${table} at offset ${offset}`);
+          }
+          offset += left.length;
+          break;
         }
-        if ((result.rowErrors ?? []).length > 0) {
-          const first = result.rowErrors![0]!;
-          throw new DrainError(
-            `bigquery storage write: row ${Number(first.index ?? 0) + offset} of the flush was refused: ${first.message}`,
-            { retriable: false, code: 'row_error' },
-          );
-        }
-        offset += chunk.length;
+      }
+      if (offset === 0) {
+        // Every row was refused: the stream holds nothing and is never committed (it expires).
+        return { stream: undefined, refused };
       }
       options.fault?.('after-append');
       const finalized = await options.writer.finalizeWriteStream({ name: stream }).catch((error: unknown) => {
         throw storageWriteError(error, 'finalize');
       });
-      if (Number(finalized.rowCount) !== rows.length) {
+      if (Number(finalized.rowCount) !== offset) {
         throw new DrainError(
-          `bigquery storage write: stream ${stream} holds ${finalized.rowCount} rows, ${rows.length} were appended`,
+          `bigquery storage write: stream ${stream} holds ${finalized.rowCount} rows, ${offset} were appended`,
           { retriable: true },
         );
       }
       options.fault?.('after-finalize');
-      return stream;
+      return { stream, refused };
     } finally {
       json.close();
     }
@@ -145,16 +173,24 @@ export function createStorageWriteSink(options: StorageWriteSinkOptions): Stream
   return {
     async prepare(rows, letters, ingestedAt) {
       const streams: string[] = [];
+      const rejected: DeadLetter[] = [];
       if (rows.length > 0) {
-        streams.push(
-          await writeStream(
-            options.table,
-            options.schema,
-            rows.map((r) => toStorageRow(r.row, options.schema)),
-          ),
+        const written = await writeStream(
+          options.table,
+          options.schema,
+          rows.map((r) => toStorageRow(r.row, options.schema)),
         );
+        if (written.stream !== undefined) streams.push(written.stream);
+        for (const [at, message] of written.refused) {
+          rejected.push({
+            record: rows[at]!.record,
+            kind: 'rejected',
+            message: `BigQuery refused the row: ${message}`,
+          });
+        }
       }
-      if (letters.length > 0) {
+      const toErrorTable = [...letters, ...rejected];
+      if (toErrorTable.length > 0) {
         errorTableReady ??= ensureTable(options.bigquery, options, errorTable, deadLetterTableSchema).catch(
           (error: unknown) => {
             errorTableReady = undefined;
@@ -162,17 +198,24 @@ export function createStorageWriteSink(options: StorageWriteSinkOptions): Stream
           },
         );
         await errorTableReady;
-        streams.push(
-          await writeStream(
-            errorTable,
-            deadLetterTableSchema,
-            letters.map((l) =>
-              toStorageRow(deadLetterRow(l, ingestedAt, maxRecordBytes) as never, deadLetterTableSchema),
-            ),
+        const written = await writeStream(
+          errorTable,
+          deadLetterTableSchema,
+          toErrorTable.map((l) =>
+            toStorageRow(deadLetterRow(l, ingestedAt, maxRecordBytes) as never, deadLetterTableSchema),
           ),
         );
+        if (written.refused.size > 0) {
+          // The error table's rows are ours (strings, bytes, its own schema): a refusal there is a bug.
+          const [at, message] = [...written.refused][0]!;
+          throw new DrainError(
+            `bigquery storage write: the error table refused the dead letter of ${toErrorTable[at]!.record.topic}:${toErrorTable[at]!.record.partition}:${toErrorTable[at]!.record.offset}: ${message}`,
+            { retriable: false, code: 'row_error' },
+          );
+        }
+        streams.push(written.stream!);
       }
-      return streams;
+      return { streams, rejected };
     },
 
     async commit(streams) {

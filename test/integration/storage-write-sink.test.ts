@@ -113,7 +113,7 @@ describe('storage-write sink', () => {
       tags: ['a', 'b'],
       item: { sku: 'k-1', qty: 3 },
     };
-    const streams = await sink.prepare(rowsOf([record(7, sent, 'key-7')], userFields), [], new Date());
+    const { streams } = await sink.prepare(rowsOf([record(7, sent, 'key-7')], userFields), [], new Date());
     expect(streams).toHaveLength(1);
     await sink.commit(streams);
     const [row] = (await query(
@@ -157,7 +157,7 @@ describe('storage-write sink', () => {
       [0, 1, 2].map((o) => record(o, { id: `r${o}` })),
       fields,
     );
-    const [stream] = await sink.prepare(rows, [], new Date());
+    const [stream] = (await sink.prepare(rows, [], new Date())).streams;
     expect(await count()).toBe(0);
     expect(await sink.streamState(stream!)).toBe('pending');
     expect(await sink.heldInRange({ topic: 'orders', partition: 0 }, 0, 3)).toEqual({
@@ -181,7 +181,7 @@ describe('storage-write sink', () => {
     const fields: SchemaField[] = [{ name: 'id', type: 'STRING', mode: 'REQUIRED' }];
     const { sink, dataset, table, query } = await sinkOn(fields);
     const bad = record(5, '{not json', 'k');
-    const streams = await sink.prepare(
+    const { streams } = await sink.prepare(
       rowsOf([record(4, { id: 'ok' })], fields),
       [{ record: bad, kind: 'decode', message: 'value is not UTF-8 JSON' }],
       new Date(),

@@ -284,6 +284,7 @@ export function createMemoryStreamSink() {
   const errorTable: DeadLetter[] = [];
   let counter = 0;
   let failure: Error | undefined;
+  let refusal: ((row: RowToWrite) => string | undefined) | undefined;
   const held = (p: PartitionRef, from: number, to: number, records: { record: KafkaRecord }[]) =>
     new Set(
       records
@@ -297,6 +298,8 @@ export function createMemoryStreamSink() {
     errorTable: typeof errorTable;
     commits: number;
     failWith(error: Error | undefined): void;
+    /** As BigQuery refuses rows: those for which `why` says a reason are left out, as rejected letters. */
+    refuseRows(why: ((row: RowToWrite) => string | undefined) | undefined): void;
     expire(stream: string): void;
   } = {
     streams,
@@ -306,23 +309,32 @@ export function createMemoryStreamSink() {
     failWith(error) {
       failure = error;
     },
+    refuseRows(why) {
+      refusal = why;
+    },
     expire(stream) {
       streams.delete(stream);
     },
     async prepare(rows, letters) {
       if (failure) throw failure;
       const made: string[] = [];
-      if (rows.length > 0) {
+      const rejected: DeadLetter[] = [];
+      const accepted = rows.filter((row) => {
+        const reason = refusal?.(row);
+        if (reason !== undefined) rejected.push({ record: row.record, kind: 'rejected', message: reason });
+        return reason === undefined;
+      });
+      if (accepted.length > 0) {
         const name = `target/streams/s${++counter}`;
-        streams.set(name, { rows: [...rows], letters: [], committed: false });
+        streams.set(name, { rows: accepted, letters: [], committed: false });
         made.push(name);
       }
-      if (letters.length > 0) {
+      if (letters.length + rejected.length > 0) {
         const name = `errors/streams/s${++counter}`;
-        streams.set(name, { rows: [], letters: [...letters], committed: false });
+        streams.set(name, { rows: [], letters: [...letters, ...rejected], committed: false });
         made.push(name);
       }
-      return made;
+      return { streams: made, rejected };
     },
     async commit(names) {
       if (failure) throw failure;

@@ -84,6 +84,40 @@ describe('storage-write: flushes, intents and their recovery', () => {
     expect(w.deadLetters.letters).toHaveLength(6);
   });
 
+  test('rows BigQuery refuses become rejected dead letters; the rest of their flush lands and the checkpoints move', async () => {
+    const w = world(logOf(2, 10));
+    // As BigQuery refuses a row whose JSON column does not parse: offsets 3 and 8 of partition 1.
+    w.streams.refuseRows((row) =>
+      row.record.partition === 1 && [3, 8].includes(row.record.offset)
+        ? 'Field j: JSON parsing error at line 1'
+        : undefined,
+    );
+    const first = await w.run('run-1');
+    expect(first).toMatchObject({
+      stopReason: 'caught_up',
+      recordsRead: 20,
+      rowsWritten: 14,
+      deadLettered: 6,
+    });
+    w.exactlyOnce();
+    const rejected = w.streams.errorTable.filter((l) => l.kind === 'rejected');
+    expect(rejected.map((l) => [l.record.partition, l.record.offset])).toEqual([
+      [1, 3],
+      [1, 8],
+    ]);
+    expect(rejected[0]!.message).toBe('Field j: JSON parsing error at line 1');
+    // Pub/Sub carries them too, as every dead letter.
+    expect(w.deadLetters.letters.filter((l) => l.kind === 'rejected')).toHaveLength(2);
+    for (let p = 0; p < 2; p++) expect(w.checkpoints.checkpoint({ topic: 't', partition: p })).toBe(10);
+    // The ledger counts them as dead letters, not rows: every offset of each range accounted for once.
+    const ofPartition1 = w.checkpoints.commits.filter((c) => c.lease.partition === 1);
+    expect(ofPartition1.reduce((n, c) => n + c.rows, 0)).toBe(6);
+    expect(ofPartition1.reduce((n, c) => n + c.deadLetters, 0)).toBe(4);
+    // Nothing is left waiting: the next run has nothing to do.
+    const second = await w.run('run-2');
+    expect(second).toMatchObject({ stopReason: 'caught_up', recordsRead: 0 });
+  });
+
   test.each([
     'after-intent',
     'after-batch-commit',
