@@ -185,6 +185,8 @@ export async function runDrain(
     clearTimeout(hardStopTimer);
   }
 
+  // A run that got through its work but left a partition unable to move did not catch up.
+  if (stopReason === 'caught_up' && summaries.some((p) => p.waiting !== undefined)) stopReason = 'stalled';
   const summary: RunSummary = {
     event: 'run_summary',
     pipeline: options.pipelineId,
@@ -374,6 +376,7 @@ export async function runDrain(
       // This partition waits (its `stalled` episode runs on); the others are drained.
       log.error('finishing a recorded flush failed; the partition waits for the next run', { error });
       entry.summary.skipped = 'error';
+      entry.summary.waiting = `a recorded flush of [${intent.fromOffset}, ${intent.nextOffset}) could not be finished: ${asError(error).message}`;
       entry.done = true;
       return undefined;
     }

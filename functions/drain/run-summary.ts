@@ -32,7 +32,7 @@ export function summaryLine(summary: RunSummary): RunSummary {
   return { ...summary, partitions: listed, ...(omitted > 0 ? { partitionsOmitted: omitted } : {}) };
 }
 
-const stopRank: Record<StopReason, number> = { error: 3, signal: 2, budget: 1, caught_up: 0 };
+const stopRank: Record<StopReason, number> = { error: 4, signal: 3, stalled: 2, budget: 1, caught_up: 0 };
 
 /**
  * The run's summary from its routes' drains (one per table): totals summed, partitions together, each

@@ -250,7 +250,12 @@ export interface CheckpointControls {
   setPaused(partition: PartitionRef, paused: boolean, action: OperatorAction): Promise<void>;
 }
 
-export type StopReason = 'caught_up' | 'budget' | 'signal' | 'error';
+/**
+ * Why a run ended: it caught up; its budget ran out; a signal; `stalled`: it got through all it could but
+ * left partitions that could not move (a recorded flush it could not finish), each saying why in its
+ * `waiting`; or an error (exit 1).
+ */
+export type StopReason = 'caught_up' | 'budget' | 'stalled' | 'signal' | 'error';
 
 export interface PartitionSummary extends PartitionRef {
   from: number | null;
@@ -264,6 +269,8 @@ export interface PartitionSummary extends PartitionRef {
   tombstonesSkipped?: number;
   /** Why this partition was not (fully) drained, if it was not. */
   skipped?: 'leased_elsewhere' | 'fenced' | 'error' | 'paused';
+  /** Why the partition cannot move until something changes (its `stalled` alert opens on schedule). */
+  waiting?: string;
   /** Another task's partition, taken after this task's own share because its records waited. */
   shared?: true;
   /** The table it is routed to (`dataset.table`), in the summary of a pipeline with several routes. */

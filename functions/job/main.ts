@@ -132,7 +132,7 @@ export async function runMain(io: MainIo): Promise<number> {
     process.off('SIGINT', onSignal);
   }
   logger.always(
-    summary.stopReason === 'error' ? 'ERROR' : 'NOTICE',
+    summary.stopReason === 'error' ? 'ERROR' : summary.stopReason === 'stalled' ? 'WARNING' : 'NOTICE',
     'run finished',
     summaryLine(summary) as unknown as Record<string, unknown>,
   );

@@ -177,6 +177,52 @@ describe('storage-write sink', () => {
     );
   });
 
+  test('rows BigQuery refuses become rejected dead letters; the rest of the flush lands in the same stream', async () => {
+    const fields: SchemaField[] = [
+      { name: 'id', type: 'STRING', mode: 'REQUIRED' },
+      { name: 'j', type: 'JSON' },
+      { name: 'g', type: 'GEOGRAPHY' },
+    ];
+    const { sink, dataset, table, query } = await sinkOn(fields);
+    const rows = rowsOf(
+      [
+        record(1, { id: 'a', j: { ok: true } }),
+        record(2, { id: 'b', j: '{broken' }),
+        record(3, { id: 'c', g: 'POINT(1 2)' }),
+        record(4, { id: 'd', g: 'POINT(200 100)' }),
+        record(5, { id: 'e' }),
+      ],
+      fields,
+    );
+    const { streams, rejected } = await sink.prepare(rows, [], new Date());
+    expect(rejected.map((l) => [l.record.offset, l.kind, l.message])).toEqual([
+      [2, 'rejected', 'BigQuery refused the row: Field j: the JSON value does not parse'],
+      [
+        4,
+        'rejected',
+        'BigQuery refused the row: Field g: invalid GEOGRAPHY: longitude 200 is outside [-180, 180]',
+      ],
+    ]);
+    expect(streams).toHaveLength(2); // the target table's and the error table's
+    await sink.commit(streams);
+    const landed = await query(`SELECT _kafka_offset FROM \`${dataset}.${table}\` ORDER BY _kafka_offset`);
+    expect(landed.map((r: { _kafka_offset: { value: string } }) => Number(r._kafka_offset.value))).toEqual([
+      1, 3, 5,
+    ]);
+    const letters = await query(
+      `SELECT _kafka_offset, error_kind FROM \`${dataset}.${table}_dead_letters\` ORDER BY _kafka_offset`,
+    );
+    expect(
+      letters.map((r: { _kafka_offset: { value: string }; error_kind: string }) => [
+        Number(r._kafka_offset.value),
+        r.error_kind,
+      ]),
+    ).toEqual([
+      [2, 'rejected'],
+      [4, 'rejected'],
+    ]);
+  });
+
   test('dead letters land in the error table in their own stream, with origin, kind and reason', async () => {
     const fields: SchemaField[] = [{ name: 'id', type: 'STRING', mode: 'REQUIRED' }];
     const { sink, dataset, table, query } = await sinkOn(fields);

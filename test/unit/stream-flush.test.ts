@@ -193,6 +193,29 @@ describe('storage-write: flushes, intents and their recovery', () => {
     ).toBe(true);
   });
 
+  test('a recorded flush whose commit keeps failing: the run is stalled, not caught up, and the partition says why', async () => {
+    const w = world(logOf(2, 8));
+    await w.run('run-1', crashAt('after-intent'));
+    const waitingOn = [...w.checkpoints.partitions.values()].filter((p) => p.intent).length;
+    expect(waitingOn).toBeGreaterThan(0);
+    // BigQuery refuses the commit at every try (as the emulator did for a stream holding broken JSON).
+    w.streams.commit = async () => {
+      throw new DrainError('bigquery storage write commit: 13 INTERNAL failed to add table data', {
+        retriable: false,
+      });
+    };
+    const second = await w.run('run-2');
+    expect(second.stopReason).toBe('stalled');
+    const waiting = second.partitions.filter((p) => p.waiting !== undefined);
+    expect(waiting).toHaveLength(waitingOn);
+    for (const p of waiting) {
+      expect(p).toMatchObject({ skipped: 'error' });
+      expect(p.waiting).toMatch(
+        /^a recorded flush of \[0, \d+\) could not be finished: .*failed to add table data/,
+      );
+    }
+  });
+
   test('a zombie that wakes after another run rolled its flush forward commits nothing twice and moves no checkpoint', async () => {
     const log = logOf(1, 12);
     const w = world(log);
