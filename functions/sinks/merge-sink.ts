@@ -360,6 +360,15 @@ export function createMergeSink(options: MergeSinkOptions): MergeSink {
       // Not waiting for a flush still in flight: at a hard stop it is abandoned (its batch uncommitted).
       if (staging === undefined) return;
       staging = undefined;
+      if (flushing !== undefined) {
+        // Its MERGE may still be running: dropping the table it reads would wait behind it (and a MERGE
+        // may rightly take minutes) or fail it. The table is left for a later run's leftover clean-up
+        // (and expires in a day); the next run's MERGE of the batch inserts nothing twice.
+        options.logger.info('a flush was still in flight; its staging table is left for a later run', {
+          staging: stagingName,
+        });
+        return;
+      }
       await dataset
         .table(stagingName)
         .delete()

@@ -23,6 +23,8 @@ interface Behaviour {
   notFoundInserts: number;
   /** Staged rows that "succeed" and vanish. */
   dropStaged: boolean;
+  /** A MERGE that never answers (a long one, still running at the hard stop). */
+  hangMerge?: boolean;
 }
 
 /** Just enough of the BigQuery client for the merge sink: tables, insertAll, MERGE and the confirm query. */
@@ -57,6 +59,7 @@ function bigQueryDouble(behaviour: Behaviour) {
   const bigquery = {
     dataset: () => dataset,
     async query({ query }: { query: string }) {
+      if (query.startsWith('MERGE') && behaviour.hangMerge) return new Promise(() => {});
       if (query.startsWith('MERGE')) {
         const batch = /S\._kbd_batch = '([0-9a-f]+)'/.exec(query)![1];
         for (const row of staged.filter((r) => r._kbd_batch === batch)) {
@@ -73,7 +76,7 @@ function bigQueryDouble(behaviour: Behaviour) {
       return [[{ present: new Set(target.map(key).filter((k) => wanted.has(k))).size }]];
     },
   };
-  return { bigquery: bigquery as unknown as BigQuery, target, staged, behaviour };
+  return { bigquery: bigquery as unknown as BigQuery, target, staged, behaviour, tables };
 }
 
 const options: DrainOptions = {
@@ -151,6 +154,42 @@ describe('merge mode on a bad day', () => {
     const second = await w.run('run-2');
     expect(second.stopReason).toBe('caught_up');
     expect(targetOffsets(double)).toEqual([...Array(10).keys()]);
+  });
+
+  test('a MERGE still running at the hard stop: the run ends, exit-clean, its staging table left for later', async () => {
+    const double = bigQueryDouble({ notFoundInserts: 0, dropStaged: false, hangMerge: true });
+    const sink = createMergeSink({
+      bigquery: double.bigquery,
+      dataset: 'd',
+      table: 'events',
+      schema: targetTableSchema([{ name: 'n', type: 'INT64' }]),
+      pipelineId: 'p',
+      taskIndex: 0,
+      runId: 'run-1',
+      retry: { attempts: 3, initialDelayMs: 1, maxDelayMs: 5 },
+      logger: createMemoryLogger(),
+      leftoverAgeMs: 60_000,
+    });
+    const checkpoints = createMemoryCheckpoints(Date.now);
+    const stop = new AbortController();
+    const running = runDrain(
+      { source: createMemorySource(logOf(5)), checkpoints, sink, deadLetters: createMemoryDeadLetters() },
+      { ...options, runId: 'run-1', settleMs: 50 },
+      { logger: createMemoryLogger(), now: Date.now, signal: stop.signal },
+    );
+    // Stop once the MERGE is on the wire (the batch is staged).
+    while (double.staged.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    stop.abort();
+    const summary = await running;
+    expect(summary.stopReason).toBe('signal');
+    expect(checkpoints.checkpoint({ topic: 't', partition: 0 })).toBe(0);
+    // Closing does not wait for the MERGE, nor drop the table it reads.
+    const closed = await Promise.race([
+      sink.close().then(() => 'closed'),
+      new Promise((resolve) => setTimeout(() => resolve('held'), 1_000)),
+    ]);
+    expect(closed).toBe('closed');
+    expect([...double.tables].some((t) => t.startsWith('_kbd_staging_p_t0'))).toBe(true);
   });
 
   test('the confirm query names exactly the batch keys, inlined only when they are safe', () => {
