@@ -1,4 +1,5 @@
 import type { SchemaField } from '../sinks/table-schema.js';
+import { geographyProblem } from './geography.js';
 import type { JsonValue } from './types.js';
 
 /**
@@ -153,12 +154,21 @@ function scalar(v: JsonValue, type: string, path: string): JsonValue {
       return v;
     }
     case 'JSON':
-      // BigQuery ingests a JSON column as JSON text.
-      return typeof v === 'string' ? v : JSON.stringify(v);
-    case 'GEOGRAPHY':
+      // BigQuery ingests a JSON column as JSON text; text that does not parse is refused.
+      if (typeof v !== 'string') return JSON.stringify(v);
+      try {
+        JSON.parse(v);
+      } catch {
+        throw new Invalid(path, 'is JSON text that does not parse');
+      }
+      return v;
+    case 'GEOGRAPHY': {
       if (typeof v !== 'string' || v.trim() === '')
         throw new Invalid(path, 'must be a GEOGRAPHY as WKT or GeoJSON text');
+      const problem = geographyProblem(v);
+      if (problem !== undefined) throw new Invalid(path, `is not a GEOGRAPHY BigQuery takes: ${problem}`);
       return v;
+    }
     default:
       throw new Invalid(path, `has the type ${type}, which this drain does not validate`);
   }
@@ -229,6 +239,11 @@ function timestamp(v: JsonValue, path: string): JsonValue {
     );
   if (m === null || !validDate(m[1]!) || !validTime(m[2]!.length === 5 ? `${m[2]}:00` : m[2]!)) {
     throw new Invalid(path, `"${v.slice(0, 40)}" is not a TIMESTAMP (YYYY-MM-DD[T ]HH:MM:SS[.ffffff][zone])`);
+  }
+  // A UTC offset of more than 14 hours (the widest in use) or 59 minutes is no time zone.
+  const offset = /^[+-](\d{2}):?(\d{2})?$/.exec(m[3] ?? '');
+  if (offset !== null && (Number(offset[1]) > 14 || Number(offset[2] ?? 0) > 59)) {
+    throw new Invalid(path, `"${v.slice(0, 40)}" has a UTC offset out of range (at most ±14:59)`);
   }
   return v;
 }

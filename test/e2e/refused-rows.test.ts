@@ -1,6 +1,6 @@
 /**
  * One refusal policy for every write mode: a row BigQuery refuses (here, as the patched emulator refuses
- * them: JSON text that does not parse, a GEOGRAPHY off the sphere) becomes a `rejected` dead letter
+ * it: a polygon whose edges cross, which the drain's own validator does not check) becomes a `rejected` dead letter
  * carrying BigQuery's message, the rest of its batch is written and committed, the checkpoint moves past
  * it, and the next run has nothing left to do. Before, in storage-write mode, one such row failed the
  * whole flush at every run, forever.
@@ -29,19 +29,26 @@ const fields = [
   { name: 'g', type: 'GEOGRAPHY' },
 ];
 
-/** Offsets 3 and 11 of partition 0 and 6 of partition 1 are refused by BigQuery; the rest are rows. */
+/**
+ * Offsets 3 and 11 of partition 0 and 6 of partition 1 are polygons whose edges cross (a bow tie): valid
+ * GEOGRAPHY text that the drain's validator lets through and BigQuery refuses, so `rejected`. Offset 9 of
+ * partition 1 holds JSON text that does not parse, which the validator refuses up front (`schema`). The
+ * rest are rows.
+ */
+const bowTie = 'POLYGON((0 0, 2 2, 2 0, 0 2, 0 0))';
 const refusedAt = new Map([
   [0, [3, 11]],
   [1, [6]],
 ]);
+const invalidAt = new Map([[1, [9]]]);
 function value(partition: number, offset: number): string {
   const id = `p${partition}-${offset}`;
-  if (!(refusedAt.get(partition) ?? []).includes(offset))
-    return JSON.stringify({ id, j: { n: offset }, g: 'POINT(1 2)' });
-  return offset % 2 === 1
-    ? JSON.stringify({ id, j: '{broken' })
-    : JSON.stringify({ id, g: 'POINT(200 100)' });
+  if ((refusedAt.get(partition) ?? []).includes(offset)) return JSON.stringify({ id, g: bowTie });
+  if ((invalidAt.get(partition) ?? []).includes(offset)) return JSON.stringify({ id, j: '{broken' });
+  return JSON.stringify({ id, j: { n: offset }, g: 'POINT(1 2)' });
 }
+const lettersOf = (partition: number) =>
+  [...(refusedAt.get(partition) ?? []), ...(invalidAt.get(partition) ?? [])].sort((a, b) => a - b);
 
 describe.each(['storage-write', 'insert-all', 'merge'])('%s mode', (mode) => {
   test('refused rows become rejected dead letters; nothing is stuck; a second run is idle', async () => {
@@ -60,21 +67,33 @@ describe.each(['storage-write', 'insert-all', 'merge'])('%s mode', (mode) => {
     expect(first.summary).toMatchObject({
       stopReason: 'caught_up',
       recordsRead: 30,
-      rowsWritten: 27,
-      deadLettered: 3,
+      rowsWritten: 26,
+      deadLettered: 4,
     });
 
     const offsets = await tableOffsets(clients, pipeline);
-    for (const [partition, refused] of refusedAt) {
-      const expected = [...Array(15).keys()].filter((o) => !refused.includes(o));
+    for (const partition of [0, 1]) {
+      const expected = [...Array(15).keys()].filter((o) => !lettersOf(partition).includes(o));
       expect(offsets.get(partition)).toEqual(expected);
     }
     const { messages, offsets: lettered } = await deadLetterOffsets(clients, pipeline);
-    for (const [partition, refused] of refusedAt) expect(lettered.get(partition)).toEqual(refused);
-    // Each letter says it was BigQuery that refused the row, and why.
-    for (const m of messages) {
-      expect(m.attributes.error_kind).toBe('rejected');
-      expect(m.attributes.error_message).toMatch(/JSON value does not parse|longitude 200 is outside/);
+    for (const partition of [0, 1]) expect(lettered.get(partition)).toEqual(lettersOf(partition));
+    // A refused row's letter says that BigQuery refused it, and why; the invalid JSON never reached it.
+    const kinds = messages
+      .map((m) => [
+        Number(m.attributes.source_partition),
+        Number(m.attributes.source_offset),
+        m.attributes.error_kind,
+      ])
+      .sort((a, b) => Number(a[0]) - Number(b[0]) || Number(a[1]) - Number(b[1]));
+    expect(kinds).toEqual([
+      [0, 3, 'rejected'],
+      [0, 11, 'rejected'],
+      [1, 6, 'rejected'],
+      [1, 9, 'schema'],
+    ]);
+    for (const m of messages.filter((l) => l.attributes.error_kind === 'rejected')) {
+      expect(m.attributes.error_message).toMatch(/Field g: invalid GEOGRAPHY: edge 0 crosses edge 2/);
     }
     expect([...(await checkpointsOf(clients, pipeline)).values()]).toEqual([15, 15]);
 

@@ -1,7 +1,7 @@
 /**
  * The patched BigQuery emulator (stack/bigquery-emulator/row-errors.patch) refuses, row by row and at
  * append time, what BigQuery refuses: JSON text that does not parse and GEOGRAPHY values that are not valid
- * WKT or GeoJSON on the sphere. Seen through Google's own clients: the Storage Write API answers row errors
+ * WKT or GeoJSON on the sphere (ranges, degenerate lines and rings, rings whose edges cross). Seen through Google's own clients: the Storage Write API answers row errors
  * with their index and appends nothing of the request (PENDING and `_default` streams); insertAll answers
  * an `invalid` insert error with the row's index. Each test fails against the build without the patch,
  * which stored these rows (and then failed a whole commit on the JSON).
@@ -86,7 +86,7 @@ describe('rows BigQuery refuses, refused at append time', () => {
     ]);
     expect(refused.rowErrors?.map((e) => e.message)).toEqual([
       'Field j: the JSON value does not parse',
-      'Field g: invalid GEOGRAPHY: not WKT or GeoJSON',
+      'Field g: invalid GEOGRAPHY: not WKT or GeoJSON: unknown geometry type NOT',
       'Field tags[1].place: invalid GEOGRAPHY: a LineString needs at least two distinct points',
     ]);
     // The same request without them, at the same offset: offset 0 is free, so nothing was appended.
@@ -121,7 +121,7 @@ describe('rows BigQuery refuses, refused at append time', () => {
     ['GEOMETRYCOLLECTION(POINT(1 2), LINESTRING(0 0, 1 1))', null],
     ['{"type":"Point","coordinates":[1,2]}', null],
     ['{"type":"Polygon","coordinates":[[[0,0],[1,0],[1,1],[0,0]]]}', null],
-    ['not a geography', 'not WKT or GeoJSON'],
+    ['not a geography', 'not WKT or GeoJSON: unknown geometry type NOT'],
     ['POINT(200 100)', 'longitude 200 is outside [-180, 180]'],
     ['POINT(10 100)', 'latitude 100 is outside [-90, 90]'],
     ['LINESTRING(1 1)', 'a LineString needs at least two distinct points'],
@@ -129,6 +129,7 @@ describe('rows BigQuery refuses, refused at append time', () => {
     ['POLYGON((0 0, 1 0, 0 0))', 'a polygon ring must be closed and have at least four points'],
     ['POLYGON((0 0, 1 0, 1 1, 2 2))', 'a polygon ring must be closed and have at least four points'],
     ['POINT(1 2) trailing', 'unexpected "trailing" after the geometry'],
+    ['POLYGON((0 0, 2 2, 2 0, 0 2, 0 0))', 'edge 0 crosses edge 2'],
     ['{"type":"Point","coordinates":[1,95]}', 'latitude 95 is outside [-90, 90]'],
     ['{"type":"Blob","coordinates":[]}', 'unknown GeoJSON geometry type "Blob"'],
   ])('insertAll takes %s: %s', async (g, refusal) => {

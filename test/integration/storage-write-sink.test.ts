@@ -187,21 +187,17 @@ describe('storage-write sink', () => {
     const rows = rowsOf(
       [
         record(1, { id: 'a', j: { ok: true } }),
-        record(2, { id: 'b', j: '{broken' }),
+        record(2, { id: 'b', g: 'POLYGON((0 0, 2 2, 2 0, 0 2, 0 0))' }),
         record(3, { id: 'c', g: 'POINT(1 2)' }),
-        record(4, { id: 'd', g: 'POINT(200 100)' }),
+        record(4, { id: 'd', g: 'POLYGON((10 10, 10 12, 12 10, 12 12, 10 10))' }),
         record(5, { id: 'e' }),
       ],
       fields,
     );
     const { streams, rejected } = await sink.prepare(rows, [], new Date());
     expect(rejected.map((l) => [l.record.offset, l.kind, l.message])).toEqual([
-      [2, 'rejected', 'BigQuery refused the row: Field j: the JSON value does not parse'],
-      [
-        4,
-        'rejected',
-        'BigQuery refused the row: Field g: invalid GEOGRAPHY: longitude 200 is outside [-180, 180]',
-      ],
+      [2, 'rejected', 'BigQuery refused the row: Field g: invalid GEOGRAPHY: edge 0 crosses edge 2'],
+      [4, 'rejected', 'BigQuery refused the row: Field g: invalid GEOGRAPHY: edge 1 crosses edge 3'],
     ]);
     expect(streams).toHaveLength(2); // the target table's and the error table's
     await sink.commit(streams);
