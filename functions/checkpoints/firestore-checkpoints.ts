@@ -50,6 +50,8 @@ interface PartitionDoc extends Partial<LivenessState> {
   leaseEpoch: number;
   leaseExpiresAt: Timestamp | null;
   intent?: CommitIntent | null;
+  /** Where the checkpoint stood before an operator moved it back (seek): replayed offsets end here. */
+  replayUntil?: number | null;
   /** Ledger entries written since the last roll-up. */
   ledgerEntries?: number;
 }
@@ -199,6 +201,7 @@ export function createFirestoreCheckpoints(
           paused: data?.paused === true,
           lastProgressAt: data?.lastProgressAt?.toMillis() ?? null,
           intent: data?.intent ?? null,
+          replayUntil: data?.replayUntil ?? null,
           liveness: {
             openAlerts: data?.openAlerts ?? {},
             highWatermark: data?.highWatermark ?? null,
@@ -365,7 +368,14 @@ export function createFirestoreCheckpoints(
         };
         return {
           result: undefined,
-          write: { nextOffset: toOffset, lastResetAt: Timestamp.fromMillis(now) },
+          write: {
+            nextOffset: toOffset,
+            lastResetAt: Timestamp.fromMillis(now),
+            // Back over offsets written before: storage-write mode writes again only what the tables lack.
+            ...(from !== null && from !== undefined && toOffset < from
+              ? { replayUntil: Math.max(data?.replayUntil ?? 0, from) }
+              : {}),
+          },
           alsoCreate: [
             [pipeline.collection('audit').doc(), audit],
             // The ledger says where history restarts, so that `verify` reconciles from here on.

@@ -193,7 +193,9 @@ export async function seek(deps: OperationsDeps, args: OperatorArgs): Promise<nu
         note =
           deps.writeMode === 'merge'
             ? `: records [${to}, ${from}) will be read again; merge mode inserts none of them twice`
-            : `: records [${to}, ${from}) will be read again; in ${deps.writeMode} mode those already in the table will be there twice`;
+            : deps.writeMode === 'storage-write'
+              ? `: records [${to}, ${from}) will be read again; those the tables still hold are not written again`
+              : `: records [${to}, ${from}) will be read again; in ${deps.writeMode} mode those already in the table will be there twice`;
       } else if (direction === 'forwards') {
         note = `: records [${from}, ${to}) will never be drained`;
       }

@@ -11,6 +11,8 @@ export interface WrittenBatch {
   /** storage-write mode: the lease as the recorded intent left it, and the streams that made it durable. */
   readonly lease?: Lease;
   readonly streams?: readonly string[];
+  /** storage-write mode, a replayed range: of `rows`/`deadLetters`, those the tables already held. */
+  readonly alreadyHeld?: { readonly rows: number; readonly deadLetters: number };
 }
 
 export interface BatchPolicy {

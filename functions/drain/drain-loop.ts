@@ -18,6 +18,7 @@ import type {
   DeadLetters,
   ErrorTable,
   FetchedBatch,
+  HeldOffsets,
   KafkaRecord,
   Lease,
   PartitionSummary,
@@ -101,6 +102,8 @@ interface Owned {
   renewing?: boolean;
   /** Aborted when the lease could not be renewed in time: the write in flight is abandoned, uncommitted. */
   abandon: AbortController;
+  /** storage-write mode, after an operator moved the checkpoint back: what the tables already hold below `until`. */
+  replay?: HeldOffsets & { until: number };
 }
 
 /**
@@ -341,11 +344,32 @@ export async function runDrain(
       entry.lease = await commit(entry, { fromOffset: plan.from, nextOffset: plan.from, ...empty });
     summary.lag = mark.end - plan.from;
     entry.position = plan.from;
+    await loadReplay(entry);
     if (plan.action === 'idle') {
       entry.done = true; // nothing to read: an idle partition costs one lease round trip
       return undefined;
     }
     return { topic: mark.topic, partition: mark.partition, offset: plan.from };
+  }
+
+  /**
+   * storage-write mode, a checkpoint an operator moved back: which of the offsets about to be read again
+   * the tables still hold, read from the tables themselves (one query each), so that the replay writes
+   * only the rest (an operator may have deleted rows precisely to have them written again).
+   */
+  async function loadReplay(entry: Owned): Promise<void> {
+    const until = Math.min(entry.lease.replayUntil ?? 0, entry.end);
+    if (ports.streams === undefined || until <= entry.position) return;
+    const held = await ports.streams.heldOffsets(entry.mark, entry.position, until);
+    entry.replay = { ...held, until };
+    logger.notice('replaying offsets written before: those the tables still hold are not written again', {
+      topic: entry.mark.topic,
+      partition: entry.mark.partition,
+      from: entry.position,
+      to: until,
+      heldRows: held.rows.size,
+      heldDeadLetters: held.deadLetters.size,
+    });
   }
 
   /** Finishes a recorded intent; the offset to go on from, or undefined when the partition must wait. */
@@ -522,13 +546,16 @@ export async function runDrain(
           ...(written.streams === undefined ? {} : { streams: written.streams }),
         });
         context.fault?.('after-commit');
+        // What this run wrote: a replay's offsets the tables already held are in the ledger, not here.
+        const rowsWritten = written.rows - (written.alreadyHeld?.rows ?? 0);
+        const deadLettered = written.deadLetters - (written.alreadyHeld?.deadLetters ?? 0);
         totals.recordsRead += records.length;
-        totals.rowsWritten += written.rows;
-        totals.deadLettered += written.deadLetters;
+        totals.rowsWritten += rowsWritten;
+        totals.deadLettered += deadLettered;
         totals.tombstonesSkipped += written.tombstones;
         entry.summary.read += records.length;
-        entry.summary.rowsWritten += written.rows;
-        entry.summary.deadLettered += written.deadLetters;
+        entry.summary.rowsWritten += rowsWritten;
+        entry.summary.deadLettered += deadLettered;
         if (written.tombstones > 0)
           entry.summary.tombstonesSkipped = (entry.summary.tombstonesSkipped ?? 0) + written.tombstones;
         log.debug('batch committed', {
@@ -561,9 +588,20 @@ export async function runDrain(
     nextOffset: number,
     policy: Parameters<typeof classifyRecords>[2],
   ) {
-    const { rows, letters, tombstones } = await classifyRecords(records, ports, policy);
+    // A replayed range: offsets the tables still hold are counted, not written again.
+    const replay = entry.replay;
+    const isHeld = (r: KafkaRecord) =>
+      replay !== undefined &&
+      r.offset < replay.until &&
+      (replay.rows.has(r.offset) || replay.deadLetters.has(r.offset));
+    const heldRows =
+      replay === undefined ? 0 : records.filter((r) => isHeld(r) && replay.rows.has(r.offset)).length;
+    const heldLetters = replay === undefined ? 0 : records.filter(isHeld).length - heldRows;
+    const fresh = replay === undefined ? records : records.filter((r) => !isHeld(r));
+    const { rows, letters, tombstones } = await classifyRecords(fresh, ports, policy);
     await publishDeadLetters(letters, ports.deadLetters);
     const flushed = await flusher!.flush({
+      alreadyHeld: { rows: heldRows, deadLetters: heldLetters },
       bytes: records.reduce((n, r) => n + recordSize(r), 0),
       lease: entry.lease,
       fromOffset: entry.position,
@@ -577,11 +615,12 @@ export async function runDrain(
     // Rows BigQuery refused were left out of the streams and became dead letters.
     const rejected = flushed.rejected.length;
     return {
-      rows: rows.length - rejected,
-      deadLetters: letters.length + rejected,
+      rows: rows.length - rejected + heldRows,
+      deadLetters: letters.length + rejected + heldLetters,
       tombstones,
       lease: flushed.lease,
       streams: flushed.streams,
+      ...(heldRows + heldLetters > 0 ? { alreadyHeld: { rows: heldRows, deadLetters: heldLetters } } : {}),
     };
   }
 

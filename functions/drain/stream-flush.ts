@@ -42,6 +42,8 @@ export interface FlushItem {
   readonly lastRecordTimestamp: number | null;
   readonly rows: readonly RowToWrite[];
   readonly letters: readonly DeadLetter[];
+  /** A replayed range's offsets the tables already hold: not in `rows`/`letters`, counted all the same. */
+  readonly alreadyHeld?: { readonly rows: number; readonly deadLetters: number };
 }
 
 /** What a flush made of one item: durable (streams committed), with the lease as the intent left it. */
@@ -188,13 +190,15 @@ function belongsTo(letter: DeadLetter, item: FlushItem): boolean {
 }
 
 function intentOf(item: FlushItem, streams: readonly string[], rejected: number): CommitIntent {
+  const held = item.alreadyHeld ?? { rows: 0, deadLetters: 0 };
   return {
     streams,
     fromOffset: item.fromOffset,
     nextOffset: item.nextOffset,
     records: item.records,
-    rows: item.rows.length - rejected,
-    deadLetters: item.letters.length + rejected,
+    rows: item.rows.length - rejected + held.rows,
+    deadLetters: item.letters.length + rejected + held.deadLetters,
+    ...(held.rows + held.deadLetters > 0 ? { alreadyHeld: held } : {}),
     tombstones: item.tombstones,
     lastRecordTimestamp: item.lastRecordTimestamp,
   };
@@ -219,7 +223,10 @@ export async function finishIntent(
   }
   const held = await sink.heldInRange(partition, intent.fromOffset, intent.nextOffset);
   if (held.rows === intent.rows && held.deadLetters === intent.deadLetters) return 'commit';
-  if (held.rows === 0 && held.deadLetters === 0 && !states.includes('committed')) return 'discard';
+  // Nothing of the flush landed: the tables hold only what they held before it (a replay's earlier rows).
+  const before = intent.alreadyHeld ?? { rows: 0, deadLetters: 0 };
+  if (held.rows === before.rows && held.deadLetters === before.deadLetters && !states.includes('committed'))
+    return 'discard';
   throw new DrainError(
     `intent for ${partition.topic}:${partition.partition} [${intent.fromOffset}, ${intent.nextOffset}) names streams that are gone, ` +
       `and the tables hold ${held.rows} of its ${intent.rows} rows and ${held.deadLetters} of its ${intent.deadLetters} dead letters: an operator must decide`,

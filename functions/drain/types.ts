@@ -128,6 +128,13 @@ export interface StreamSink {
     from: number,
     to: number,
   ): Promise<{ rows: number; deadLetters: number }>;
+  /** Which offsets of [from, to) of the partition the target and error tables hold (a replayed range). */
+  heldOffsets(partition: PartitionRef, from: number, to: number): Promise<HeldOffsets>;
+}
+
+export interface HeldOffsets {
+  readonly rows: ReadonlySet<number>;
+  readonly deadLetters: ReadonlySet<number>;
 }
 
 export type DeadLetterKind = 'decode' | 'schema' | 'rule' | 'rejected' | 'oversize';
@@ -166,6 +173,11 @@ export interface Lease extends PartitionRef {
   readonly lastProgressAt?: number | null;
   /** A flush recorded but maybe not committed (storage-write mode): finish it before anything else. */
   readonly intent?: CommitIntent | null;
+  /**
+   * An operator moved the checkpoint back (seek) from here: offsets below it were written before, and in
+   * storage-write mode those the tables still hold are not written again.
+   */
+  readonly replayUntil?: number | null;
 }
 
 /** A partition's share of a flush, recorded before its streams are committed (storage-write mode). */
@@ -179,6 +191,8 @@ export interface CommitIntent {
   readonly deadLetters: number;
   readonly tombstones: number;
   readonly lastRecordTimestamp: number | null;
+  /** A replayed range's offsets the tables already held, counted in `rows`/`deadLetters` but not written. */
+  readonly alreadyHeld?: { readonly rows: number; readonly deadLetters: number };
 }
 
 /** Who moved a checkpoint or paused a partition on purpose, and why (kept under `audit/`). */

@@ -410,6 +410,7 @@ function eagerSinks(
             commit: async (names) => (await streams()).commit(names),
             streamState: async (name) => (await streams()).streamState(name),
             heldInRange: async (p, from, to) => (await streams()).heldInRange(p, from, to),
+            heldOffsets: async (p, from, to) => (await streams()).heldOffsets(p, from, to),
           } satisfies StreamSink,
         }
       : {}),

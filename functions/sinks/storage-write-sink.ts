@@ -24,7 +24,7 @@ import {
   deadLetterTableSchema,
   type SchemaField,
 } from './table-schema.js';
-import { tableStats } from './table-stats.js';
+import { offsetsHeld, tableStats } from './table-stats.js';
 
 /** gRPC codes the Storage Write API answers that are worth another stream; the rest are fatal. */
 const retriableGrpcCodes = new Map<number, string>([
@@ -268,6 +268,18 @@ export function createStorageWriteSink(options: StorageWriteSinkOptions): Stream
             if (table === errorTable && /not found/i.test(String((error as Error).message))) return 0;
             throw error;
           });
+      return { rows: await held(options.table), deadLetters: await held(errorTable) };
+    },
+
+    async heldOffsets(partition, from, to) {
+      const range = { topic: partition.topic, partition: partition.partition, from, to };
+      const held = (table: string) =>
+        offsetsHeld(options.bigquery, { dataset: options.dataset, table }, range).catch((error: unknown) => {
+          // No error table yet: no dead letter was ever written there.
+          if (table === errorTable && /not found/i.test(String((error as Error).message)))
+            return new Set<number>();
+          throw error;
+        });
       return { rows: await held(options.table), deadLetters: await held(errorTable) };
     },
 

@@ -9,6 +9,29 @@ export interface OffsetRange {
   readonly to: number;
 }
 
+/** The distinct offsets a table holds of one partition's [from, to): one query (a replayed range). */
+export async function offsetsHeld(
+  bigquery: BigQuery,
+  target: { dataset: string; table: string },
+  range: OffsetRange,
+): Promise<Set<number>> {
+  for (const n of [range.partition, range.from, range.to]) {
+    if (!Number.isSafeInteger(n)) throw new RangeError(`${n} is not an offset or a partition`);
+  }
+  if (!/^[a-zA-Z0-9._-]+$/.test(range.topic))
+    throw new RangeError(`${range.topic} is not a Kafka topic name`);
+  try {
+    const [rows] = await bigquery.query({
+      query: `SELECT DISTINCT _kafka_offset AS offset_ FROM \`${target.dataset}.${target.table}\`
+              WHERE _kafka_topic = '${range.topic}' AND _kafka_partition = ${range.partition}
+                AND _kafka_offset >= ${range.from} AND _kafka_offset < ${range.to}`,
+    });
+    return new Set((rows as { offset_: number }[]).map((r) => Number(r.offset_)));
+  } catch (error) {
+    throw bigQueryError(error, `read the offsets ${target.table} holds`);
+  }
+}
+
 /** Ranges per query: a thousand partitions cost a handful of aggregate queries, not a thousand. */
 const rangesPerQuery = 200;
 const empty: TableStats = { rows: 0, distinctOffsets: 0, minOffset: null, maxOffset: null };

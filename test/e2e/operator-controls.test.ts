@@ -4,6 +4,7 @@ import {
   checkpointsOf,
   createPipeline,
   e2eClients,
+  errorsOf,
   type Pipeline,
   runCli,
   runJob,
@@ -120,6 +121,44 @@ describe('seek, pause, resume', () => {
     });
     const table = await tableOffsets(clients, pipeline);
     expect(table.get(0)).toEqual([...Array(20).keys()]);
+    const verify = await runVerify(pipeline.env);
+    expect(verify.verdicts.filter((v) => v.ok !== true)).toEqual([]);
+    expect(verify.code).toBe(0);
+  });
+
+  test('seek backwards in storage-write mode: what the table holds is not written again, what an operator deleted is, once', async () => {
+    const pipeline = await createPipeline(clients, 2, { BQ_WRITE_MODE: 'storage-write' });
+    await produce(pipeline.topic, [
+      ...records(0, 0, 20),
+      { partition: 0, value: '{not json' },
+      ...records(0, 21, 4),
+      ...records(1, 0, 20),
+    ]);
+    expect((await runJob(pipeline.env)).code).toBe(0);
+    // The operator deletes two rows (say they were wrong downstream) and replays from offset 5.
+    await clients.bigquery.query(
+      `DELETE FROM \`${pipeline.dataset}.${pipeline.table}\` WHERE _kafka_partition = 0 AND _kafka_offset IN (7, 8)`,
+    );
+    const moved = await runCli(
+      ['seek', '--topic', pipeline.topic, '--partition', '0', '--offset', '5', '--reason', 'replay 7 and 8'],
+      pipeline.env,
+    );
+    expect(moved.code).toBe(0);
+    expect(moved.stdout).toContain('those the tables still hold are not written again');
+    expect((await checkpointsOf(clients, pipeline)).get(0)).toBe(5);
+
+    const replay = await runJob(pipeline.env);
+    expect(replay.code, errorsOf(replay.lines)).toBe(0);
+    expect(replay.summary.partitions.find((p) => p.partition === 0)).toMatchObject({
+      from: 5,
+      to: 25,
+      read: 20,
+      rowsWritten: 2,
+      deadLettered: 0,
+    });
+    const table = await tableOffsets(clients, pipeline);
+    expect(table.get(0)).toEqual([...Array(25).keys()].filter((o) => o !== 20));
+    expect(table.get(1)).toEqual([...Array(20).keys()]);
     const verify = await runVerify(pipeline.env);
     expect(verify.verdicts.filter((v) => v.ok !== true)).toEqual([]);
     expect(verify.code).toBe(0);

@@ -111,6 +111,7 @@ interface MemoryPartition {
   leaseEpoch: number;
   leaseExpiresAt: number;
   intent?: CommitIntent | null;
+  replayUntil?: number | null;
 }
 
 export function createMemoryCheckpoints(now: () => number) {
@@ -128,11 +129,19 @@ export function createMemoryCheckpoints(now: () => number) {
     commits: typeof commits;
     runs: typeof runs;
     checkpoint(p: PartitionRef): number | null;
+    /** An operator's seek, as `reset` does it: the checkpoint moved, and how far it was before. */
+    seek(p: PartitionRef, to: number): void;
   } = {
     partitions,
     commits,
     runs,
     checkpoint: (p) => partitions.get(partitionId(p))?.nextOffset ?? null,
+    seek(ref, to) {
+      const p = partitions.get(partitionId(ref))!;
+      if (p.nextOffset !== null && to < p.nextOffset)
+        p.replayUntil = Math.max(p.replayUntil ?? 0, p.nextOffset);
+      p.nextOffset = to;
+    },
     async peek(refs) {
       return refs.flatMap((ref) => {
         const p = partitions.get(partitionId(ref));
@@ -173,6 +182,7 @@ export function createMemoryCheckpoints(now: () => number) {
         liveness: p.liveness,
         lastProgressAt: p.lastProgressAt ?? null,
         intent: p.intent ?? null,
+        replayUntil: p.replayUntil ?? null,
       };
     },
     async recordIntents(intents, ttlMs) {
@@ -352,6 +362,16 @@ export function createMemoryStreamSink() {
       if (failure) throw failure;
       const stream = streams.get(name);
       return stream === undefined ? 'gone' : stream.committed ? 'committed' : 'pending';
+    },
+    async heldOffsets(p, from, to) {
+      const offsets = (records: { record: KafkaRecord }[]) =>
+        new Set(
+          records
+            .filter((r) => r.record.topic === p.topic && r.record.partition === p.partition)
+            .map((r) => r.record.offset)
+            .filter((o) => o >= from && o < to),
+        );
+      return { rows: offsets(table), deadLetters: offsets(errorTable) };
     },
     async heldInRange(p, from, to) {
       return { rows: held(p, from, to, table), deadLetters: held(p, from, to, errorTable) };
