@@ -7,6 +7,7 @@ import { asError, FencedError } from './errors.js';
 import type { Logger } from './logger.js';
 import { planStart } from './partition-start.js';
 import { type RowShape, recordSize } from './records.js';
+import { type Replay, splitReplayed } from './replay.js';
 import { sleep } from './retry.js';
 import type { Rules } from './rules.js';
 import { planSharing, type Watched } from './share.js';
@@ -18,7 +19,6 @@ import type {
   DeadLetters,
   ErrorTable,
   FetchedBatch,
-  HeldOffsets,
   KafkaRecord,
   Lease,
   PartitionSummary,
@@ -103,7 +103,7 @@ interface Owned {
   /** Aborted when the lease could not be renewed in time: the write in flight is abandoned, uncommitted. */
   abandon: AbortController;
   /** storage-write mode, after an operator moved the checkpoint back: what the tables already hold below `until`. */
-  replay?: HeldOffsets & { until: number };
+  replay?: Replay;
 }
 
 /**
@@ -589,15 +589,7 @@ export async function runDrain(
     policy: Parameters<typeof classifyRecords>[2],
   ) {
     // A replayed range: offsets the tables still hold are counted, not written again.
-    const replay = entry.replay;
-    const isHeld = (r: KafkaRecord) =>
-      replay !== undefined &&
-      r.offset < replay.until &&
-      (replay.rows.has(r.offset) || replay.deadLetters.has(r.offset));
-    const heldRows =
-      replay === undefined ? 0 : records.filter((r) => isHeld(r) && replay.rows.has(r.offset)).length;
-    const heldLetters = replay === undefined ? 0 : records.filter(isHeld).length - heldRows;
-    const fresh = replay === undefined ? records : records.filter((r) => !isHeld(r));
+    const { fresh, heldRows, heldLetters } = splitReplayed(records, entry.replay);
     const { rows, letters, tombstones } = await classifyRecords(fresh, ports, policy);
     await publishDeadLetters(letters, ports.deadLetters);
     const flushed = await flusher!.flush({

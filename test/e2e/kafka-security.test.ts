@@ -5,7 +5,7 @@
  */
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
-import { checkpointsOf, createPipeline, e2eClients, runJob, tableOffsets } from '../support/job.js';
+import { createPipeline, e2eClients, expectRefusedAtConnect, runJob, tableOffsets } from '../support/job.js';
 import { produce } from '../support/kafka.js';
 import { stackEnv } from '../support/stack.js';
 
@@ -69,22 +69,7 @@ describe('SASL/SCRAM-SHA-512 over TLS', () => {
     ],
   ])('%s: exit 1 at once, the cause named, nothing moved', async (_, wrong, cause) => {
     const pipeline = await pipelineWithRecords({ ...secured(), ...wrong });
-    const started = Date.now();
-    const run = await runJob(pipeline.env);
-    const tookMs = Date.now() - started;
-    expect(run.code).toBe(1);
-    expect(run.summary.stopReason).toBe('error');
-    expect(String(run.summary.error)).toMatch(cause);
-    expect(String(run.summary.error)).not.toMatch(/retries exceeded|timed? ?out/i);
-    // The summary is the last line, whole, even on the failure path.
-    expect(run.lines.at(-1)).toBe(run.summary);
-    expect((await checkpointsOf(clients, pipeline)).size).toBe(0);
-    // The run may stop before it made the table (the TLS check comes first): no table, no rows.
-    const rows = await tableOffsets(clients, pipeline).catch((error: unknown) => {
-      if (/Table not found/.test(String(error))) return new Map();
-      throw error;
-    });
-    expect(rows.size).toBe(0);
+    const { tookMs } = await expectRefusedAtConnect(clients, pipeline, cause);
     console.log(`${_}: the run ended ${tookMs} ms after it started`);
   });
 });

@@ -7,23 +7,18 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import kafkajs from 'kafkajs';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import {
   type KafkaToken,
   managedKafkaToken,
   oauthBearerAuthenticator,
 } from '../../functions/sources/google-oauth.js';
-import { type MetadataServer, startMetadataServer } from '../support/metadata-server.js';
+import { metadataServerForFile } from '../support/metadata-server.js';
 import { stackEnv } from '../support/stack.js';
 
 const stack = stackEnv() as unknown as Record<string, string>;
 const principal = stack.KBD_OAUTH_PRINCIPAL!;
-let metadata: MetadataServer;
-
-beforeAll(async () => {
-  metadata = await startMetadataServer(stack.KBD_METADATA_HOST!, { email: principal });
-});
-afterAll(() => metadata.close());
+const metadata = metadataServerForFile();
 
 /** An access token from the stand-in, as a job on Cloud Run would get one. */
 async function accessToken(lifetimeSeconds = 3600): Promise<{ token: string; expiresAt: number }> {

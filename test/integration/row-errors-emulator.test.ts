@@ -7,18 +7,12 @@
  * which stored these rows (and then failed a whole commit on the JSON).
  */
 import { adapt, managedwriter } from '@google-cloud/bigquery-storage';
-import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { stackClients, stackEnv, uniqueName } from '../support/stack.js';
+import { stackClients, stackEnv, stackWriter, uniqueName } from '../support/stack.js';
 
 const clients = await stackClients();
 const env = stackEnv() as unknown as Record<string, string>;
-const writer = new managedwriter.WriterClient({
-  projectId: env.GOOGLE_CLOUD_PROJECT,
-  servicePath: '127.0.0.1',
-  port: Number(env.KBD_BIGQUERY_GRPC_PORT),
-  sslCreds: grpc.credentials.createInsecure(),
-});
+const writer = await stackWriter();
 const fields = [
   { name: 'id', type: 'STRING' },
   { name: 'j', type: 'JSON' },

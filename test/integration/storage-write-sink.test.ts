@@ -3,8 +3,6 @@
  * type the schema allows lands as it was sent, rows are invisible until the commit, a stream commits once,
  * a stream's state is known, and dead letters land in the error table keyed by origin.
  */
-import { managedwriter } from '@google-cloud/bigquery-storage';
-import * as grpc from '@grpc/grpc-js';
 import { afterAll, describe, expect, test } from 'vitest';
 import { createMemoryLogger } from '../../functions/drain/logger.js';
 import { isDeadLetter, toRow } from '../../functions/drain/records.js';
@@ -12,7 +10,7 @@ import type { KafkaRecord, RowToWrite } from '../../functions/drain/types.js';
 import { ensureTargetTable } from '../../functions/sinks/bigquery-sink.js';
 import { createStorageWriteSink } from '../../functions/sinks/storage-write-sink.js';
 import { type SchemaField, targetTableSchema } from '../../functions/sinks/table-schema.js';
-import { stackClients, stackEnv, uniqueName } from '../support/stack.js';
+import { stackClients, stackEnv, stackWriter, uniqueName } from '../support/stack.js';
 
 const clients = await stackClients();
 const env = stackEnv() as unknown as Record<string, string>;
@@ -54,12 +52,7 @@ async function sinkOn(fields: SchemaField[]) {
   await ensureTargetTable(clients.bigquery, { dataset, table, location: null }, fields);
   const sink = createStorageWriteSink({
     bigquery: clients.bigquery,
-    writer: new managedwriter.WriterClient({
-      projectId: env.GOOGLE_CLOUD_PROJECT,
-      servicePath: '127.0.0.1',
-      port: Number(env.KBD_BIGQUERY_GRPC_PORT),
-      sslCreds: grpc.credentials.createInsecure(),
-    }),
+    writer: await stackWriter(),
     project: env.GOOGLE_CLOUD_PROJECT!,
     dataset,
     table,

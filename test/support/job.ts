@@ -6,7 +6,7 @@ import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach } from 'vitest';
+import { afterAll, afterEach, expect } from 'vitest';
 import type { GoogleClients } from '../../functions/job/clients.js';
 import { createTopic } from './kafka.js';
 import { pullAll } from './pubsub.js';
@@ -147,6 +147,35 @@ export async function runJob(env: Record<string, string>) {
     },
     lines: job.lines,
   };
+}
+
+/**
+ * A run refused at its connection to Kafka (TLS, SASL): exit 1 at once with the cause named (no retries
+ * exceeded, no timeout), the summary the last line, and nothing moved: no checkpoint, no row. Returns how
+ * long the run took and its error.
+ */
+export async function expectRefusedAtConnect(
+  clients: GoogleClients,
+  pipeline: Pipeline,
+  cause: RegExp,
+): Promise<{ tookMs: number; error: string }> {
+  const started = Date.now();
+  const run = await runJob(pipeline.env);
+  const tookMs = Date.now() - started;
+  expect(run.code, errorsOf(run.lines)).toBe(1);
+  expect(run.summary.stopReason).toBe('error');
+  expect(String(run.summary.error)).toMatch(cause);
+  expect(String(run.summary.error)).not.toMatch(/retries exceeded|timed? ?out/i);
+  // The summary is the last line, whole, even on the failure path.
+  expect(run.lines.at(-1)).toBe(run.summary);
+  expect((await checkpointsOf(clients, pipeline)).size).toBe(0);
+  // The run may stop before it made the table (the TLS check comes first): no table, no rows.
+  const rows = await tableOffsets(clients, pipeline).catch((error: unknown) => {
+    if (/Table not found/.test(String(error))) return new Map();
+    throw error;
+  });
+  expect(rows.size).toBe(0);
+  return { tookMs, error: String(run.summary.error) };
 }
 
 /** A run's warning and error lines, for an assertion's message when its exit code is not the expected one. */

@@ -7,6 +7,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
+import { afterAll, beforeAll } from 'vitest';
+import { stackEnv } from './stack.js';
 
 export interface MetadataServer {
   /** The service account the job runs as. */
@@ -20,12 +22,33 @@ export interface MetadataServer {
   close(): Promise<void>;
 }
 
+/**
+ * For a test file: the stand-in on the stack's KBD_METADATA_HOST (where the broker's validator asks),
+ * serving the stack's allowed principal, listening from before the file's tests until after them.
+ */
+export function metadataServerForFile(): MetadataServer & { readonly principal: string } {
+  const stack = stackEnv() as unknown as Record<string, string>;
+  const principal = stack.KBD_OAUTH_PRINCIPAL!;
+  let server: MetadataServer | undefined;
+  const state = {
+    email: principal,
+    lifetimeSeconds: 3600,
+    issued: [] as string[],
+    checked: new Map<string, number>(),
+  };
+  beforeAll(async () => {
+    server = await startMetadataServer(stack.KBD_METADATA_HOST!, { email: principal, state });
+  });
+  afterAll(() => server?.close());
+  return Object.assign(state, { principal, close: async () => server?.close() });
+}
+
 export async function startMetadataServer(
   hostPort: string,
-  options: { email: string; lifetimeSeconds?: number },
+  options: { email: string; lifetimeSeconds?: number; state?: Omit<MetadataServer, 'close'> },
 ): Promise<MetadataServer> {
   const tokens = new Map<string, { email: string; expiresAt: number }>();
-  const state: Omit<MetadataServer, 'close'> = {
+  const state: Omit<MetadataServer, 'close'> = options.state ?? {
     email: options.email,
     lifetimeSeconds: options.lifetimeSeconds ?? 3600,
     issued: [],

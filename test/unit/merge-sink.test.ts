@@ -86,23 +86,30 @@ const options: DrainOptions = {
   tombstones: 'skip',
 };
 
+const mergeSinkOn = (
+  double: ReturnType<typeof bigQueryDouble>,
+  runId: string,
+  clock: () => number = Date.now,
+) =>
+  createMergeSink({
+    bigquery: double.bigquery,
+    dataset: 'd',
+    table: 'events',
+    schema: targetTableSchema([{ name: 'n', type: 'INT64' }]),
+    pipelineId: 'p',
+    taskIndex: 0,
+    runId,
+    retry: { attempts: 3, initialDelayMs: 1, maxDelayMs: 5 },
+    logger: createMemoryLogger(),
+    leftoverAgeMs: 60_000,
+    freshTableMs: 5_000,
+    now: clock,
+  });
+
 function world(double: ReturnType<typeof bigQueryDouble>, log: Map<string, KafkaRecord[]>) {
   const checkpoints = createMemoryCheckpoints(Date.now);
   const run = (runId: string, clock: () => number = Date.now) => {
-    const sink = createMergeSink({
-      bigquery: double.bigquery,
-      dataset: 'd',
-      table: 'events',
-      schema: targetTableSchema([{ name: 'n', type: 'INT64' }]),
-      pipelineId: 'p',
-      taskIndex: 0,
-      runId,
-      retry: { attempts: 3, initialDelayMs: 1, maxDelayMs: 5 },
-      logger: createMemoryLogger(),
-      leftoverAgeMs: 60_000,
-      freshTableMs: 5_000,
-      now: clock,
-    });
+    const sink = mergeSinkOn(double, runId, clock);
     return runDrain(
       { source: createMemorySource(log), checkpoints, sink, deadLetters: createMemoryDeadLetters() },
       { ...options, runId },
@@ -158,18 +165,7 @@ describe('merge mode on a bad day', () => {
 
   test('a MERGE still running at the hard stop: the run ends, exit-clean, its staging table left for later', async () => {
     const double = bigQueryDouble({ notFoundInserts: 0, dropStaged: false, hangMerge: true });
-    const sink = createMergeSink({
-      bigquery: double.bigquery,
-      dataset: 'd',
-      table: 'events',
-      schema: targetTableSchema([{ name: 'n', type: 'INT64' }]),
-      pipelineId: 'p',
-      taskIndex: 0,
-      runId: 'run-1',
-      retry: { attempts: 3, initialDelayMs: 1, maxDelayMs: 5 },
-      logger: createMemoryLogger(),
-      leftoverAgeMs: 60_000,
-    });
+    const sink = mergeSinkOn(double, 'run-1');
     const checkpoints = createMemoryCheckpoints(Date.now);
     const stop = new AbortController();
     const running = runDrain(

@@ -1,0 +1,24 @@
+/**
+ * A replayed range (storage-write mode, after an operator moved a checkpoint back): the offsets the target
+ * and error tables still hold are counted, not written again. Pure, so that the split is unit-tested.
+ */
+import type { HeldOffsets, KafkaRecord } from './types.js';
+
+export type Replay = HeldOffsets & { readonly until: number };
+
+/** The batch's records still to write, and how many of the others the tables hold as rows and as letters. */
+export function splitReplayed(
+  records: readonly KafkaRecord[],
+  replay: Replay | undefined,
+): { fresh: readonly KafkaRecord[]; heldRows: number; heldLetters: number } {
+  if (replay === undefined) return { fresh: records, heldRows: 0, heldLetters: 0 };
+  const fresh: KafkaRecord[] = [];
+  let heldRows = 0;
+  let heldLetters = 0;
+  for (const r of records) {
+    if (r.offset < replay.until && replay.rows.has(r.offset)) heldRows++;
+    else if (r.offset < replay.until && replay.deadLetters.has(r.offset)) heldLetters++;
+    else fresh.push(r);
+  }
+  return { fresh, heldRows, heldLetters };
+}

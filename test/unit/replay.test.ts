@@ -1,0 +1,19 @@
+import { describe, expect, test } from 'vitest';
+import { splitReplayed } from '../../functions/drain/replay.js';
+import { record } from '../support/memory-ports.js';
+
+describe('splitReplayed', () => {
+  const batch = Array.from({ length: 8 }, (_, o) => record('t', 0, o + 10, { n: o }));
+
+  test('no replay: every record is written', () => {
+    expect(splitReplayed(batch, undefined)).toEqual({ fresh: batch, heldRows: 0, heldLetters: 0 });
+  });
+
+  test('offsets the tables hold below the replay end are counted, as rows or letters; the rest are written', () => {
+    const replay = { rows: new Set([10, 11, 15, 17]), deadLetters: new Set([12]), until: 16 };
+    const { fresh, heldRows, heldLetters } = splitReplayed(batch, replay);
+    // 17 is at or past the replay's end: whatever the table holds there, it is read as new.
+    expect(fresh.map((r) => r.offset)).toEqual([13, 14, 16, 17]);
+    expect([heldRows, heldLetters]).toEqual([3, 1]);
+  });
+});
