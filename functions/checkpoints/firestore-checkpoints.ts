@@ -1,7 +1,7 @@
 import { FieldValue, type Firestore, Timestamp } from '@google-cloud/firestore';
 import type { LivenessState } from '../alerts/episodes.js';
 import { partitionId } from '../drain/assignment.js';
-import { DrainError, FencedError } from '../drain/errors.js';
+import { FencedError } from '../drain/errors.js';
 import type {
   CheckpointCommit,
   CheckpointControls,
@@ -12,25 +12,12 @@ import type {
   PartitionState,
   RunSummary,
 } from '../drain/types.js';
+import { grpcError } from '../google/grpc-errors.js';
 import { ledgerEntryOf } from '../verify/ledger.js';
 import { rollUpLedger } from '../verify/reconcile.js';
 
-/** gRPC status codes from Firestore that are worth another try; every other code is fatal. */
-const retriableGrpcCodes = new Map<number, string>([
-  [1, 'CANCELLED'],
-  [4, 'DEADLINE_EXCEEDED'],
-  [8, 'RESOURCE_EXHAUSTED'],
-  [10, 'ABORTED'],
-  [13, 'INTERNAL'],
-  [14, 'UNAVAILABLE'],
-]);
-
 export function firestoreError(error: unknown, what: string): Error {
-  if (error instanceof DrainError || error instanceof TypeError || error instanceof RangeError) return error;
-  const code = (error as { code?: unknown }).code;
-  const message = error instanceof Error ? error.message : String(error);
-  const retriable = typeof code === 'number' && retriableGrpcCodes.has(code);
-  return new DrainError(`firestore ${what}: ${message}`, { retriable, code: String(code), cause: error });
+  return grpcError('firestore', error, what);
 }
 
 interface Decision<T> {

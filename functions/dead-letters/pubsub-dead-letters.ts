@@ -1,22 +1,12 @@
 import { createHash } from 'node:crypto';
 import type { PubSub, Topic } from '@google-cloud/pubsub';
-import { DrainError } from '../drain/errors.js';
 import type { Logger } from '../drain/logger.js';
 import { type RetryPolicy, withRetry } from '../drain/retry.js';
 import type { DeadLetter, DeadLetters } from '../drain/types.js';
-
-/** gRPC codes from Pub/Sub worth another try; the rest are fatal. */
-const retriableGrpcCodes = new Set([1, 4, 8, 10, 13, 14]);
+import { grpcError } from '../google/grpc-errors.js';
 
 export function pubsubError(error: unknown, what: string): Error {
-  if (error instanceof DrainError || error instanceof TypeError || error instanceof RangeError) return error;
-  const code = (error as { code?: unknown }).code;
-  const message = error instanceof Error ? error.message : String(error);
-  return new DrainError(`pubsub ${what}: ${message}`, {
-    retriable: typeof code === 'number' && retriableGrpcCodes.has(code),
-    code: String(code),
-    cause: error,
-  });
+  return grpcError('pubsub', error, what);
 }
 
 /** Pub/Sub's limits: attribute values of at most 1024 bytes, messages of at most 10 MB. */

@@ -8,6 +8,7 @@ import type { DrainConfig } from '../drain/config.js';
 import { type DrainContext, runDrain } from '../drain/drain-loop.js';
 import { ConfigError } from '../drain/errors.js';
 import type { Logger } from '../drain/logger.js';
+import { onceUntilFailure } from '../drain/once.js';
 import { defaultRetryPolicy, sleep } from '../drain/retry.js';
 import { type Route, type RoutedTopics, tableName } from '../drain/routes.js';
 import { loadRules, type Rules } from '../drain/rules.js';
@@ -372,23 +373,18 @@ function eagerSinks(
   firstError: Promise<unknown>;
   close(): Promise<void>;
 } {
-  let made: Promise<Made> | undefined;
-  const start = (): Promise<Made> => {
-    const attempt = make();
-    made = attempt;
-    attempt.catch((error: unknown) => {
-      if (made === attempt) made = undefined;
+  const get = onceUntilFailure(() =>
+    make().catch((error: unknown) => {
       logger.warn('the BigQuery target is not ready; writes will try again', { error });
-    });
-    return attempt;
-  };
-  const first = start();
+      throw error;
+    }),
+  );
+  const first = get();
   const ready = first.catch(() => undefined);
   const firstError = first.then(
     () => undefined,
     (error: unknown) => error,
   );
-  const get = () => made ?? start();
   const streams = async () => (await get()).streams!;
   return {
     sink: {

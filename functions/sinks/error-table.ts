@@ -1,4 +1,5 @@
 import { DrainError } from '../drain/errors.js';
+import { onceUntilFailure } from '../drain/once.js';
 import { rowKey } from '../drain/records.js';
 import type { ErrorTable } from '../drain/types.js';
 import { ensureTable } from './bigquery-sink.js';
@@ -32,17 +33,11 @@ export function createMergeErrorTable(
     schema: deadLetterTableSchema,
     stagingKind: 'dead-letters',
   });
-  let ready: Promise<unknown> | undefined;
+  const ready = onceUntilFailure(() => ensureTable(options.bigquery, options, name, deadLetterTableSchema));
   return {
     async write(letters, ingestedAt, signal) {
       if (letters.length === 0) return;
-      ready ??= ensureTable(options.bigquery, options, name, deadLetterTableSchema).catch(
-        (error: unknown) => {
-          ready = undefined;
-          throw error;
-        },
-      );
-      await ready;
+      await ready();
       const rows = letters.map((letter) => ({
         rowKey: rowKey(letter.record),
         record: letter.record,

@@ -14,8 +14,10 @@ import { adapt, managedwriter } from '@google-cloud/bigquery-storage';
 import { chunksOf } from '../drain/chunks.js';
 import { DrainError } from '../drain/errors.js';
 import type { Logger } from '../drain/logger.js';
+import { onceUntilFailure } from '../drain/once.js';
 import { maxRecordBytes } from '../drain/records.js';
 import type { DeadLetter, PartitionRef, StreamSink, StreamState } from '../drain/types.js';
+import { grpcError } from '../google/grpc-errors.js';
 import { ensureTable } from './bigquery-sink.js';
 import { type StorageRow, toStorageRow } from './storage-rows.js';
 import {
@@ -26,26 +28,9 @@ import {
 } from './table-schema.js';
 import { offsetsHeld, tableStats } from './table-stats.js';
 
-/** gRPC codes the Storage Write API answers that are worth another stream; the rest are fatal. */
-const retriableGrpcCodes = new Map<number, string>([
-  [1, 'CANCELLED'],
-  [4, 'DEADLINE_EXCEEDED'],
-  [8, 'RESOURCE_EXHAUSTED'],
-  [10, 'ABORTED'],
-  [13, 'INTERNAL'],
-  [14, 'UNAVAILABLE'],
-]);
-
+/** A Storage Write API failure: one worth another stream, or fatal (the table of Google's gRPC codes). */
 export function storageWriteError(error: unknown, what: string): Error {
-  if (error instanceof DrainError || error instanceof TypeError || error instanceof RangeError) return error;
-  const code = (error as { code?: unknown }).code;
-  const message =
-    error instanceof Error ? error.message : String((error as { message?: unknown })?.message ?? error);
-  return new DrainError(`bigquery storage write ${what}: ${message}`, {
-    retriable: typeof code === 'number' && retriableGrpcCodes.has(code),
-    code: String(code),
-    cause: error,
-  });
+  return grpcError('bigquery storage write', error, what);
 }
 
 /** One AppendRows request stays well under BigQuery's 10 MB. */
@@ -80,7 +65,9 @@ export function createStorageWriteSink(options: StorageWriteSinkOptions): Stream
     }
     return descriptor;
   };
-  let errorTableReady: Promise<unknown> | undefined;
+  const errorTableReady = onceUntilFailure(() =>
+    ensureTable(options.bigquery, options, errorTable, deadLetterTableSchema),
+  );
 
   /**
    * Appends rows to a new PENDING stream of `table` at explicit offsets, finalizes it, checks the count.
@@ -191,13 +178,7 @@ export function createStorageWriteSink(options: StorageWriteSinkOptions): Stream
       }
       const toErrorTable = [...letters, ...rejected];
       if (toErrorTable.length > 0) {
-        errorTableReady ??= ensureTable(options.bigquery, options, errorTable, deadLetterTableSchema).catch(
-          (error: unknown) => {
-            errorTableReady = undefined;
-            throw error;
-          },
-        );
-        await errorTableReady;
+        await errorTableReady();
         const written = await writeStream(
           errorTable,
           deadLetterTableSchema,

@@ -7,6 +7,7 @@
  * Nothing is signed: the broker checks the access token with Google.
  */
 import kafkajs, { type AuthenticationProviderArgs, type Authenticator } from 'kafkajs';
+import { onceUntilFailure } from '../drain/once.js';
 
 /** kafkajs's own error for a refused authentication: not retriable, so the run fails at once. */
 const authError = (message: string): Error =>
@@ -61,13 +62,10 @@ export function createKafkaTokenSource(options: {
   const margin = options.refreshMarginMs ?? 5 * 60_000;
   let last: KafkaToken | undefined;
   let fetching: Promise<KafkaToken> | undefined;
-  let principal: Promise<string> | undefined;
+  // Asked once; again at the next authentication if it failed.
+  const principal = onceUntilFailure(() => options.credentials.principal().then(checkedPrincipal));
   const fetchToken = async (): Promise<KafkaToken> => {
-    principal ??= options.credentials.principal().then(checkedPrincipal, (error: unknown) => {
-      principal = undefined; // asked again at the next authentication
-      throw error;
-    });
-    const [email, access] = await Promise.all([principal, options.credentials.accessToken()]);
+    const [email, access] = await Promise.all([principal(), options.credentials.accessToken()]);
     last = { value: managedKafkaToken(access, email, now()), expiresAt: access.expiresAt };
     return last;
   };
