@@ -1,6 +1,7 @@
 /**
  * A replayed range (storage-write mode, after an operator moved a checkpoint back): the offsets the target
- * and error tables still hold are counted, not written again. Pure, so that the split is unit-tested.
+ * and error tables still hold (the same offset with the same Kafka timestamp) are counted, not written
+ * again. Pure, so that the split is unit-tested.
  */
 import type { HeldOffsets, KafkaRecord } from './types.js';
 
@@ -16,8 +17,8 @@ export function splitReplayed(
   let heldRows = 0;
   let heldLetters = 0;
   for (const r of records) {
-    if (r.offset < replay.until && replay.rows.has(r.offset)) heldRows++;
-    else if (r.offset < replay.until && replay.deadLetters.has(r.offset)) heldLetters++;
+    if (r.offset < replay.until && replay.rows.get(r.offset) === r.timestamp) heldRows++;
+    else if (r.offset < replay.until && replay.deadLetters.get(r.offset) === r.timestamp) heldLetters++;
     else fresh.push(r);
   }
   return { fresh, heldRows, heldLetters };

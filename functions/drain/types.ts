@@ -132,9 +132,13 @@ export interface StreamSink {
   heldOffsets(partition: PartitionRef, from: number, to: number): Promise<HeldOffsets>;
 }
 
+/**
+ * A replayed range's offsets the tables hold, each with the Kafka timestamp of what is held there: a
+ * record is the one held only if its timestamp matches too (a topic deleted and recreated reuses offsets).
+ */
 export interface HeldOffsets {
-  readonly rows: ReadonlySet<number>;
-  readonly deadLetters: ReadonlySet<number>;
+  readonly rows: ReadonlyMap<number, number>;
+  readonly deadLetters: ReadonlyMap<number, number>;
 }
 
 export type DeadLetterKind = 'decode' | 'schema' | 'rule' | 'rejected' | 'oversize';

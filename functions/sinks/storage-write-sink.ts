@@ -258,7 +258,7 @@ export function createStorageWriteSink(options: StorageWriteSinkOptions): Stream
         offsetsHeld(options.bigquery, { dataset: options.dataset, table }, range).catch((error: unknown) => {
           // No error table yet: no dead letter was ever written there.
           if (table === errorTable && /not found/i.test(String((error as Error).message)))
-            return new Set<number>();
+            return new Map<number, number>();
           throw error;
         });
       return { rows: await held(options.table), deadLetters: await held(errorTable) };

@@ -9,12 +9,15 @@ export interface OffsetRange {
   readonly to: number;
 }
 
-/** The distinct offsets a table holds of one partition's [from, to): one query (a replayed range). */
+/**
+ * The offsets a table holds of one partition's [from, to), each with the Kafka timestamp (epoch ms) of
+ * what it holds there: one query (a replayed range).
+ */
 export async function offsetsHeld(
   bigquery: BigQuery,
   target: { dataset: string; table: string },
   range: OffsetRange,
-): Promise<Set<number>> {
+): Promise<Map<number, number>> {
   for (const n of [range.partition, range.from, range.to]) {
     if (!Number.isSafeInteger(n)) throw new RangeError(`${n} is not an offset or a partition`);
   }
@@ -22,11 +25,15 @@ export async function offsetsHeld(
     throw new RangeError(`${range.topic} is not a Kafka topic name`);
   try {
     const [rows] = await bigquery.query({
-      query: `SELECT DISTINCT _kafka_offset AS offset_ FROM \`${target.dataset}.${target.table}\`
+      query: `SELECT _kafka_offset AS offset_, UNIX_MILLIS(MIN(_kafka_timestamp)) AS ts_
+              FROM \`${target.dataset}.${target.table}\`
               WHERE _kafka_topic = '${range.topic}' AND _kafka_partition = ${range.partition}
-                AND _kafka_offset >= ${range.from} AND _kafka_offset < ${range.to}`,
+                AND _kafka_offset >= ${range.from} AND _kafka_offset < ${range.to}
+              GROUP BY _kafka_offset`,
     });
-    return new Set((rows as { offset_: number }[]).map((r) => Number(r.offset_)));
+    return new Map(
+      (rows as { offset_: number; ts_: number }[]).map((r) => [Number(r.offset_), Number(r.ts_)]),
+    );
   } catch (error) {
     throw bigQueryError(error, `read the offsets ${target.table} holds`);
   }

@@ -365,11 +365,11 @@ export function createMemoryStreamSink() {
     },
     async heldOffsets(p, from, to) {
       const offsets = (records: { record: KafkaRecord }[]) =>
-        new Set(
+        new Map(
           records
             .filter((r) => r.record.topic === p.topic && r.record.partition === p.partition)
-            .map((r) => r.record.offset)
-            .filter((o) => o >= from && o < to),
+            .filter((r) => r.record.offset >= from && r.record.offset < to)
+            .map((r) => [r.record.offset, r.record.timestamp] as const),
         );
       return { rows: offsets(table), deadLetters: offsets(errorTable) };
     },
