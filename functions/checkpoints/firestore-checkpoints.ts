@@ -1,6 +1,6 @@
 import { FieldValue, type Firestore, Timestamp } from '@google-cloud/firestore';
-import type { LivenessState } from '../alerts/episodes.js';
 import { partitionId } from '../drain/assignment.js';
+import type { LivenessState } from '../drain/episodes.js';
 import { FencedError } from '../drain/errors.js';
 import type {
   CheckpointCommit,

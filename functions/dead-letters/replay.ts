@@ -1,6 +1,6 @@
-import { isDeadLetter, type RowShape, toRow, userColumns } from '../drain/records.js';
-import type { Rules } from '../drain/rules.js';
 import type { KafkaRecord, RowResult, RowToWrite, Sink } from '../drain/types.js';
+import { isDeadLetter, type RowShape, toRow, userColumns } from '../records/records.js';
+import type { Rules } from '../records/rules.js';
 import type { PulledLetter } from './pubsub-subscription.js';
 
 /** Where a dead letter of a topic goes back to: its route's table, schema and rules. */

@@ -20,7 +20,7 @@
  *   in the partition document before the commit, so that whoever holds the lease next can finish it.
  */
 
-import type { Alert, LivenessState } from '../alerts/episodes.js';
+import type { Alert, LivenessState } from './episodes.js';
 
 export interface PartitionRef {
   readonly topic: string;
@@ -197,6 +197,47 @@ export interface CommitIntent {
   readonly lastRecordTimestamp: number | null;
   /** A replayed range's offsets the tables already held, counted in `rows`/`deadLetters` but not written. */
   readonly alreadyHeld?: { readonly rows: number; readonly deadLetters: number };
+}
+
+/** One partition's batch, ready to write: its records and the range its commit moves the checkpoint over. */
+export interface BatchToWrite {
+  readonly lease: Lease;
+  readonly fromOffset: number;
+  readonly nextOffset: number;
+  readonly records: readonly KafkaRecord[];
+}
+
+/** What a writer made durable of a batch: the drain commits the checkpoint with these counts. */
+export interface WrittenBatch {
+  readonly rows: number;
+  readonly deadLetters: number;
+  /** Tombstones skipped (TOMBSTONES=skip): nothing to write, counted so that every offset is accounted for. */
+  readonly tombstones: number;
+  /** storage-write mode: the lease as the recorded intent left it, and the streams that made it durable. */
+  readonly lease?: Lease;
+  readonly streams?: readonly string[];
+  /** storage-write mode, a replayed range: of `rows`/`deadLetters`, those the tables already held. */
+  readonly alreadyHeld?: { readonly rows: number; readonly deadLetters: number };
+}
+
+/** What an earlier run left of a partition, finished: a range to commit, or where to start reading again. */
+export interface Recovery {
+  readonly commit?: CommitIntent;
+  readonly startAt?: number;
+}
+
+/**
+ * The writer port: one per route, one implementation per write mode (writers/), each owning its order of
+ * rows, error table, dead letters, intents and commits of streams. The drain hands it batches in offset
+ * order per partition and moves the checkpoint only once `write` has resolved.
+ */
+export interface Writer {
+  /** A partition just leased, before anything is read: finishes what an earlier run left (an intent). */
+  recover(lease: Lease): Promise<Recovery>;
+  /** The partition is about to be read from `from` up to `end` (a replayed range is looked up here). */
+  begin(lease: Lease, from: number, end: number): Promise<void>;
+  /** Resolves once the batch's rows and dead letters are durable; throws, and nothing is committed, if not. */
+  write(batch: BatchToWrite, signal: AbortSignal): Promise<WrittenBatch>;
 }
 
 /** Who moved a checkpoint or paused a partition on purpose, and why (kept under `audit/`). */

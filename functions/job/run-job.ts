@@ -5,15 +5,16 @@ import { createFirestoreCheckpoints } from '../checkpoints/firestore-checkpoints
 import { createPubSubDeadLetters } from '../dead-letters/pubsub-dead-letters.js';
 import { type CallTracker, createCallTracker, trackedPort, trackedSource } from '../drain/calls.js';
 import type { DrainConfig } from '../drain/config.js';
-import { type DrainContext, runDrain } from '../drain/drain-loop.js';
 import { ConfigError } from '../drain/errors.js';
 import type { Logger } from '../drain/logger.js';
 import { onceUntilFailure } from '../drain/once.js';
 import { defaultRetryPolicy, sleep } from '../drain/retry.js';
 import { type Route, type RoutedTopics, tableName } from '../drain/routes.js';
-import { loadRules, type Rules } from '../drain/rules.js';
+import { runDrain } from '../drain/run.js';
+import type { DrainContext } from '../drain/run-state.js';
 import { mergeRunSummaries } from '../drain/run-summary.js';
 import type { Checkpoints, ErrorTable, RunSummary, Sink, Source, StreamSink } from '../drain/types.js';
+import { loadRules, type Rules } from '../records/rules.js';
 import { createInsertAllSink, ensureTargetTable, insertAllLimits } from '../sinks/bigquery-sink.js';
 import { createMergeErrorTable } from '../sinks/error-table.js';
 import { createMergeSink } from '../sinks/merge-sink.js';
@@ -21,6 +22,7 @@ import { evolveTable, type SchemaEvolution } from '../sinks/schema-evolution.js'
 import { createStorageWriteSink } from '../sinks/storage-write-sink.js';
 import { readUserSchema, type SchemaField, targetTableSchema } from '../sinks/table-schema.js';
 import { checkBrokerCertificate, createKafkaSource, kafkaClientOptions } from '../sources/kafka-source.js';
+import { createWriter, type WriterPorts } from '../writers/create-writer.js';
 import { createGoogleClients, type GoogleClients } from './clients.js';
 import { routeTopics } from './routing.js';
 
@@ -225,15 +227,43 @@ async function drainRoute(
   // BigQuery writes have no deadline of their own (a MERGE may rightly take minutes): the run's end cuts
   // them, abandoned by design (their batches are read again by the next run).
   const writes = { mayOutliveRun: true };
-  const sink = io.sink ?? trackedPort(calls, 'bigquery', made!.sink, writes);
-  const streams =
-    io.sink === undefined && made!.streams
-      ? trackedPort(calls, 'bigquery', made!.streams, writes)
-      : undefined;
-  const errorTable =
-    io.sink === undefined && made!.errorTable
-      ? trackedPort(calls, 'bigquery', made!.errorTable, writes)
-      : undefined;
+  const tracked = <T extends object>(port: T): T => trackedPort(calls, 'bigquery', port, writes);
+  const checkpointsTtl = config.leaseTtlSeconds * 1000;
+  const deadLetters = trackedPort(
+    calls,
+    'pubsub',
+    createPubSubDeadLetters(clients.pubsub, {
+      topic: config.deadLetterTopic,
+      pipeline: config.pipelineId,
+      execution: config.execution,
+      retry: defaultRetryPolicy,
+      logger,
+    }),
+    { deadlineMs: callDeadlinesMs.pubsub },
+  );
+  const writer = createWriter(
+    io.sink !== undefined
+      ? { mode: 'insert-all', sink: io.sink }
+      : writerPorts(config.bigquery.writeMode, made!, tracked),
+    {
+      checkpoints,
+      deadLetters,
+      records: {
+        shape: {
+          fields: target.userSchema,
+          unknownFields: config.unknownFields,
+          metadata: routed.route.metadata,
+        },
+        tombstones: config.tombstones,
+        ...(rules === undefined ? {} : { rules }),
+      },
+      leaseTtlMs: checkpointsTtl,
+      flushMaxBytes: config.batchMaxBytes * 4,
+      logger,
+      now: Date.now,
+      ...(io.fault === undefined ? {} : { fault: io.fault }),
+    },
+  );
   return runDrain(
     {
       source: (io.observeSource ?? ((s) => s))(
@@ -247,9 +277,7 @@ async function drainRoute(
         ),
       ),
       checkpoints,
-      sink,
-      ...(streams === undefined ? {} : { streams }),
-      ...(errorTable === undefined ? {} : { errorTable }),
+      writer,
       ...(config.alertTopic === null
         ? {}
         : {
@@ -257,19 +285,6 @@ async function drainRoute(
               deadlineMs: callDeadlinesMs.alerts,
             }),
           }),
-      ...(rules === undefined ? {} : { rules }),
-      deadLetters: trackedPort(
-        calls,
-        'pubsub',
-        createPubSubDeadLetters(clients.pubsub, {
-          topic: config.deadLetterTopic,
-          pipeline: config.pipelineId,
-          execution: config.execution,
-          retry: defaultRetryPolicy,
-          logger,
-        }),
-        { deadlineMs: callDeadlinesMs.pubsub },
-      ),
     },
     {
       pipelineId: config.pipelineId,
@@ -292,12 +307,6 @@ async function drainRoute(
       // The routes' drains share the process's memory.
       inFlightMaxBytes: Math.max(2, Math.floor(8 / routeCount)) * config.batchMaxBytes,
       firestoreConcurrency: 16,
-      rowShape: {
-        fields: target.userSchema,
-        unknownFields: config.unknownFields,
-        metadata: routed.route.metadata,
-      },
-      tombstones: config.tombstones,
       alertThresholds: {
         idleSeconds: config.idleAlertSeconds,
         stallSeconds: config.stallAlertSeconds,
@@ -512,6 +521,17 @@ export function createSink(
     logger,
     mode,
   );
+}
+
+/** The write mode's ports, out of the sinks made for it. */
+function writerPorts(
+  mode: DrainConfig['bigquery']['writeMode'],
+  made: ReturnType<typeof createSink>,
+  tracked: <T extends object>(port: T) => T,
+): WriterPorts {
+  if (mode === 'storage-write') return { mode, streams: tracked(made.streams!) };
+  if (mode === 'merge') return { mode, sink: tracked(made.sink), errorTable: tracked(made.errorTable!) };
+  return { mode, sink: tracked(made.sink) };
 }
 
 /** Every schema change applied is kept under `pipelines/{pipeline}/audit/`, as operators' actions are. */

@@ -1,7 +1,7 @@
 import { DrainError } from '../drain/errors.js';
 import { onceUntilFailure } from '../drain/once.js';
-import { rowKey } from '../drain/records.js';
 import type { ErrorTable } from '../drain/types.js';
+import { rowKey } from '../records/records.js';
 import { ensureTable } from './bigquery-sink.js';
 import { createMergeSink, type MergeSinkOptions } from './merge-sink.js';
 import { deadLetterRow, deadLetterTableName, deadLetterTableSchema } from './table-schema.js';

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { BigQuery, Table } from '@google-cloud/bigquery';
 import { DrainError } from '../drain/errors.js';
+import { createFlushQueue } from '../drain/flush-queue.js';
 import type { Logger } from '../drain/logger.js';
 import { backoffDelay, type RetryPolicy, sleep, withRetry } from '../drain/retry.js';
 import type { RowResult, RowToWrite, Sink } from '../drain/types.js';
@@ -177,12 +178,16 @@ export function createMergeSink(options: MergeSinkOptions): MergeSink {
     options.stagingKind,
   );
   const columns = options.schema.map((f) => f.name);
-  const waiting: {
-    rows: readonly RowToWrite[];
-    resolve: (r: RowResult[]) => void;
-    reject: (e: unknown) => void;
-  }[] = [];
-  let flushing: Promise<void> | undefined;
+  // Concurrent writes wait while a flush runs, and the next flush takes them all (one MERGE).
+  const queue = createFlushQueue<{ rows: readonly RowToWrite[]; signal?: AbortSignal }, RowResult[]>(
+    async (group) => {
+      const results = await flush(
+        group.flatMap((g) => g.item.rows),
+        group[0]!.item.signal,
+      );
+      for (const g of group) g.resolve(g.item.rows.map((r) => results.get(r.rowKey)!));
+    },
+  );
   let staging: Promise<Table> | undefined;
   const now = options.now ?? Date.now;
   const freshTableMs = options.freshTableMs ?? 10 * 60_000;
@@ -311,31 +316,9 @@ export function createMergeSink(options: MergeSinkOptions): MergeSink {
     return new Map(rows.map((r, i) => [r.rowKey, results[i]!]));
   }
 
-  function startFlushing(signal?: AbortSignal): void {
-    if (flushing !== undefined) return;
-    flushing = (async () => {
-      while (waiting.length > 0) {
-        const group = waiting.splice(0);
-        try {
-          const results = await flush(
-            group.flatMap((g) => g.rows),
-            signal,
-          );
-          for (const g of group) g.resolve(g.rows.map((r) => results.get(r.rowKey)!));
-        } catch (error) {
-          for (const g of group) g.reject(error);
-        }
-      }
-      flushing = undefined;
-    })();
-  }
-
   return {
     write(rows, signal) {
-      return new Promise((resolve, reject) => {
-        waiting.push({ rows, resolve, reject });
-        startFlushing(signal);
-      });
+      return queue.add({ rows, ...(signal === undefined ? {} : { signal }) });
     },
 
     async cleanLeftovers() {
@@ -360,7 +343,7 @@ export function createMergeSink(options: MergeSinkOptions): MergeSink {
       // Not waiting for a flush still in flight: at a hard stop it is abandoned (its batch uncommitted).
       if (staging === undefined) return;
       staging = undefined;
-      if (flushing !== undefined) {
+      if (queue.busy) {
         // Its MERGE may still be running: dropping the table it reads would wait behind it (and a MERGE
         // may rightly take minutes) or fail it. The table is left for a later run's leftover clean-up
         // (and expires in a day); the next run's MERGE of the batch inserts nothing twice.

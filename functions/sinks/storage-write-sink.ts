@@ -15,9 +15,9 @@ import { chunksOf } from '../drain/chunks.js';
 import { DrainError } from '../drain/errors.js';
 import type { Logger } from '../drain/logger.js';
 import { onceUntilFailure } from '../drain/once.js';
-import { maxRecordBytes } from '../drain/records.js';
 import type { DeadLetter, PartitionRef, StreamSink, StreamState } from '../drain/types.js';
 import { grpcError } from '../google/grpc-errors.js';
+import { maxRecordBytes } from '../records/records.js';
 import { ensureTable } from './bigquery-sink.js';
 import { type StorageRow, toStorageRow } from './storage-rows.js';
 import {

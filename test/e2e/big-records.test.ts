@@ -5,7 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import { expect, test } from 'vitest';
-import { maxRecordBytes } from '../../functions/drain/records.js';
+import { maxRecordBytes } from '../../functions/records/records.js';
 import {
   createPipeline,
   deadLetterOffsets,

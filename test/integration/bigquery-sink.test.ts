@@ -1,7 +1,7 @@
 import { afterAll, expect, test } from 'vitest';
 import { createMemoryLogger } from '../../functions/drain/logger.js';
-import { toRow } from '../../functions/drain/records.js';
 import type { RowToWrite } from '../../functions/drain/types.js';
+import { toRow } from '../../functions/records/records.js';
 import { createInsertAllSink, ensureTargetTable } from '../../functions/sinks/bigquery-sink.js';
 import { record } from '../support/memory-ports.js';
 import { stackClients, uniqueName } from '../support/stack.js';

@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, test } from 'vitest';
 import { createMemoryLogger } from '../../functions/drain/logger.js';
-import { toRow } from '../../functions/drain/records.js';
 import type { DeadLetter, RowToWrite } from '../../functions/drain/types.js';
+import { toRow } from '../../functions/records/records.js';
 import { ensureTargetTable } from '../../functions/sinks/bigquery-sink.js';
 import { createMergeErrorTable } from '../../functions/sinks/error-table.js';
 import { createMergeSink, stagingPrefix, stagingTableName } from '../../functions/sinks/merge-sink.js';

@@ -5,8 +5,8 @@
  */
 import { afterAll, describe, expect, test } from 'vitest';
 import { createMemoryLogger } from '../../functions/drain/logger.js';
-import { isDeadLetter, toRow } from '../../functions/drain/records.js';
 import type { KafkaRecord, RowToWrite } from '../../functions/drain/types.js';
+import { isDeadLetter, toRow } from '../../functions/records/records.js';
 import { ensureTargetTable } from '../../functions/sinks/bigquery-sink.js';
 import { createStorageWriteSink } from '../../functions/sinks/storage-write-sink.js';
 import { type SchemaField, targetTableSchema } from '../../functions/sinks/table-schema.js';

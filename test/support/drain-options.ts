@@ -1,4 +1,4 @@
-import type { DrainOptions } from '../../functions/drain/drain-loop.js';
+import type { DrainOptions } from './run-drain.js';
 
 /** The drain options the unit tests start from: small batches, short leases, room to spare. */
 export const testDrainOptions: DrainOptions = {

@@ -2,8 +2,9 @@
  * In-memory ports for unit tests of the pure drain loop only. They keep the contract the real adapters
  * keep (fencing by owner and epoch, continuity of commits, acknowledged dead letters), nothing more.
  */
-import type { Alert, LivenessState } from '../../functions/alerts/episodes.js';
+
 import { partitionId } from '../../functions/drain/assignment.js';
+import type { Alert, LivenessState } from '../../functions/drain/episodes.js';
 import { DrainError, FencedError } from '../../functions/drain/errors.js';
 import type {
   CheckpointCommit,

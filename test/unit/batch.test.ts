@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'vitest';
-import { planFetched, writeBatch } from '../../functions/drain/batch.js';
+import { planFetched } from '../../functions/drain/batch.js';
 import type { DeadLetter, ErrorTable, KafkaRecord } from '../../functions/drain/types.js';
+import { writeBatch } from '../../functions/writers/sink-writer.js';
 import { createMemoryDeadLetters, createMemorySink, record } from '../support/memory-ports.js';
 
 function records(): KafkaRecord[] {

@@ -1,6 +1,5 @@
 import { describe, expect, test } from 'vitest';
 import { ownedBy } from '../../functions/drain/assignment.js';
-import { type DrainOptions, runDrain } from '../../functions/drain/drain-loop.js';
 import { DrainError } from '../../functions/drain/errors.js';
 import { createMemoryLogger } from '../../functions/drain/logger.js';
 import type { KafkaRecord, Watermarks } from '../../functions/drain/types.js';
@@ -13,6 +12,7 @@ import {
   createMemorySource,
   record,
 } from '../support/memory-ports.js';
+import { type DrainOptions, runDrain } from '../support/run-drain.js';
 
 const options: DrainOptions = { ...testDrainOptions };
 

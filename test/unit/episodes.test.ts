@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { emptyLiveness, evaluateEpisodes, type Observation } from '../../functions/alerts/episodes.js';
+import { emptyLiveness, evaluateEpisodes, type Observation } from '../../functions/drain/episodes.js';
 
 const thresholds = { idleSeconds: 60, stallSeconds: 120, backlogRecords: 1000, backlogGrowingRuns: 3 };
 const at = (seconds: number) => 1_800_000_000_000 + seconds * 1000;

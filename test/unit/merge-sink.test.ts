@@ -5,7 +5,6 @@
  */
 import type { BigQuery } from '@google-cloud/bigquery';
 import { describe, expect, test } from 'vitest';
-import { type DrainOptions, runDrain } from '../../functions/drain/drain-loop.js';
 import { createMemoryLogger } from '../../functions/drain/logger.js';
 import type { KafkaRecord, Row } from '../../functions/drain/types.js';
 import { confirmStatement, createMergeSink } from '../../functions/sinks/merge-sink.js';
@@ -17,6 +16,7 @@ import {
   createMemorySource,
   record,
 } from '../support/memory-ports.js';
+import { type DrainOptions, runDrain } from '../support/run-drain.js';
 
 interface Behaviour {
   /** Inserts into a staging table answered 404 before they succeed. */

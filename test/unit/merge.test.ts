@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest';
-import { toRow } from '../../functions/drain/records.js';
 import type { RowToWrite } from '../../functions/drain/types.js';
+import { toRow } from '../../functions/records/records.js';
 import {
   batchId,
   mergeStatement,

@@ -3,9 +3,9 @@ import { deadLetterMessage, truncateUtf8 } from '../../functions/dead-letters/pu
 import { ownedBy, stableHash } from '../../functions/drain/assignment.js';
 import { splitBatches } from '../../functions/drain/batch.js';
 import { DrainError } from '../../functions/drain/errors.js';
-import { isDeadLetter, toRow } from '../../functions/drain/records.js';
 import { backoffDelay, withRetry } from '../../functions/drain/retry.js';
 import type { RowToWrite } from '../../functions/drain/types.js';
+import { isDeadLetter, toRow } from '../../functions/records/records.js';
 import { splitRequests } from '../../functions/sinks/bigquery-sink.js';
 import { record } from '../support/memory-ports.js';
 

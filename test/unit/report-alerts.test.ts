@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest';
-import { emptyLiveness } from '../../functions/alerts/episodes.js';
-import { reportAlerts } from '../../functions/alerts/report.js';
+import { reportAlerts } from '../../functions/drain/alert-report.js';
+import { emptyLiveness } from '../../functions/drain/episodes.js';
 import { createMemoryLogger } from '../../functions/drain/logger.js';
 import { createMemoryAlerts } from '../support/memory-ports.js';
 

@@ -4,7 +4,6 @@
  * forward by another run.
  */
 import { describe, expect, test } from 'vitest';
-import { type DrainOptions, runDrain } from '../../functions/drain/drain-loop.js';
 import { DrainError } from '../../functions/drain/errors.js';
 import { createMemoryLogger } from '../../functions/drain/logger.js';
 import type { KafkaRecord } from '../../functions/drain/types.js';
@@ -17,6 +16,7 @@ import {
   createMemoryStreamSink,
   record,
 } from '../support/memory-ports.js';
+import { type DrainOptions, runDrain } from '../support/run-drain.js';
 
 const options: DrainOptions = { ...testDrainOptions, partitionConcurrency: 4, tombstones: 'skip' };
 

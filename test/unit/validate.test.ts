@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'vitest';
-import { createRules } from '../../functions/drain/rules.js';
 import type { JsonValue } from '../../functions/drain/types.js';
-import { validateRecord } from '../../functions/drain/validate.js';
+import { createRules } from '../../functions/records/rules.js';
+import { validateRecord } from '../../functions/records/validate.js';
 import type { SchemaField } from '../../functions/sinks/table-schema.js';
 import { record } from '../support/memory-ports.js';
 

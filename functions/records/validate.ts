@@ -1,6 +1,6 @@
+import type { JsonValue } from '../drain/types.js';
 import type { SchemaField } from '../sinks/table-schema.js';
 import { geographyProblem } from './geography.js';
-import type { JsonValue } from './types.js';
 
 /**
  * A record's JSON against the table schema, the way BigQuery's JSON ingestion would judge it, so that a

@@ -3,7 +3,7 @@
  * and error tables still hold (the same offset with the same Kafka timestamp) are counted, not written
  * again. Pure, so that the split is unit-tested.
  */
-import type { HeldOffsets, KafkaRecord } from './types.js';
+import type { HeldOffsets, KafkaRecord } from '../drain/types.js';
 
 export type Replay = HeldOffsets & { readonly until: number };
 

@@ -1,5 +1,3 @@
-import type { Logger } from '../drain/logger.js';
-import type { Alerts } from '../drain/types.js';
 import {
   type Alert,
   evaluateEpisodes,
@@ -7,6 +5,8 @@ import {
   type Observation,
   type Thresholds,
 } from './episodes.js';
+import type { Logger } from './logger.js';
+import type { Alerts } from './types.js';
 
 /**
  * A partition's alerts at the end of a run: its episodes opened and resolved (episodes.ts), each alert

@@ -15,10 +15,10 @@
  * once, so committing a recorded stream is always safe, and a range is never written again while its
  * stream could still commit.
  */
-import { publishDeadLetters } from './batch.js';
-import { DrainError, FencedError } from './errors.js';
-import type { Logger } from './logger.js';
-import { defaultRetryPolicy, type RetryPolicy, withRetry } from './retry.js';
+import { DrainError, FencedError } from '../drain/errors.js';
+import { createFlushQueue, type Waiting } from '../drain/flush-queue.js';
+import type { Logger } from '../drain/logger.js';
+import { defaultRetryPolicy, type RetryPolicy, withRetry } from '../drain/retry.js';
 import type {
   Checkpoints,
   CommitIntent,
@@ -28,7 +28,8 @@ import type {
   PartitionRef,
   RowToWrite,
   StreamSink,
-} from './types.js';
+} from '../drain/types.js';
+import { publishDeadLetters } from './dead-letters.js';
 
 /** One partition's batch, classified, waiting for a flush. */
 export interface FlushItem {
@@ -73,10 +74,9 @@ export function createStreamFlusher(
   },
 ): StreamFlusher {
   const retry = options.retry ?? defaultRetryPolicy;
-  const waiting: { item: FlushItem; resolve: (f: Flushed) => void; reject: (e: unknown) => void }[] = [];
-  let flushing = false;
+  type Member = Waiting<FlushItem, Flushed>;
 
-  async function flushGroup(group: typeof waiting): Promise<void> {
+  async function flushGroup(group: Member[]): Promise<void> {
     let members = group;
     while (members.length > 0) {
       const items = members.map((m) => m.item);
@@ -133,8 +133,8 @@ export function createStreamFlusher(
   }
 
   /** The members whose lease is gone: a renewal tells, one partition at a time. */
-  async function fencedMembers(members: typeof waiting): Promise<typeof waiting> {
-    const fenced: typeof waiting = [];
+  async function fencedMembers(members: Member[]): Promise<Member[]> {
+    const fenced: Member[] = [];
     for (const m of members) {
       await ports.checkpoints.renew(m.item.lease, options.leaseTtlMs).catch((error: unknown) => {
         if (error instanceof FencedError) fenced.push(m);
@@ -146,37 +146,11 @@ export function createStreamFlusher(
     return fenced;
   }
 
-  function start(): void {
-    if (flushing) return;
-    flushing = true;
-    void (async () => {
-      while (waiting.length > 0) {
-        let bytes = 0;
-        let take = 0;
-        while (
-          take < waiting.length &&
-          (take === 0 || bytes + waiting[take]!.item.bytes <= options.flushMaxBytes)
-        ) {
-          bytes += waiting[take]!.item.bytes;
-          take++;
-        }
-        const group = waiting.splice(0, take);
-        await flushGroup(group).catch((error: unknown) => {
-          for (const m of group) m.reject(error);
-        });
-      }
-      flushing = false;
-    })();
-  }
-
-  return {
-    flush(item) {
-      return new Promise((resolve, reject) => {
-        waiting.push({ item, resolve, reject });
-        start();
-      });
-    },
-  };
+  const queue = createFlushQueue(flushGroup, {
+    weigh: (item) => item.bytes,
+    maxWeight: options.flushMaxBytes,
+  });
+  return { flush: (item) => queue.add(item) };
 }
 
 function belongsTo(letter: DeadLetter, item: FlushItem): boolean {

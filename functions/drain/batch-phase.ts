@@ -1,0 +1,172 @@
+import { planFetched } from './batch.js';
+import { FencedError } from './errors.js';
+import type { PartitionLease } from './partition-lease.js';
+import type { DrainRun } from './run-state.js';
+import { countBatch } from './run-totals.js';
+import type { CheckpointCommit, FetchedBatch, KafkaRecord, WrittenBatch } from './types.js';
+
+/** Moves the partition's checkpoint (and extends its lease); throws a FencedError when the lease was lost. */
+export async function commitCheckpoint(
+  run: DrainRun,
+  entry: PartitionLease,
+  batch: Omit<CheckpointCommit, 'lease'>,
+): Promise<void> {
+  const pending = run.ports.checkpoints.commit({ lease: entry.lease, ...batch }, run.options.leaseTtlMs);
+  // Crash tests: die while the commit is on the wire (it may or may not have landed).
+  if (run.context.fault) setImmediate(() => run.context.fault?.('mid-commit'));
+  const lease = await pending;
+  run.totals.commits++;
+  entry.advance(lease, batch.nextOffset, run.now());
+}
+
+/**
+ * One fetch of a partition: checked for continuity with the checkpoint, cut into batches, each written
+ * (writer port) and then committed, strictly in offset order. A stop settles the batch in flight and
+ * starts no other; at the hard stop (or when the lease is given up) the batch in flight is abandoned,
+ * uncommitted, and the next run reads it again.
+ */
+export async function drainFetched(
+  run: DrainRun,
+  entry: PartitionLease,
+  fetched: FetchedBatch,
+): Promise<void> {
+  if (entry.done || run.stop.signal.aborted) return;
+  if (fetched.fromOffset !== entry.position) {
+    // The reader fetched on from where an earlier batch of this partition ended, but that batch was not
+    // committed (abandoned at a stop, or its write failed): nothing after it may be written or skipped
+    // to in this run. The next run reads again from the checkpoint.
+    run.logger.warn(
+      'an earlier batch of the partition was not committed; the partition waits for the next run',
+      {
+        topic: fetched.topic,
+        partition: fetched.partition,
+        checkpoint: entry.position,
+        fetchedFrom: fetched.fromOffset,
+      },
+    );
+    entry.leave();
+    return;
+  }
+  // Only what lies between the checkpoint and the end seen at start belongs to this run.
+  const plan = planFetched(fetched, entry.position, entry.end, {
+    maxRecords: run.options.batchMaxRecords,
+    maxBytes: run.options.batchMaxBytes,
+  });
+  if (plan.skipTo !== undefined) {
+    // Offsets with no records (compaction, transaction markers): the checkpoint moves past them.
+    await commitCheckpoint(run, entry, {
+      fromOffset: entry.position,
+      nextOffset: plan.skipTo,
+      records: 0,
+      rows: 0,
+      deadLetters: 0,
+      lastRecordTimestamp: null,
+    });
+    return;
+  }
+  for (const { records, nextOffset } of plan.batches) {
+    if (entry.done || run.stop.signal.aborted) return; // left while this fetch was written; or stopping
+    const committed = await writeAndCommit(run, entry, records, nextOffset);
+    if (!committed) return;
+  }
+}
+
+/** One batch: written, then committed. False when it was abandoned or its partition left. */
+async function writeAndCommit(
+  run: DrainRun,
+  entry: PartitionLease,
+  records: KafkaRecord[],
+  nextOffset: number,
+): Promise<boolean> {
+  const log = run.logger.child({
+    topic: entry.mark.topic,
+    partition: entry.mark.partition,
+    from: entry.position,
+    to: nextOffset,
+  });
+  const began = run.now();
+  try {
+    // At a hard stop the batch is abandoned, not awaited: a write still on the wire may land, and the next
+    // run replays it (the exactly-once modes write nothing twice).
+    const stopWriting = AbortSignal.any([run.stop.hard, entry.abandoned]);
+    const batch = { lease: entry.lease, fromOffset: entry.position, nextOffset, records };
+    const written = await untilAborted(run.ports.writer.write(batch, stopWriting), stopWriting);
+    const wroteAt = run.now();
+    if (written === undefined || stopWriting.aborted) {
+      log.warn(
+        entry.abandoned.aborted
+          ? 'batch abandoned: the lease could not be renewed; it will be read again by the next run'
+          : 'batch abandoned at shutdown; it will be read again by the next run',
+      );
+      return false;
+    }
+    await commitWritten(run, entry, records, nextOffset, written);
+    log.debug('batch committed', {
+      records: records.length,
+      ...written,
+      writeMs: wroteAt - began,
+      commitMs: run.now() - wroteAt,
+      durationMs: run.now() - began,
+    });
+    return true;
+  } catch (error) {
+    if (!(error instanceof FencedError)) {
+      entry.leave({ skipped: 'error' });
+      throw error;
+    }
+    log.warn('lease lost; this run no longer touches the partition', {
+      error,
+      durationMs: run.now() - began,
+    });
+    entry.leave({ skipped: 'fenced' });
+    return false;
+  }
+}
+
+async function commitWritten(
+  run: DrainRun,
+  entry: PartitionLease,
+  records: KafkaRecord[],
+  nextOffset: number,
+  written: WrittenBatch,
+): Promise<void> {
+  // storage-write: the lease as the recorded intent left it.
+  if (written.lease !== undefined) entry.lease = written.lease;
+  await commitCheckpoint(run, entry, {
+    fromOffset: entry.position,
+    nextOffset,
+    records: records.length,
+    rows: written.rows,
+    deadLetters: written.deadLetters,
+    tombstones: written.tombstones,
+    lastRecordTimestamp: records[records.length - 1]!.timestamp,
+    ...(written.streams === undefined ? {} : { streams: written.streams }),
+  });
+  run.context.fault?.('after-commit');
+  countBatch(run.totals, entry.summary, records.length, written);
+}
+
+/** Resolves with the promise's value, or with undefined as soon as the signal aborts. */
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T | undefined> {
+  if (signal.aborted) {
+    promise.catch(() => {});
+    return Promise.resolve(undefined);
+  }
+  return new Promise((resolve, reject) => {
+    const onAbort = (): void => {
+      promise.catch(() => {});
+      resolve(undefined);
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
+}

@@ -1,0 +1,67 @@
+/** One caller's item in a flush, and how its caller is answered. */
+export interface Waiting<I, R> {
+  readonly item: I;
+  resolve(result: R): void;
+  reject(error: unknown): void;
+}
+
+export interface FlushQueue<I, R> {
+  /** Resolves with what the flush that took the item made of it. */
+  add(item: I): Promise<R>;
+  /** A flush is running (its writes may still be on the wire). */
+  readonly busy: boolean;
+}
+
+/**
+ * Gathers what concurrent callers hand in into flushes, one at a time: while a flush runs, items wait,
+ * and the next flush takes those waiting (up to `maxWeight`, at least one). `flush` answers each member
+ * (it may fail some and keep the others); members it leaves unanswered when it throws fail with its error.
+ */
+export function createFlushQueue<I, R>(
+  flush: (members: Waiting<I, R>[]) => Promise<void>,
+  limit: { readonly weigh: (item: I) => number; readonly maxWeight: number } = {
+    weigh: () => 0,
+    maxWeight: Number.POSITIVE_INFINITY,
+  },
+): FlushQueue<I, R> {
+  const waiting: Waiting<I, R>[] = [];
+  let flushing = false;
+
+  function nextGroup(): Waiting<I, R>[] {
+    let weight = 0;
+    let take = 0;
+    while (take < waiting.length) {
+      const next = limit.weigh(waiting[take]!.item);
+      if (take > 0 && weight + next > limit.maxWeight) break;
+      weight += next;
+      take++;
+    }
+    return waiting.splice(0, take);
+  }
+
+  function start(): void {
+    if (flushing) return;
+    flushing = true;
+    void (async () => {
+      while (waiting.length > 0) {
+        const group = nextGroup();
+        await flush(group).catch((error: unknown) => {
+          for (const m of group) m.reject(error); // those already answered keep their answer
+        });
+      }
+      flushing = false;
+    })();
+  }
+
+  return {
+    add(item) {
+      return new Promise<R>((resolve, reject) => {
+        waiting.push({ item, resolve, reject });
+        start();
+      });
+    },
+    get busy() {
+      return flushing;
+    },
+  };
+}

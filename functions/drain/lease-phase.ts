@@ -1,0 +1,150 @@
+import { partitionId } from './assignment.js';
+import { commitCheckpoint } from './batch-phase.js';
+import { asError } from './errors.js';
+import { PartitionLease } from './partition-lease.js';
+import { planStart } from './partition-start.js';
+import type { DrainRun } from './run-state.js';
+import { startOffset } from './start-position.js';
+import type { PartitionSummary, Position, Watermarks } from './types.js';
+
+/**
+ * Leases one partition and makes it ready to read: what an earlier run left is finished first (the
+ * writer's `recover`), the start is planned (the checkpoint, or START_POSITION; a retention gap is
+ * reported and, by policy, committed past), and the position to read from is returned. Undefined when the
+ * partition is not to be read in this run: held elsewhere, paused, idle, or waiting.
+ */
+export async function leasePartition(
+  run: DrainRun,
+  mark: Watermarks,
+  shared: boolean,
+): Promise<Position | undefined> {
+  const { logger } = run;
+  const where = { topic: mark.topic, partition: mark.partition };
+  const lease = await run.ports.checkpoints.acquire(mark, run.options.runId, run.options.leaseTtlMs);
+  // Another task's partition that someone took first is simply not this run's business.
+  if (lease === undefined && shared) return undefined;
+  const summary = emptySummary(mark, shared);
+  run.summaries.push(summary);
+  if (lease === undefined) {
+    summary.skipped = 'leased_elsewhere';
+    logger.info('partition leased by another run; skipped', where);
+    return undefined;
+  }
+  if (lease.paused) {
+    summary.skipped = 'paused';
+    await run.ports.checkpoints.release(lease);
+    logger.info('partition paused by an operator; skipped', where);
+    return undefined;
+  }
+  const start = lease.nextOffset ?? (await firstOffset(run, mark));
+  const entry = new PartitionLease({ lease, mark, summary, position: start, at: run.now() }, (p) =>
+    run.reader?.finish(p),
+  );
+  run.partitions.set(partitionId(mark), entry);
+  const recovered = await recover(run, entry, start);
+  if (recovered === undefined) return undefined;
+  return planAndBegin(run, entry, recovered);
+}
+
+/** A recorded intent, finished first whatever happened to the run that left it; undefined: the partition waits. */
+async function recover(run: DrainRun, entry: PartitionLease, start: number): Promise<number | undefined> {
+  const intent = entry.lease.intent;
+  try {
+    const recovery = await run.ports.writer.recover(entry.lease);
+    if (recovery.commit !== undefined) {
+      await commitCheckpoint(run, entry, { ...recovery.commit, streams: recovery.commit.streams });
+      return recovery.commit.nextOffset;
+    }
+    return recovery.startAt ?? start;
+  } catch (error) {
+    // This partition waits (its `stalled` episode runs on); the others are drained.
+    run.logger.error('finishing a recorded flush failed; the partition waits for the next run', {
+      topic: entry.mark.topic,
+      partition: entry.mark.partition,
+      error,
+    });
+    const range = intent ? `of [${intent.fromOffset}, ${intent.nextOffset})` : 'of the partition';
+    entry.leave({
+      skipped: 'error',
+      waiting: `a recorded flush ${range} could not be finished: ${asError(error).message}`,
+    });
+    return undefined;
+  }
+}
+
+async function planAndBegin(
+  run: DrainRun,
+  entry: PartitionLease,
+  start: number,
+): Promise<Position | undefined> {
+  const { mark, summary } = entry;
+  const log = run.logger.child({ topic: mark.topic, partition: mark.partition });
+  const policy = run.options.retentionGapPolicy;
+  const plan = planStart(start, entry.startCheckpoint, mark, policy);
+  summary.from = summary.to = plan.from;
+  if (plan.action !== 'past-end' && plan.lost !== undefined) {
+    // Records in [lost.from, logStart) were deleted by retention before we read them. Never silent.
+    log.error('retention gap: records were deleted before they were drained', {
+      kind: 'retention_gap',
+      lostFrom: plan.lost.from,
+      lostTo: plan.lost.to,
+      policy,
+    });
+    entry.lost = plan.lost;
+  }
+  if (plan.action === 'retention-gap-wait' || plan.action === 'past-end') {
+    if (plan.action === 'past-end') {
+      log.error('checkpoint is past the end of the partition (topic recreated?); partition skipped', {
+        checkpoint: plan.from,
+        end: mark.end,
+      });
+    }
+    summary.lag = Math.max(0, mark.end - plan.from);
+    entry.leave({ skipped: 'error' });
+    return undefined;
+  }
+  const empty = { records: 0, rows: 0, deadLetters: 0, lastRecordTimestamp: null };
+  if (plan.lost !== undefined) {
+    await commitCheckpoint(run, entry, {
+      fromOffset: plan.lost.from,
+      nextOffset: plan.lost.to,
+      lost: true,
+      ...empty,
+    });
+  }
+  // The start position is resolved once and kept: `latest` or a time must not move on the next run.
+  if (plan.pin)
+    await commitCheckpoint(run, entry, { fromOffset: plan.from, nextOffset: plan.from, ...empty });
+  summary.lag = mark.end - plan.from;
+  entry.position = plan.from;
+  await run.ports.writer.begin(entry.lease, plan.from, entry.end);
+  if (plan.action === 'idle') {
+    entry.leave(); // nothing to read: an idle partition costs one lease round trip
+    return undefined;
+  }
+  return { topic: mark.topic, partition: mark.partition, offset: plan.from };
+}
+
+/** Where a partition with no checkpoint starts (START_POSITION; a time is looked up once per topic). */
+async function firstOffset(run: DrainRun, mark: Watermarks): Promise<number> {
+  const position = run.options.startPosition;
+  if (position.kind !== 'timestamp') return startOffset(position, mark);
+  const cached =
+    run.offsetsAtStart.get(mark.topic) ?? run.ports.source.offsetsAt(mark.topic, position.timestamp);
+  run.offsetsAtStart.set(mark.topic, cached);
+  return startOffset(position, mark, (await cached).get(mark.partition));
+}
+
+function emptySummary(mark: Watermarks, shared: boolean): PartitionSummary {
+  return {
+    topic: mark.topic,
+    partition: mark.partition,
+    from: null,
+    to: null,
+    lag: null,
+    read: 0,
+    rowsWritten: 0,
+    deadLettered: 0,
+    ...(shared ? { shared: true } : {}),
+  };
+}

@@ -1,0 +1,90 @@
+import type { Lease, PartitionRef, PartitionSummary, Watermarks } from './types.js';
+
+/** Why a run left a partition before its end: for its summary line. */
+export interface Leaving {
+  readonly skipped?: NonNullable<PartitionSummary['skipped']>;
+  /** Why the partition cannot move until something changes (see PartitionSummary.waiting). */
+  readonly waiting?: string;
+}
+
+/**
+ * One leased partition in one run, and the only place its state changes. Its transitions: `advance` (a
+ * commit landed: the checkpoint and the lease move), `renewed` (a renewal landed), and `leave` (the run is
+ * done with it: reached its end, fenced, given up, or waiting). Leaving happens once; it aborts the
+ * write in flight (`abandoned`) and tells whoever reads the partition (`onLeft`), so that nobody else
+ * flips flags.
+ */
+export class PartitionLease {
+  lease: Lease;
+  readonly mark: Watermarks;
+  /** The checkpoint as this run found it. */
+  readonly startCheckpoint: number | null;
+  readonly summary: PartitionSummary;
+  /** Records deleted by retention before they were drained, seen at the start of this run. */
+  lost?: { from: number; to: number; skipped: boolean };
+  /** The checkpoint as last committed. */
+  position: number;
+  /** When the lease was last extended (a commit or a renewal sent). */
+  lastRenewedAt: number;
+  /** A renewal is on the wire (renewals never pile up behind a service that does not answer). */
+  renewing = false;
+  #done = false;
+  readonly #abandon = new AbortController();
+  readonly #onLeft: (partition: PartitionRef) => void;
+
+  constructor(
+    init: { lease: Lease; mark: Watermarks; summary: PartitionSummary; position: number; at: number },
+    onLeft: (partition: PartitionRef) => void,
+  ) {
+    this.lease = init.lease;
+    this.mark = init.mark;
+    this.startCheckpoint = init.lease.nextOffset;
+    this.summary = init.summary;
+    this.position = init.position;
+    this.lastRenewedAt = init.at;
+    this.#onLeft = onLeft;
+  }
+
+  /** The end offset seen at start: this run reads up to here and no further. */
+  get end(): number {
+    return this.mark.end;
+  }
+
+  get done(): boolean {
+    return this.#done;
+  }
+
+  /** Aborted when the run leaves the partition: a write still in flight is abandoned, uncommitted. */
+  get abandoned(): AbortSignal {
+    return this.#abandon.signal;
+  }
+
+  /** Records left between the checkpoint and the end seen at start. */
+  get lag(): number {
+    return Math.max(0, this.end - this.position);
+  }
+
+  /** A commit landed: the checkpoint stands at `nextOffset`, under `lease`. */
+  advance(lease: Lease, nextOffset: number, at: number): void {
+    this.lease = lease;
+    this.position = nextOffset;
+    this.lastRenewedAt = at;
+    this.summary.to = nextOffset;
+    this.summary.lag = this.lag;
+  }
+
+  /** A renewal landed; an older answer than the lease held (a commit overtook it) changes nothing. */
+  renewed(lease: Lease): void {
+    if (!this.#done && lease.expiresAt > this.lease.expiresAt) this.lease = lease;
+  }
+
+  /** The run is done with the partition (see the class). Only the first call counts. */
+  leave(why: Leaving = {}): void {
+    if (this.#done) return;
+    this.#done = true;
+    if (why.skipped !== undefined) this.summary.skipped = why.skipped;
+    if (why.waiting !== undefined) this.summary.waiting = why.waiting;
+    this.#abandon.abort();
+    this.#onLeft(this.lease);
+  }
+}

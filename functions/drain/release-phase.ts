@@ -1,0 +1,53 @@
+import { reportAlerts } from './alert-report.js';
+import { forEachLimited } from './concurrency.js';
+import { emptyLiveness, type LivenessState } from './episodes.js';
+import type { PartitionLease } from './partition-lease.js';
+import type { DrainRun } from './run-state.js';
+
+/**
+ * The run's end: every lease it still holds is released, with the partition's alert episodes as this run
+ * leaves them (evaluated here, raised on the alerts port). A lease it lost is not its to release.
+ */
+export async function releaseAll(run: DrainRun): Promise<void> {
+  const { logger } = run;
+  await forEachLimited(run.partitions.values(), run.options.firestoreConcurrency, async (entry) => {
+    if (entry.summary.skipped === 'fenced') return;
+    const liveness = await alertsFor(run, entry).catch((error: unknown) => {
+      logger.warn('alert evaluation failed; the next run evaluates again', { error });
+      return undefined;
+    });
+    await run.ports.checkpoints.release(entry.lease, liveness).catch((error: unknown) =>
+      logger.warn('releasing a lease failed; it will expire', {
+        error,
+        topic: entry.lease.topic,
+        partition: entry.lease.partition,
+      }),
+    );
+  });
+}
+
+/** This partition's alert episodes at the end of the run (see alert-report.ts). */
+async function alertsFor(run: DrainRun, entry: PartitionLease): Promise<LivenessState> {
+  const { lease, mark } = entry;
+  const now = run.now();
+  const moved = entry.position !== entry.startCheckpoint;
+  const { state, raised } = await reportAlerts(
+    lease.liveness ?? emptyLiveness,
+    {
+      pipeline: run.options.pipelineId,
+      topic: mark.topic,
+      partition: mark.partition,
+      now,
+      logStart: mark.logStart,
+      end: mark.end,
+      checkpointBefore: entry.startCheckpoint,
+      checkpointAfter: entry.position,
+      lastProgressAt: moved ? now : (lease.lastProgressAt ?? null),
+      ...(entry.lost === undefined ? {} : { lost: entry.lost }),
+    },
+    run.options.alertThresholds,
+    { logger: run.logger, ...(run.ports.alerts === undefined ? {} : { alerts: run.ports.alerts }) },
+  );
+  run.totals.alerts += raised;
+  return state;
+}

@@ -1,0 +1,73 @@
+import type { Thresholds } from './episodes.js';
+import type { Logger } from './logger.js';
+import type { PartitionLease } from './partition-lease.js';
+import type { RunTotals } from './run-totals.js';
+import type { StartPosition } from './start-position.js';
+import type { RunStop } from './stop.js';
+import type { Timers } from './timers.js';
+import type { Alerts, Checkpoints, PartitionSummary, Source, SourceReader, Writer } from './types.js';
+
+export interface DrainPorts {
+  readonly source: Source;
+  readonly checkpoints: Checkpoints;
+  /** The route's write mode (writers/): rows, dead letters, and what a flush needs to be durable. */
+  readonly writer: Writer;
+  /** Without it (no ALERT_TOPIC), alerts are only logged. */
+  readonly alerts?: Alerts;
+}
+
+export interface DrainOptions {
+  readonly pipelineId: string;
+  readonly runId: string;
+  readonly execution: string;
+  readonly taskIndex: number;
+  readonly taskCount: number;
+  readonly topics: readonly string[];
+  readonly budgetMs: number;
+  readonly leaseTtlMs: number;
+  readonly batchMaxRecords: number;
+  readonly batchMaxBytes: number;
+  readonly retentionGapPolicy: 'fail' | 'skip';
+  readonly startPosition: StartPosition;
+  /** After a stop is asked for, how long the batch in flight may take to settle before it is abandoned. */
+  readonly settleMs: number;
+  /** How many partitions may have a batch in flight at once. */
+  readonly partitionConcurrency: number;
+  /** How many bytes of fetched records may be in flight at once (memory; the size of flushes). */
+  readonly inFlightMaxBytes: number;
+  /** How many Firestore round trips (leases, releases) a run has in flight at once. */
+  readonly firestoreConcurrency: number;
+  readonly alertThresholds: Thresholds;
+}
+
+export interface DrainContext {
+  readonly logger: Logger;
+  readonly now: () => number;
+  /** The run's timers (system timers unless given: tests pass a fake clock's). */
+  readonly timers?: Timers;
+  /** Aborts on SIGTERM/SIGINT. */
+  readonly signal: AbortSignal;
+  /** Test-only crash points; a no-op in production. */
+  readonly fault?: (point: string) => void;
+  readonly onProgress?: (progress: { recordsRead: number; lag: Map<string, number> }) => void;
+}
+
+/** What the phases of one run share: its ports and settings, its stop, its partitions and its counts. */
+export interface DrainRun {
+  readonly ports: DrainPorts;
+  readonly options: DrainOptions;
+  readonly context: DrainContext;
+  readonly logger: Logger;
+  readonly now: () => number;
+  readonly timers: Timers;
+  readonly stop: RunStop;
+  /** The partitions this run leased, by `topic~partition`. */
+  readonly partitions: Map<string, PartitionLease>;
+  /** Every partition the run looked at (leased or tried to), for its summary. */
+  readonly summaries: PartitionSummary[];
+  readonly totals: RunTotals;
+  /** Per topic, the offsets of START_POSITION=timestamp, looked up once. */
+  readonly offsetsAtStart: Map<string, Promise<Map<number, number>>>;
+  /** The reader of the partitions being drained (one per round: the task's own share, then shared ones). */
+  reader: SourceReader | undefined;
+}

@@ -1,0 +1,83 @@
+import { ownedBy, partitionId } from './assignment.js';
+import { asError } from './errors.js';
+import { startLeaseKeeper } from './lease-keeper.js';
+import { drainPartitions } from './read-phase.js';
+import { releaseAll } from './release-phase.js';
+import type { DrainContext, DrainOptions, DrainPorts, DrainRun } from './run-state.js';
+import { emptyTotals, runSummary } from './run-totals.js';
+import { shareWork } from './share-phase.js';
+import { createRunStop } from './stop.js';
+import { systemTimers } from './timers.js';
+import type { RunSummary } from './types.js';
+
+/**
+ * One bounded run: lease this task's partitions, drain each from its checkpoint up to the end offset seen
+ * at start, and commit each batch only after its rows and dead letters are durable; then, with several
+ * tasks, other tasks' partitions whose records wait. Stops when caught up, at the budget, or on the
+ * signal; always releases what it leased, and records its summary.
+ */
+export async function runDrain(
+  ports: DrainPorts,
+  options: DrainOptions,
+  context: DrainContext,
+): Promise<RunSummary> {
+  const { logger, now } = context;
+  const timers = context.timers ?? systemTimers;
+  const startedAt = now();
+  const run: DrainRun = {
+    ports,
+    options,
+    context,
+    logger,
+    now,
+    timers,
+    stop: createRunStop(
+      { budgetMs: options.budgetMs, settleMs: options.settleMs, signal: context.signal },
+      timers,
+    ),
+    partitions: new Map(),
+    summaries: [],
+    totals: emptyTotals(),
+    offsetsAtStart: new Map(),
+    reader: undefined,
+  };
+  const stopKeeping = startLeaseKeeper(
+    () => run.partitions.values(),
+    ports,
+    { ...options, logger, now },
+    timers,
+  );
+  let failure: Error | undefined;
+  try {
+    const all = await ports.source.watermarks(options.topics);
+    const mine = ownedBy(all, options.taskIndex, options.taskCount);
+    await drainPartitions(run, mine, false);
+    if (options.taskCount > 1 && !run.stop.signal.aborted) {
+      const ids = new Set(mine.map(partitionId));
+      await shareWork(
+        run,
+        all.filter((m) => !ids.has(partitionId(m))),
+      );
+    }
+  } catch (thrown) {
+    failure = asError(thrown);
+    logger.error('run failed', { error: failure });
+  } finally {
+    run.stop.dispose();
+    stopKeeping();
+    await run.reader?.close().catch((error: unknown) => logger.warn('closing the source failed', { error }));
+    await releaseAll(run);
+  }
+
+  const summary = runSummary(options, {
+    stopReason: failure === undefined ? (run.stop.reason ?? 'caught_up') : 'error',
+    totals: run.totals,
+    summaries: run.summaries,
+    durationMs: now() - startedAt,
+    ...(failure === undefined ? {} : { failure }),
+  });
+  await ports.checkpoints
+    .recordRun(summary)
+    .catch((error: unknown) => logger.warn('recording the run summary failed', { error }));
+  return summary;
+}

@@ -1,0 +1,47 @@
+import type { DeadLetter, KafkaRecord, RowToWrite } from '../drain/types.js';
+import { isDeadLetter, type RowShape, toRow, userColumns } from './records.js';
+import type { Rules } from './rules.js';
+
+/** How records become rows: the table's shape, the business rules, what a tombstone is. */
+export interface RecordPolicy {
+  /** Validation against the table schema; without it rows go to BigQuery as they are. */
+  readonly shape?: RowShape;
+  /** A record with a null value: compacted topics carry them by design (skip), elsewhere a bug (dead-letter). */
+  readonly tombstones: 'skip' | 'dead-letter';
+  /** Business rules (RULES_MODULE), if any. */
+  readonly rules?: Rules;
+}
+
+export interface Classified {
+  readonly rows: RowToWrite[];
+  readonly letters: DeadLetter[];
+  /** Tombstones skipped (TOMBSTONES=skip): nothing to write, counted so that every offset is accounted for. */
+  readonly tombstones: number;
+}
+
+/** Each record's fate: a row, a dead letter with its reason, or (TOMBSTONES=skip) a skipped tombstone. */
+export async function classifyRecords(
+  records: readonly KafkaRecord[],
+  policy: RecordPolicy,
+  ingestedAt: Date,
+): Promise<Classified> {
+  const rows: RowToWrite[] = [];
+  const letters: DeadLetter[] = [];
+  let tombstones = 0;
+  for (const record of records) {
+    if (record.value === null && policy.tombstones === 'skip') {
+      tombstones++;
+      continue;
+    }
+    const result = toRow(record, ingestedAt, policy.shape);
+    if (isDeadLetter(result)) {
+      letters.push(result);
+      continue;
+    }
+    const broken =
+      policy.rules === undefined ? undefined : await policy.rules.check(userColumns(result.row), record);
+    if (broken === undefined) rows.push(result);
+    else letters.push({ record, kind: 'rule', message: broken });
+  }
+  return { rows, letters, tombstones };
+}

@@ -1,0 +1,8 @@
+import type { DeadLetter, DeadLetters } from '../drain/types.js';
+
+/** Publishes dead letters in offset order (as a reader of the topic saw them in Kafka); resolves when acknowledged. */
+export async function publishDeadLetters(letters: DeadLetter[], deadLetters: DeadLetters): Promise<void> {
+  if (letters.length === 0) return;
+  letters.sort((a, b) => a.record.offset - b.record.offset);
+  await deadLetters.publish(letters);
+}

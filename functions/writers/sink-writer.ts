@@ -1,0 +1,77 @@
+import type { BatchToWrite, DeadLetters, ErrorTable, Sink, Writer, WrittenBatch } from '../drain/types.js';
+import { classifyRecords, type RecordPolicy } from '../records/classify.js';
+import { publishDeadLetters } from './dead-letters.js';
+
+export interface SinkWriterOptions {
+  readonly sink: Sink;
+  readonly deadLetters: DeadLetters;
+  readonly records: RecordPolicy;
+  readonly now: () => number;
+  /** Test-only crash points. */
+  readonly fault?: (point: string) => void;
+}
+
+/**
+ * `insert-all` mode (at least once): each batch's rows through the streaming insert API, whose row
+ * errors become `rejected` dead letters; then the dead letters are published; then the drain commits.
+ */
+export function createInsertAllWriter(options: SinkWriterOptions): Writer {
+  return sinkWriter(options);
+}
+
+/**
+ * `merge` mode (exactly once): the batches of the partitions ready at once are merged into the target
+ * in one flush (see sinks/merge-sink.ts), the dead letters written to the error table (idempotent by
+ * origin) before they are published; then the drain commits.
+ */
+export function createMergeWriter(options: SinkWriterOptions & { readonly errorTable: ErrorTable }): Writer {
+  return sinkWriter(options);
+}
+
+function sinkWriter(options: SinkWriterOptions & { readonly errorTable?: ErrorTable }): Writer {
+  return {
+    recover: async () => ({}),
+    begin: async () => {},
+    write: (batch, signal) =>
+      writeBatch(batch.records, options, {
+        ...options.records,
+        ingestedAt: new Date(options.now()),
+        signal,
+      }),
+  };
+}
+
+/**
+ * One batch's way to durability: decode every record, write the rows, dead-letter what could not be
+ * decoded or was rejected (into the error table first, in merge mode), and resolve only when all of it is
+ * durable. Throws (and so leaves the checkpoint where it was) when the sink, the error table or the
+ * dead-letter topic fails.
+ */
+export async function writeBatch(
+  records: BatchToWrite['records'],
+  ports: {
+    readonly sink: Sink;
+    readonly deadLetters: DeadLetters;
+    readonly errorTable?: ErrorTable;
+    readonly fault?: (point: string) => void;
+  },
+  policy: RecordPolicy & { readonly ingestedAt: Date; readonly signal?: AbortSignal },
+): Promise<WrittenBatch> {
+  const { rows, letters, tombstones } = await classifyRecords(records, policy, policy.ingestedAt);
+  let written = 0;
+  if (rows.length > 0) {
+    const results = await ports.sink.write(rows, policy.signal);
+    results.forEach((result, i) => {
+      if (result.ok) written++;
+      else letters.push({ record: rows[i]!.record, kind: 'rejected', message: result.reason });
+    });
+  }
+  ports.fault?.('after-write');
+  if (ports.errorTable !== undefined && letters.length > 0) {
+    await ports.errorTable.write(letters, policy.ingestedAt, policy.signal);
+    ports.fault?.('after-error-table');
+  }
+  await publishDeadLetters(letters, ports.deadLetters);
+  ports.fault?.('after-dead-letter-before-commit');
+  return { rows: written, deadLetters: letters.length, tombstones };
+}

@@ -1,0 +1,111 @@
+import { partitionId } from '../drain/assignment.js';
+import type { Logger } from '../drain/logger.js';
+import type { Checkpoints, DeadLetters, Lease, StreamSink, Writer } from '../drain/types.js';
+import { classifyRecords, type RecordPolicy } from '../records/classify.js';
+import { recordSize } from '../records/records.js';
+import { publishDeadLetters } from './dead-letters.js';
+import { type Replay, splitReplayed } from './replay.js';
+import { createStreamFlusher, finishIntent } from './stream-flusher.js';
+
+export interface StorageWriteWriterOptions {
+  readonly streams: StreamSink;
+  readonly checkpoints: Checkpoints;
+  readonly deadLetters: DeadLetters;
+  readonly records: RecordPolicy;
+  readonly leaseTtlMs: number;
+  /** A flush takes the batches waiting up to about this many bytes. */
+  readonly flushMaxBytes: number;
+  readonly logger: Logger;
+  readonly now: () => number;
+  readonly fault?: (point: string) => void;
+}
+
+/**
+ * `storage-write` mode (exactly once, the default): each batch's dead letters are published, then its rows
+ * and letters go with those of every partition ready at once into one flush of PENDING streams, whose
+ * intent is recorded before they commit (see stream-flusher.ts); the drain then commits the checkpoints.
+ * A partition leased with an intent an earlier run left has it finished first (`recover`); a range an
+ * operator sent the checkpoint back over is written only where the tables no longer hold it (`begin`).
+ */
+export function createStorageWriteWriter(options: StorageWriteWriterOptions): Writer {
+  const { logger } = options;
+  const flusher = createStreamFlusher({ ...options, sink: options.streams }, options);
+  /** Per partition (and lease epoch), what a replayed range's tables already hold. */
+  const replays = new Map<string, Replay>();
+  const replayOf = (lease: Lease) => replays.get(`${partitionId(lease)}@${lease.epoch}`);
+
+  return {
+    async recover(lease) {
+      const intent = lease.intent;
+      if (!intent) return {};
+      const log = logger.child({ topic: lease.topic, partition: lease.partition });
+      const outcome = await finishIntent(options.streams, lease, intent);
+      if (outcome === 'discard') {
+        log.warn('a recorded flush never committed and its streams are gone: the range is read again', {
+          from: intent.fromOffset,
+          to: intent.nextOffset,
+        });
+        return { startAt: intent.fromOffset };
+      }
+      log.notice('a flush recorded by an earlier run was finished', {
+        from: intent.fromOffset,
+        to: intent.nextOffset,
+        rows: intent.rows,
+        deadLetters: intent.deadLetters,
+      });
+      return { commit: intent };
+    },
+
+    async begin(lease, from, end) {
+      // A checkpoint an operator moved back: which offsets about to be read again the tables still hold,
+      // read from the tables themselves (one query), so that the replay writes only the rest (an operator
+      // may have deleted rows precisely to have them written again).
+      const until = Math.min(lease.replayUntil ?? 0, end);
+      if (until <= from) return;
+      const held = await options.streams.heldOffsets(lease, from, until);
+      replays.set(`${partitionId(lease)}@${lease.epoch}`, { ...held, until });
+      logger.notice('replaying offsets written before: those the tables still hold are not written again', {
+        topic: lease.topic,
+        partition: lease.partition,
+        from,
+        to: until,
+        heldRows: held.rows.size,
+        heldDeadLetters: held.deadLetters.size,
+      });
+    },
+
+    async write(batch) {
+      const { records } = batch;
+      const { fresh, heldRows, heldLetters } = splitReplayed(records, replayOf(batch.lease));
+      const { rows, letters, tombstones } = await classifyRecords(
+        fresh,
+        options.records,
+        new Date(options.now()),
+      );
+      await publishDeadLetters(letters, options.deadLetters);
+      const alreadyHeld = { rows: heldRows, deadLetters: heldLetters };
+      const flushed = await flusher.flush({
+        alreadyHeld,
+        bytes: records.reduce((n, r) => n + recordSize(r), 0),
+        lease: batch.lease,
+        fromOffset: batch.fromOffset,
+        nextOffset: batch.nextOffset,
+        records: records.length,
+        tombstones,
+        lastRecordTimestamp: records[records.length - 1]!.timestamp,
+        rows,
+        letters,
+      });
+      // Rows BigQuery refused were left out of the streams and became dead letters.
+      const rejected = flushed.rejected.length;
+      return {
+        rows: rows.length - rejected + heldRows,
+        deadLetters: letters.length + rejected + heldLetters,
+        tombstones,
+        lease: flushed.lease,
+        streams: flushed.streams,
+        ...(heldRows + heldLetters > 0 ? { alreadyHeld } : {}),
+      };
+    },
+  };
+}
