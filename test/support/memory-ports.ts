@@ -37,8 +37,13 @@ export function record(topic: string, partition: number, offset: number, value: 
   };
 }
 
-export function createMemorySource(log: Map<string, KafkaRecord[]>, options: { fetchSize?: number } = {}) {
+export function createMemorySource(
+  log: Map<string, KafkaRecord[]>,
+  /** `sleep`: how a reader with nothing to return waits (a fake clock's, to keep wall time out of a test). */
+  options: { fetchSize?: number; sleep?: (ms: number) => Promise<void> } = {},
+) {
   const fetchSize = options.fetchSize ?? 10;
+  const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
   let opened = 0;
   const source: Source & { opened(): number } = {
     opened: () => opened,
@@ -88,7 +93,7 @@ export function createMemorySource(log: Map<string, KafkaRecord[]>, options: { f
               return batch;
             }
             // Nothing left: wait like a long poll, until aborted.
-            await new Promise((resolve) => setTimeout(resolve, 5));
+            await sleep(5);
           }
         },
         finish(p) {
