@@ -8,7 +8,7 @@ export interface Waiting<I, R> {
 export interface FlushQueue<I, R> {
   /** Resolves with what the flush that took the item made of it. */
   add(item: I): Promise<R>;
-  /** A flush is running (its writes may still be on the wire). */
+  /** An item handed in is not answered yet (a flush of it may still be on the wire). */
   readonly busy: boolean;
 }
 
@@ -26,6 +26,7 @@ export function createFlushQueue<I, R>(
 ): FlushQueue<I, R> {
   const waiting: Waiting<I, R>[] = [];
   let flushing = false;
+  let unanswered = 0;
 
   function nextGroup(): Waiting<I, R>[] {
     let weight = 0;
@@ -55,13 +56,29 @@ export function createFlushQueue<I, R>(
 
   return {
     add(item) {
+      unanswered++;
+      let answered = false;
+      const answer = (): void => {
+        if (!answered) unanswered--;
+        answered = true;
+      };
       return new Promise<R>((resolve, reject) => {
-        waiting.push({ item, resolve, reject });
+        waiting.push({
+          item,
+          resolve: (result) => {
+            answer();
+            resolve(result);
+          },
+          reject: (error) => {
+            answer();
+            reject(error);
+          },
+        });
         start();
       });
     },
     get busy() {
-      return flushing;
+      return unanswered > 0;
     },
   };
 }
