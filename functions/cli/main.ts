@@ -16,8 +16,9 @@ import { createLogger } from '../drain/logger.js';
 import { type Route, routeOf, tableName } from '../drain/routes.js';
 import { createGoogleClients } from '../job/clients.js';
 import { exitWhenWritten, quietLocalAuth, runMain } from '../job/main.js';
+import { createRouteSinks } from '../job/route-sinks.js';
 import { routeTopics } from '../job/routing.js';
-import { createSink, rulesFor } from '../job/run-job.js';
+import { rulesFor } from '../job/wiring.js';
 import { deadLetterTableName, readUserSchema } from '../sinks/table-schema.js';
 import { createKafkaSource, kafkaClientOptions } from '../sources/kafka-source.js';
 import { partitionStatus } from '../status/partition-status.js';
@@ -215,14 +216,14 @@ async function deadLetterCommand(
       let made = targets.get(route);
       if (made === undefined) {
         const fields = readUserSchema(route.schemaFile);
-        const { sink, close } = createSink(
+        const { sink, close } = createRouteSinks({
           config,
           route,
           clients,
-          fields,
+          userSchema: fields,
           logger,
-          `${runId}-r${config.routes.indexOf(route)}`,
-        );
+          runId: `${runId}-r${config.routes.indexOf(route)}`,
+        });
         const routeRules = rules.get(route);
         made = {
           sink,

@@ -10,7 +10,8 @@ import { asError, ConfigError } from '../drain/errors.js';
 import { createLogger, type Logger } from '../drain/logger.js';
 import { summaryLine } from '../drain/run-summary.js';
 import type { RunSummary } from '../drain/types.js';
-import { cutoffAfterSettleMs, type JobIo, runJob, settleMs } from './run-job.js';
+import { cutoffAfterSettleMs, settleMs } from './deadline.js';
+import { type JobIo, runJob } from './run-job.js';
 
 /** The watchdog ends a run still not returned this long after the cutoff. */
 const watchdogAfterCutoffMs = 1_000;

@@ -1,0 +1,224 @@
+import type { CallTracker } from '../drain/calls.js';
+import type { DrainConfig } from '../drain/config.js';
+import type { Logger } from '../drain/logger.js';
+import { onceUntilFailure } from '../drain/once.js';
+import { defaultRetryPolicy } from '../drain/retry.js';
+import type { Route } from '../drain/routes.js';
+import type { ErrorTable, Sink, StreamSink } from '../drain/types.js';
+import { createInsertAllSink, ensureTargetTable, insertAllLimits } from '../sinks/bigquery-sink.js';
+import { createMergeErrorTable } from '../sinks/error-table.js';
+import { createMergeSink } from '../sinks/merge-sink.js';
+import { evolveTable, type SchemaEvolution } from '../sinks/schema-evolution.js';
+import { createStorageWriteSink } from '../sinks/storage-write-sink.js';
+import { type SchemaField, targetTableSchema } from '../sinks/table-schema.js';
+import type { WriterPorts } from '../writers/create-writer.js';
+import type { GoogleClients } from './clients.js';
+
+/**
+ * What a write mode writes through: `sink` always (replay uses it), `streams` in storage-write mode, the
+ * drain-written `errorTable` in merge mode.
+ */
+interface Made {
+  readonly sink: Sink;
+  readonly streams?: StreamSink;
+  readonly errorTable?: ErrorTable;
+  close(): Promise<void>;
+}
+
+/**
+ * Sinks whose making (the target table, the staging clean-up) starts at once but is not waited for: if it
+ * fails (BigQuery down), the run goes on to lease and read, its writes try the making again and fail, and
+ * so the partitions raise `stalled` instead of the run dying before it looks.
+ */
+function eagerSinks(
+  make: () => Promise<Made>,
+  logger: Logger,
+  mode: DrainConfig['bigquery']['writeMode'],
+): {
+  sink: Sink;
+  streams?: StreamSink;
+  errorTable?: ErrorTable;
+  /** The first making, settled: undefined if it worked or failed for a reason a later write may outlive. */
+  firstError: Promise<unknown>;
+  close(): Promise<void>;
+} {
+  const get = onceUntilFailure(() =>
+    make().catch((error: unknown) => {
+      logger.warn('the BigQuery target is not ready; writes will try again', { error });
+      throw error;
+    }),
+  );
+  const first = get();
+  const ready = first.catch(() => undefined);
+  const firstError = first.then(
+    () => undefined,
+    (error: unknown) => error,
+  );
+  const streams = async () => (await get()).streams!;
+  return {
+    sink: {
+      async write(rows, signal) {
+        return (await get()).sink.write(rows, signal);
+      },
+    },
+    ...(mode === 'merge'
+      ? {
+          errorTable: {
+            write: async (letters, at, signal) => (await get()).errorTable!.write(letters, at, signal),
+          } satisfies ErrorTable,
+        }
+      : {}),
+    ...(mode === 'storage-write'
+      ? {
+          streams: {
+            prepare: async (rows, letters, at) => (await streams()).prepare(rows, letters, at),
+            commit: async (names) => (await streams()).commit(names),
+            streamState: async (name) => (await streams()).streamState(name),
+            heldInRange: async (p, from, to) => (await streams()).heldInRange(p, from, to),
+            heldOffsets: async (p, from, to) => (await streams()).heldOffsets(p, from, to),
+          } satisfies StreamSink,
+        }
+      : {}),
+    firstError,
+    async close() {
+      const settled = await ready;
+      await settled?.close();
+    },
+  };
+}
+
+/**
+ * The sinks the write mode asks for (see eagerSinks). Shared by the drain and the dead-letter replay, which
+ * in the exactly-once modes always writes through MERGE (idempotent by origin; replays are few).
+ */
+export interface RouteSinksOptions {
+  readonly config: DrainConfig;
+  readonly route: Route;
+  readonly clients: GoogleClients;
+  readonly userSchema: readonly SchemaField[];
+  readonly logger: Logger;
+  /** The drain's (or replay's) owner id: its staging tables are its own. */
+  readonly runId: string;
+  readonly fault?: (point: string) => void;
+  readonly calls?: CallTracker;
+}
+
+export type RouteSinks = ReturnType<typeof eagerSinks>;
+
+export function createRouteSinks(options: RouteSinksOptions): RouteSinks {
+  const { config, route, clients, userSchema, logger, runId, fault, calls } = options;
+  const mode = config.bigquery.writeMode;
+  const tracked = (make: () => Promise<Made>) =>
+    calls === undefined ? make : () => calls.track('bigquery', 'preparing the table', make);
+  return eagerSinks(
+    tracked(async () => {
+      const target = { dataset: route.dataset, table: route.table, location: config.bigquery.location };
+      const table = await ensureTargetTable(
+        clients.bigquery,
+        { ...target, metadata: route.metadata },
+        userSchema,
+      );
+      // Nothing is written before the table has every column of the schema file (additive evolution).
+      const evolution = await evolveTable(
+        clients.bigquery,
+        target,
+        targetTableSchema(userSchema, route.metadata),
+        logger,
+      );
+      if (evolution.changes.length > 0) {
+        // Whoever evolves the table (a run, or a replay) leaves the audit record.
+        await recordSchemaEvolution(clients, config.pipelineId, runId, evolution).catch((error: unknown) =>
+          logger.warn('recording the schema change in the audit trail failed', { error }),
+        );
+      }
+      if (mode === 'insert-all') {
+        const sink = createInsertAllSink(table, { ...insertAllLimits, retry: defaultRetryPolicy, logger });
+        return { sink, close: async () => {} };
+      }
+      const staging = {
+        bigquery: clients.bigquery,
+        dataset: route.dataset,
+        table: route.table,
+        pipelineId: config.pipelineId,
+        taskIndex: config.taskIndex,
+        runId,
+        retry: defaultRetryPolicy,
+        logger,
+        fault,
+        // Older than any run can last: a staging table this old belongs to no live run.
+        leftoverAgeMs: (config.budgetSeconds + 600) * 1000,
+      };
+      const merge = createMergeSink({
+        ...staging,
+        schema: targetTableSchema(userSchema, route.metadata),
+      });
+      await merge.cleanLeftovers();
+      if (mode === 'merge') {
+        const errorTable = createMergeErrorTable({ ...staging, location: config.bigquery.location });
+        return {
+          sink: merge,
+          errorTable,
+          close: async () => {
+            await errorTable.close();
+            await merge.close();
+          },
+        };
+      }
+      const streams = createStorageWriteSink({
+        bigquery: clients.bigquery,
+        writer: clients.bigqueryWriter(),
+        project: config.project,
+        dataset: route.dataset,
+        table: route.table,
+        location: config.bigquery.location,
+        schema: targetTableSchema(userSchema, route.metadata),
+        logger,
+        fault,
+      });
+      return {
+        sink: merge,
+        streams,
+        close: async () => {
+          streams.close();
+          await merge.close();
+        },
+      };
+    }),
+    logger,
+    mode,
+  );
+}
+
+/** The write mode's ports, out of the sinks made for it. */
+export function writerPorts(
+  mode: DrainConfig['bigquery']['writeMode'],
+  made: RouteSinks,
+  tracked: <T extends object>(port: T) => T,
+): WriterPorts {
+  if (mode === 'storage-write') return { mode, streams: tracked(made.streams!) };
+  if (mode === 'merge') return { mode, sink: tracked(made.sink), errorTable: tracked(made.errorTable!) };
+  return { mode, sink: tracked(made.sink) };
+}
+
+/** Every schema change applied is kept under `pipelines/{pipeline}/audit/`, as operators' actions are. */
+async function recordSchemaEvolution(
+  clients: GoogleClients,
+  pipelineId: string,
+  runId: string,
+  evolution: SchemaEvolution,
+): Promise<void> {
+  const audit = clients.firestore.collection('pipelines').doc(pipelineId).collection('audit');
+  const batch = clients.firestore.batch();
+  for (const change of evolution.changes) {
+    batch.create(audit.doc(), {
+      action: 'schema_change',
+      table: evolution.table,
+      change: change.kind,
+      column: change.column,
+      ...(change.kind === 'add' ? { field: JSON.parse(JSON.stringify(change.field)) } : {}),
+      actor: runId,
+      at: new Date(),
+    });
+  }
+  await batch.commit();
+}

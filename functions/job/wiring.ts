@@ -1,0 +1,162 @@
+/**
+ * The job's wiring: from a parsed config to the real adapters a route's drain runs on, and the drain's
+ * options. The job, the CLI and the benchmark build what they need from here.
+ */
+import type kafkajs from 'kafkajs';
+import { createPubSubAlerts } from '../alerts/pubsub-alerts.js';
+import { createPubSubDeadLetters } from '../dead-letters/pubsub-dead-letters.js';
+import { type CallTracker, trackedPort, trackedSource } from '../drain/calls.js';
+import type { DrainConfig } from '../drain/config.js';
+import { ConfigError } from '../drain/errors.js';
+import type { Logger } from '../drain/logger.js';
+import { defaultRetryPolicy } from '../drain/retry.js';
+import { type Route, type RoutedTopics, tableName } from '../drain/routes.js';
+import type { DrainOptions, DrainPorts } from '../drain/run-state.js';
+import type { Checkpoints, Sink, Source } from '../drain/types.js';
+import { loadRules, type Rules } from '../records/rules.js';
+import type { SchemaField } from '../sinks/table-schema.js';
+import { createKafkaSource } from '../sources/kafka-source.js';
+import { createWriter } from '../writers/create-writer.js';
+import type { GoogleClients } from './clients.js';
+import { callDeadlinesMs, settleMs } from './deadline.js';
+import { type RouteSinks, writerPorts } from './route-sinks.js';
+
+/** Loads a route's RULES_MODULE, naming the setting if it cannot. */
+export async function rulesFor(route: Route, config: DrainConfig): Promise<Rules | undefined> {
+  if (route.rulesModule === null) return undefined;
+  try {
+    return await loadRules(route.rulesModule);
+  } catch (error) {
+    const variable = config.routesFile === null ? 'RULES_MODULE' : 'ROUTES_FILE';
+    const message = error instanceof Error ? error.message : String(error);
+    throw new ConfigError(
+      variable,
+      variable === 'ROUTES_FILE' ? `rulesModule of ${tableName(route)}: ${message}` : message,
+    );
+  }
+}
+
+/** A route's drain settings, from the config alone (pure). */
+export function drainOptionsFor(
+  config: DrainConfig,
+  route: { readonly runId: string; readonly topics: readonly string[]; readonly routeCount: number },
+  /** The budget counts from the start of the run, not of this drain (making the sinks came first). */
+  elapsedMs: number,
+): DrainOptions {
+  return {
+    pipelineId: config.pipelineId,
+    runId: route.runId,
+    execution: config.execution,
+    taskIndex: config.taskIndex,
+    taskCount: config.taskCount,
+    topics: route.topics,
+    budgetMs: Math.max(0, config.budgetSeconds * 1000 - elapsedMs),
+    leaseTtlMs: config.leaseTtlSeconds * 1000,
+    batchMaxRecords: config.batchMaxRecords,
+    batchMaxBytes: config.batchMaxBytes,
+    retentionGapPolicy: config.retentionGapPolicy,
+    startPosition: config.startPosition,
+    settleMs,
+    // Exactly-once modes write a flush for all partitions ready at once (one commit or MERGE), so many
+    // may be in flight; insert-all writes each batch on its own, so few.
+    partitionConcurrency: config.bigquery.writeMode === 'insert-all' ? 8 : 256,
+    // The routes' drains share the process's memory.
+    inFlightMaxBytes: Math.max(2, Math.floor(8 / route.routeCount)) * config.batchMaxBytes,
+    firestoreConcurrency: 16,
+    alertThresholds: {
+      idleSeconds: config.idleAlertSeconds,
+      stallSeconds: config.stallAlertSeconds,
+      backlogRecords: config.backlogAlertRecords,
+      backlogGrowingRuns: 3,
+    },
+  };
+}
+
+/** A route ready to drain: its topics, schema, rules and sinks. */
+export interface RouteTarget {
+  readonly routed: RoutedTopics;
+  readonly runId: string;
+  readonly userSchema: readonly SchemaField[];
+  readonly rules: Rules | undefined;
+  /** Undefined when the caller replaces the BigQuery sink (the benchmark's null sink). */
+  readonly sinks: RouteSinks | undefined;
+  readonly logger: Logger;
+}
+
+/** The real adapters of one route's drain, every call tracked (deadlines; what is pending at the end). */
+export function routeDrainPorts(
+  config: DrainConfig,
+  target: RouteTarget,
+  shared: {
+    readonly clients: GoogleClients;
+    readonly kafka: kafkajs.Kafka;
+    readonly calls: CallTracker;
+    readonly checkpoints: Checkpoints;
+    /** Replaces the BigQuery sink (the benchmark's null sink): written as insert-all. */
+    readonly sink?: Sink;
+    readonly observeSource?: (source: Source) => Source;
+    readonly fault?: (point: string) => void;
+  },
+): DrainPorts {
+  const { clients, calls, checkpoints } = shared;
+  const { logger, routed } = target;
+  // BigQuery writes have no deadline of their own (a MERGE may rightly take minutes): the run's end cuts
+  // them, abandoned by design (their batches are read again by the next run).
+  const tracked = <T extends object>(port: T): T =>
+    trackedPort(calls, 'bigquery', port, { mayOutliveRun: true });
+  const deadLetters = trackedPort(
+    calls,
+    'pubsub',
+    createPubSubDeadLetters(clients.pubsub, {
+      topic: config.deadLetterTopic,
+      pipeline: config.pipelineId,
+      execution: config.execution,
+      retry: defaultRetryPolicy,
+      logger,
+    }),
+    { deadlineMs: callDeadlinesMs.pubsub },
+  );
+  const writer = createWriter(
+    shared.sink !== undefined
+      ? { mode: 'insert-all', sink: shared.sink }
+      : writerPorts(config.bigquery.writeMode, target.sinks!, tracked),
+    {
+      checkpoints,
+      deadLetters,
+      records: {
+        shape: {
+          fields: target.userSchema,
+          unknownFields: config.unknownFields,
+          metadata: routed.route.metadata,
+        },
+        tombstones: config.tombstones,
+        ...(target.rules === undefined ? {} : { rules: target.rules }),
+      },
+      leaseTtlMs: config.leaseTtlSeconds * 1000,
+      flushMaxBytes: config.batchMaxBytes * 4,
+      logger,
+      now: Date.now,
+      ...(shared.fault === undefined ? {} : { fault: shared.fault }),
+    },
+  );
+  const source = trackedSource(
+    calls,
+    createKafkaSource(shared.kafka, {
+      groupPrefix: `kafka-bigquery-drain.${config.pipelineId}.t${config.taskIndex}`,
+      logger,
+    }),
+    callDeadlinesMs.kafka,
+  );
+  return {
+    source: (shared.observeSource ?? ((s) => s))(source),
+    checkpoints,
+    writer,
+    ...(config.alertTopic === null
+      ? {}
+      : {
+          alerts: trackedPort(calls, 'pubsub', createPubSubAlerts(clients.pubsub, config.alertTopic), {
+            deadlineMs: callDeadlinesMs.alerts,
+          }),
+        }),
+  };
+}
