@@ -1,4 +1,6 @@
 import type { Firestore } from '@google-cloud/firestore';
+import { leaseHeld, partitionDocOf, partitionsOf } from '../checkpoints/partition-doc.js';
+import { partitionId } from '../drain/assignment.js';
 import { type RoutedTopics, tableName } from '../drain/routes.js';
 import type { Source } from '../drain/types.js';
 
@@ -31,17 +33,14 @@ export async function partitionStatus(
   );
   const [marks, docs] = await Promise.all([
     deps.source.watermarks([...tableOf.keys()].sort()),
-    deps.firestore.collection(`pipelines/${target.pipelineId}/partitions`).get(),
+    partitionsOf(deps.firestore, target.pipelineId).get(),
   ]);
   const byId = new Map(docs.docs.map((d) => [d.id, d]));
   return marks.map((mark) => {
-    const doc = byId.get(`${mark.topic}~${mark.partition}`);
-    const checkpoint = (doc?.get('nextOffset') as number | null | undefined) ?? null;
-    const expires = doc?.get('leaseExpiresAt') as { toDate(): Date } | undefined;
-    const owner = (doc?.get('leaseOwner') as string | null | undefined) ?? null;
-    const progress = doc?.get('lastProgressAt') as { toDate(): Date } | undefined;
-    const alerts = (doc?.get('openAlerts') as Record<string, unknown> | undefined) ?? {};
-    const held = owner !== null && expires !== undefined && expires.toDate().getTime() > Date.now();
+    const snapshot = byId.get(partitionId(mark));
+    const doc = snapshot === undefined ? undefined : partitionDocOf(snapshot);
+    const checkpoint = doc?.nextOffset ?? null;
+    const held = leaseHeld(doc, Date.now());
     return {
       topic: mark.topic,
       table: tableOf.get(mark.topic)!,
@@ -51,11 +50,11 @@ export async function partitionStatus(
       logStart: mark.logStart,
       // A partition never drained starts at its log start, so that is its lag.
       lag: mark.end - (checkpoint ?? mark.logStart),
-      paused: doc?.get('paused') === true,
-      leaseOwner: held ? owner : null,
-      leaseExpiresAt: held ? expires!.toDate().toISOString() : null,
-      lastProgressAt: progress ? progress.toDate().toISOString() : null,
-      openAlerts: Object.keys(alerts).sort(),
+      paused: doc?.paused === true,
+      leaseOwner: held ? doc!.leaseOwner : null,
+      leaseExpiresAt: held ? doc!.leaseExpiresAt!.toDate().toISOString() : null,
+      lastProgressAt: doc?.lastProgressAt ? doc.lastProgressAt.toDate().toISOString() : null,
+      openAlerts: Object.keys(doc?.openAlerts ?? {}).sort(),
     };
   });
 }

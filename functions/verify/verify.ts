@@ -1,5 +1,6 @@
 import type { BigQuery } from '@google-cloud/bigquery';
 import type { Firestore } from '@google-cloud/firestore';
+import { partitionDocOf, partitionsOf } from '../checkpoints/partition-doc.js';
 import { forEachLimited } from '../drain/concurrency.js';
 import { type OffsetRange, tableStatsByPartition } from '../sinks/table-stats.js';
 import { ledgerEntryOf } from './ledger.js';
@@ -21,13 +22,13 @@ export async function verifyPipeline(
     deadLetterTable?: string;
   },
 ): Promise<PartitionVerdict[]> {
-  const partitions = await clients.firestore.collection(`pipelines/${target.pipelineId}/partitions`).get();
+  const partitions = await partitionsOf(clients.firestore, target.pipelineId).get();
   const found: { range: OffsetRange; checkpoint: number | null; ledger: LedgerEntry[] }[] = [];
   await forEachLimited(partitions.docs, 16, async (doc) => {
-    const topic = doc.get('topic') as string;
-    if (!target.topics.includes(topic)) return;
-    const partition = doc.get('partition') as number;
-    const checkpoint = (doc.get('nextOffset') as number | null) ?? null;
+    const data = partitionDocOf(doc);
+    if (data === undefined || !target.topics.includes(data.topic)) return;
+    const { topic, partition } = data;
+    const checkpoint = data.nextOffset ?? null;
     const ledger = await readLedger(doc.ref);
     // After an operator's reset (seek) history is reconciled from where it restarted.
     const lastReset = ledger.findLast((e) => e.reset === true);

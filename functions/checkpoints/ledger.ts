@@ -1,0 +1,104 @@
+import { FieldValue, Timestamp } from '@google-cloud/firestore';
+import { partitionId } from '../drain/assignment.js';
+import { FencedError } from '../drain/errors.js';
+import type { CheckpointCommit, Lease } from '../drain/types.js';
+import { ledgerEntryOf } from '../verify/ledger.js';
+import { rollUpLedger } from '../verify/reconcile.js';
+import type { CheckpointStore } from './compare-and-swap.js';
+import { assertHeld, ledgerEntryDoc, ledgerId, type PartitionDoc } from './partition-doc.js';
+
+/**
+ * Commits: the checkpoint moves (fenced by the lease, continuous with where it stands, never backwards),
+ * with one continuity ledger entry per commit in the same write; a partition's oldest entries are rolled
+ * up into one, so that `verify` and `status` stay O(partitions + recent commits).
+ */
+export function createLedger(
+  store: CheckpointStore,
+  /** Ledger entries a partition keeps before the older ones are rolled up into one. */
+  rollUpAt: number,
+): { commit(commit: CheckpointCommit, ttlMs: number): Promise<Lease> } {
+  const { db, clock, partitionRef, compareAndSwap } = store;
+
+  /**
+   * Folds the partition's oldest ledger entries (all but the newest tenth) into its roll-up document, in
+   * one write conditioned on the partition document's version and on the lease: only the lease holder
+   * writes the ledger, so nothing can be added between the read and the write.
+   */
+  async function rollUp(lease: Lease): Promise<void> {
+    const ref = partitionRef(lease);
+    const snapshot = await ref.get();
+    assertHeld(snapshot.data() as PartitionDoc | undefined, lease, clock());
+    const docs = (await ref.collection('ledger').orderBy('committedAt').get()).docs;
+    const folded = docs.slice(0, docs.length - Math.ceil(rollUpAt / 10));
+    if (folded.length < 2) return;
+    const rolled = rollUpLedger(folded.map((d) => ledgerEntryOf(d)));
+    const batch = db.batch();
+    batch.set(ref.collection('ledger').doc('rollup'), {
+      ...rolled,
+      gaps: [...(rolled.gaps ?? [])],
+      owner: lease.owner,
+      epoch: lease.epoch,
+      // Sorted first: as old as the oldest entry it folds.
+      committedAt: folded[0]!.get('committedAt'),
+    });
+    for (const d of folded) if (d.id !== 'rollup') batch.delete(d.ref);
+    const removed = folded.filter((d) => d.id !== 'rollup').length;
+    batch.update(
+      ref,
+      { ledgerEntries: FieldValue.increment(-removed) },
+      { lastUpdateTime: snapshot.updateTime! },
+    );
+    await batch.commit();
+  }
+
+  return {
+    async commit(commit, ttlMs) {
+      const { lease } = commit;
+      const ref = partitionRef(lease);
+      const committed = await compareAndSwap('commit checkpoint', ref, (data, now) => {
+        assertHeld(data, lease, now);
+        const current = data!.nextOffset;
+        // Continuity: a commit must start exactly where the checkpoint stands, and only move forward.
+        if (current !== null && current !== commit.fromOffset) {
+          throw new FencedError(
+            `checkpoint of ${partitionId(lease)} is at ${current}, this commit starts at ${commit.fromOffset}`,
+          );
+        }
+        if (commit.nextOffset < commit.fromOffset) {
+          throw new RangeError(
+            `a checkpoint never moves backwards (${commit.fromOffset} → ${commit.nextOffset})`,
+          );
+        }
+        return {
+          result: {
+            lease: { ...lease, expiresAt: now + ttlMs, nextOffset: commit.nextOffset },
+            entries: (data!.ledgerEntries ?? 0) + 1,
+          },
+          write: {
+            nextOffset: commit.nextOffset,
+            ledgerEntries: FieldValue.increment(1),
+            leaseExpiresAt: Timestamp.fromMillis(now + ttlMs),
+            lastProgressAt: Timestamp.fromMillis(now),
+            ...(commit.lastRecordTimestamp === null
+              ? {}
+              : { lastRecordAt: Timestamp.fromMillis(commit.lastRecordTimestamp) }),
+            // A commit finishes whatever flush the partition had recorded (storage-write mode).
+            intent: FieldValue.delete(),
+            rowsWritten: FieldValue.increment(commit.rows),
+            deadLettered: FieldValue.increment(commit.deadLetters),
+            commits: FieldValue.increment(1),
+          },
+          alsoCreate: [
+            [
+              ref.collection('ledger').doc(ledgerId(commit.fromOffset, commit.nextOffset, lease.epoch)),
+              ledgerEntryDoc(lease, { ...commit, from: commit.fromOffset, to: commit.nextOffset }, now),
+            ],
+          ],
+        };
+      });
+      // An optimisation, never a failure of the commit; the next commit tries again.
+      if (committed.entries >= rollUpAt) await rollUp(committed.lease).catch(() => {});
+      return committed.lease;
+    },
+  };
+}
