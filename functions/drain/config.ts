@@ -86,26 +86,7 @@ export function parseConfig(
   const read = reader(env);
   const writeMode = read.oneOf('BQ_WRITE_MODE', ['insert-all', 'merge', 'storage-write'], 'storage-write');
 
-  const budgetSeconds = read.integer('DRAIN_BUDGET_SECONDS', 240, 5, 7 * 24 * 3600);
-  // The default follows a short budget down: a default must never turn a valid budget into an error.
-  const leaseTtlSeconds = read.integer('LEASE_TTL_SECONDS', Math.min(60, budgetSeconds), 3, 3600);
-  // A crashed run keeps its partitions blocked until its leases expire; a TTL longer than a whole run
-  // would make the next scheduled run skip them.
-  if (leaseTtlSeconds > budgetSeconds) {
-    throw new ConfigError(
-      'LEASE_TTL_SECONDS',
-      `(${leaseTtlSeconds}) must not exceed DRAIN_BUDGET_SECONDS (${budgetSeconds}): a crashed run would block its partitions past the next run`,
-    );
-  }
-
-  const taskCount = read.integer('CLOUD_RUN_TASK_COUNT', 1, 1, 10_000);
-  const taskIndex = read.integer('CLOUD_RUN_TASK_INDEX', 0, 0, 9_999);
-  if (taskIndex >= taskCount) {
-    throw new ConfigError(
-      'CLOUD_RUN_TASK_INDEX',
-      `(${taskIndex}) must be below CLOUD_RUN_TASK_COUNT (${taskCount})`,
-    );
-  }
+  const { budgetSeconds, leaseTtlSeconds, taskCount, taskIndex } = runShape(read);
 
   const { sasl, ssl, tls } = kafkaSecurity(read);
 
@@ -122,46 +103,7 @@ export function parseConfig(
   );
   const project = read.required('GOOGLE_CLOUD_PROJECT');
   const brokers = read.list('KAFKA_BROKERS', /^[^\s:]+:\d{1,5}$/, 'host:port');
-  const metadata = {
-    headers: read.boolean('BQ_HEADERS_COLUMN', false),
-    keyText: read.boolean('BQ_KEY_TEXT_COLUMN', false),
-  };
-  const dataset = read.matching('BQ_DATASET', /^[a-zA-Z0-9_]{1,1024}$/, 'letters, digits and _', true);
-  const routesFile = read.optional('ROUTES_FILE');
-  let routes: Route[];
-  let topics: string[];
-  const topicList = (optional: boolean) =>
-    optional && read.optional('KAFKA_TOPICS') === null
-      ? []
-      : read.list('KAFKA_TOPICS', /^[a-zA-Z0-9._-]{1,249}$/, 'a Kafka topic name');
-  if (routesFile === null) {
-    topics = topicList(false);
-    routes = [
-      {
-        topics: topics.map((name) => ({ kind: 'name', name })),
-        dataset: dataset ?? read.required('BQ_DATASET'),
-        table: read.matching('BQ_TABLE', /^[a-zA-Z0-9_]{1,1024}$/, 'letters, digits and _'),
-        schemaFile: read.required('BQ_SCHEMA_FILE'),
-        rulesModule: read.optional('RULES_MODULE'),
-        metadata,
-      },
-    ];
-  } else {
-    // One way to say where records go: the routes, each with its own table, schema and rules.
-    for (const name of ['BQ_TABLE', 'BQ_SCHEMA_FILE', 'RULES_MODULE']) {
-      if (read.optional(name) !== null) {
-        throw new ConfigError(name, 'is set with ROUTES_FILE: set the table, schema and rules in each route');
-      }
-    }
-    let text: string;
-    try {
-      text = readFile(routesFile);
-    } catch (error) {
-      throw new ConfigError('ROUTES_FILE', `(${routesFile}) cannot be read: ${(error as Error).message}`);
-    }
-    routes = parseRoutes(text, routesFile, { dataset, metadata });
-    topics = topicList(true);
-  }
+  const { routes, routesFile, topics } = routesOf(read, readFile);
 
   const config: DrainConfig = {
     pipelineId,
@@ -210,6 +152,78 @@ export function parseConfig(
     faultAction: read.oneOf('KBD_FAULT_ACTION', ['kill', 'stop'], 'kill'),
   };
   return deepFreeze(config);
+}
+
+/** The run's budget and lease, and this task's place among the execution's tasks. */
+function runShape(read: Reader) {
+  const budgetSeconds = read.integer('DRAIN_BUDGET_SECONDS', 240, 5, 7 * 24 * 3600);
+  // The default follows a short budget down: a default must never turn a valid budget into an error.
+  const leaseTtlSeconds = read.integer('LEASE_TTL_SECONDS', Math.min(60, budgetSeconds), 3, 3600);
+  // A crashed run keeps its partitions blocked until its leases expire; a TTL longer than a whole run
+  // would make the next scheduled run skip them.
+  if (leaseTtlSeconds > budgetSeconds) {
+    throw new ConfigError(
+      'LEASE_TTL_SECONDS',
+      `(${leaseTtlSeconds}) must not exceed DRAIN_BUDGET_SECONDS (${budgetSeconds}): a crashed run would block its partitions past the next run`,
+    );
+  }
+
+  const taskCount = read.integer('CLOUD_RUN_TASK_COUNT', 1, 1, 10_000);
+  const taskIndex = read.integer('CLOUD_RUN_TASK_INDEX', 0, 0, 9_999);
+  if (taskIndex >= taskCount) {
+    throw new ConfigError(
+      'CLOUD_RUN_TASK_INDEX',
+      `(${taskIndex}) must be below CLOUD_RUN_TASK_COUNT (${taskCount})`,
+    );
+  }
+
+  return { budgetSeconds, leaseTtlSeconds, taskCount, taskIndex };
+}
+
+/** Where records go: one table (BQ_TABLE, ...) or the routes of ROUTES_FILE, and the topics named. */
+function routesOf(read: Reader, readFile: (path: string) => string) {
+  const metadata = {
+    headers: read.boolean('BQ_HEADERS_COLUMN', false),
+    keyText: read.boolean('BQ_KEY_TEXT_COLUMN', false),
+  };
+  const dataset = read.matching('BQ_DATASET', /^[a-zA-Z0-9_]{1,1024}$/, 'letters, digits and _', true);
+  const routesFile = read.optional('ROUTES_FILE');
+  let routes: Route[];
+  let topics: string[];
+  const topicList = (optional: boolean) =>
+    optional && read.optional('KAFKA_TOPICS') === null
+      ? []
+      : read.list('KAFKA_TOPICS', /^[a-zA-Z0-9._-]{1,249}$/, 'a Kafka topic name');
+  if (routesFile === null) {
+    topics = topicList(false);
+    routes = [
+      {
+        topics: topics.map((name) => ({ kind: 'name', name })),
+        dataset: dataset ?? read.required('BQ_DATASET'),
+        table: read.matching('BQ_TABLE', /^[a-zA-Z0-9_]{1,1024}$/, 'letters, digits and _'),
+        schemaFile: read.required('BQ_SCHEMA_FILE'),
+        rulesModule: read.optional('RULES_MODULE'),
+        metadata,
+      },
+    ];
+  } else {
+    // One way to say where records go: the routes, each with its own table, schema and rules.
+    for (const name of ['BQ_TABLE', 'BQ_SCHEMA_FILE', 'RULES_MODULE']) {
+      if (read.optional(name) !== null) {
+        throw new ConfigError(name, 'is set with ROUTES_FILE: set the table, schema and rules in each route');
+      }
+    }
+    let text: string;
+    try {
+      text = readFile(routesFile);
+    } catch (error) {
+      throw new ConfigError('ROUTES_FILE', `(${routesFile}) cannot be read: ${(error as Error).message}`);
+    }
+    routes = parseRoutes(text, routesFile, { dataset, metadata });
+    topics = topicList(true);
+  }
+
+  return { routes, routesFile, topics };
 }
 
 /** SASL and TLS to the brokers, with the rules across them. */

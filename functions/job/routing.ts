@@ -1,7 +1,7 @@
 import type { Kafka } from 'kafkajs';
 import type { DrainConfig } from '../drain/config.js';
 import { needsTopicList, type RoutedTopics, resolveTopics } from '../drain/routes.js';
-import { listTopics } from '../sources/kafka-source.js';
+import { listTopics } from '../sources/kafka-client.js';
 
 /**
  * This run's topics per route, in the routes' order. The broker's topic list is read only when a route

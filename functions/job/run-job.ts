@@ -12,7 +12,7 @@ import type { DrainContext } from '../drain/run-state.js';
 import { mergeRunSummaries } from '../drain/run-summary.js';
 import type { Checkpoints, RunSummary, Sink, Source } from '../drain/types.js';
 import { readUserSchema } from '../sinks/table-schema.js';
-import { checkBrokerCertificate, kafkaClientOptions } from '../sources/kafka-source.js';
+import { checkBrokerCertificate, kafkaClientOptions } from '../sources/kafka-client.js';
 import { createGoogleClients, type GoogleClients } from './clients.js';
 import { callDeadlinesMs, closeWithin, cutOffLateCalls } from './deadline.js';
 import { createRouteSinks } from './route-sinks.js';

@@ -1,9 +1,5 @@
-import { readFileSync } from 'node:fs';
-import { isIP } from 'node:net';
-import { type ConnectionOptions, connect as tlsConnect } from 'node:tls';
-import kafkajs, { type Consumer, type Kafka, type KafkaConfig } from 'kafkajs';
-import type { DrainConfig, KafkaSasl } from '../drain/config.js';
-import { ConfigError, DrainError } from '../drain/errors.js';
+import kafkajs, { type Consumer, type Kafka } from 'kafkajs';
+import { DrainError } from '../drain/errors.js';
 import type { Logger } from '../drain/logger.js';
 import { sleep } from '../drain/retry.js';
 import type {
@@ -17,145 +13,9 @@ import type {
 } from '../drain/types.js';
 import { createBatchQueue } from './batch-queue.js';
 import { registerCompressionCodecs } from './codecs.js';
-import {
-  applicationDefaultCredentials,
-  createKafkaTokenSource,
-  type GoogleCredentials,
-  type KafkaToken,
-  oauthBearerAuthenticator,
-} from './google-oauth.js';
+import { kafkaError } from './kafka-client.js';
 
-const { AssignerProtocol, logLevel } = kafkajs;
-
-/** Kafka errors worth another try (kafkajs marks its own retriable errors); the rest are fatal. */
-function kafkaError(error: unknown, what: string): Error {
-  if (error instanceof DrainError) return error;
-  const retriable = (error as { retriable?: unknown }).retriable === true;
-  const message = error instanceof Error ? error.message : String(error);
-  return new DrainError(`kafka ${what}: ${message}`, {
-    retriable,
-    code: (error as { type?: string }).type,
-    cause: error,
-  });
-}
-
-/**
- * The kafkajs client options our settings produce; pure but for reading the PEM files (passed in), so
- * that the SASL/TLS wiring is unit-tested.
- */
-export function kafkaClientOptions(
-  config: Pick<DrainConfig, 'kafka'>,
-  clientId: string,
-  readFile: (path: string) => string = (path) => readFileSync(path, 'utf8'),
-  googleTokens: () => Promise<KafkaToken> = createKafkaTokenSource({
-    credentials: lazily(applicationDefaultCredentials),
-  }),
-): KafkaConfig {
-  const { sasl, ssl, tls, brokers } = config.kafka;
-  return {
-    clientId,
-    brokers: [...brokers],
-    ssl: ssl ? tlsOptions(tls, readFile) : false,
-    ...(sasl === null ? {} : { sasl: saslOptions(sasl, googleTokens) }),
-    logLevel: logLevel.NOTHING,
-    connectionTimeout: 5_000,
-    retry: { retries: 5, initialRetryTime: 200, maxRetryTime: 5_000 },
-  };
-}
-
-function saslOptions(sasl: KafkaSasl, googleTokens: () => Promise<KafkaToken>): KafkaConfig['sasl'] {
-  if (sasl.mechanism === 'oauthbearer') {
-    return { mechanism: 'oauthbearer', authenticationProvider: oauthBearerAuthenticator(googleTokens) };
-  }
-  return {
-    mechanism: sasl.mechanism,
-    username: sasl.username,
-    password: sasl.password,
-  } as KafkaConfig['sasl'];
-}
-
-/** Credentials made at their first use: a client that never authenticates never looks for them. */
-function lazily(make: () => Promise<GoogleCredentials>): GoogleCredentials {
-  let made: Promise<GoogleCredentials> | undefined;
-  const get = () => {
-    made ??= make();
-    return made;
-  };
-  return {
-    accessToken: async () => (await get()).accessToken(),
-    principal: async () => (await get()).principal(),
-  };
-}
-
-function tlsOptions(
-  tls: DrainConfig['kafka']['tls'],
-  readFile: (path: string) => string,
-): ConnectionOptions | true {
-  const pem = (variable: string, path: string | null): string | undefined => {
-    if (path === null) return undefined;
-    try {
-      return readFile(path);
-    } catch (error) {
-      throw new ConfigError(variable, `"${path}" cannot be read: ${(error as Error).message}`);
-    }
-  };
-  const ca = pem('KAFKA_SSL_CA_FILE', tls.caFile);
-  const cert = pem('KAFKA_SSL_CERT_FILE', tls.certFile);
-  const key = pem('KAFKA_SSL_KEY_FILE', tls.keyFile);
-  if (ca === undefined && cert === undefined) return true; // the system's CAs, no client certificate
-  return { ...(ca === undefined ? {} : { ca: [ca] }), ...(cert === undefined ? {} : { cert, key }) };
-}
-
-/** Node's codes for a certificate the client does not accept: retrying cannot help. */
-const untrustedCertificate = new Set([
-  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
-  'SELF_SIGNED_CERT_IN_CHAIN',
-  'DEPTH_ZERO_SELF_SIGNED_CERT',
-  'UNABLE_TO_GET_ISSUER_CERT',
-  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
-  'CERT_HAS_EXPIRED',
-  'CERT_NOT_YET_VALID',
-  'CERT_SIGNATURE_FAILURE',
-  'CERT_UNTRUSTED',
-  'CERT_REJECTED',
-  'INVALID_CA',
-  'ERR_TLS_CERT_ALTNAME_INVALID',
-]);
-
-/**
- * One TLS handshake with the first broker, as kafkajs would make it, before kafkajs is let loose: kafkajs
- * calls every socket error retriable, so an untrusted certificate would cost a run its connection retries
- * and end in "number of retries exceeded". This fails at once and says which setting to look at. Any
- * other outcome (trusted, refused, unreachable) is left to kafkajs and its retries.
- */
-export async function checkBrokerCertificate(options: KafkaConfig, timeoutMs = 5_000): Promise<void> {
-  if (!options.ssl) return;
-  const first = (Array.isArray(options.brokers) ? options.brokers : [])[0];
-  if (first === undefined) return;
-  const at = first.lastIndexOf(':');
-  const host = first.slice(0, at);
-  const port = Number(first.slice(at + 1));
-  const ssl = options.ssl === true ? {} : options.ssl;
-  const failure = await new Promise<Error | undefined>((resolve) => {
-    const socket = tlsConnect({ host, port, ...(isIP(host) ? {} : { servername: host }), ...ssl });
-    const done = (error?: Error): void => {
-      clearTimeout(timer);
-      socket.destroy();
-      resolve(error);
-    };
-    const timer = setTimeout(() => done(), timeoutMs);
-    socket.once('secureConnect', () => done());
-    socket.once('error', (error) => done(error));
-  });
-  const code = (failure as { code?: string } | undefined)?.code;
-  if (failure !== undefined && code !== undefined && untrustedCertificate.has(code)) {
-    throw new DrainError(
-      `kafka TLS: broker ${first} presented a certificate this client does not trust (${code}: ${failure.message}); ` +
-        'set KAFKA_SSL_CA_FILE to the CA that signed it',
-      { retriable: false, code },
-    );
-  }
-}
+const { AssignerProtocol } = kafkajs;
 
 /**
  * Reads exact offset ranges with kafkajs, which has no `assign()`. Each reader joins a consumer group of
@@ -163,19 +23,6 @@ export async function checkBrokerCertificate(options: KafkaConfig, timeoutMs = 5
  * partitions it leased, each positioned with `seek` at its Firestore checkpoint. Nothing is ever
  * committed to Kafka, Kafka's offsets are never read as truth, and the group is deleted on close.
  */
-/** The broker's topics (Kafka's internal ones included; routes leave those out). */
-export async function listTopics(kafka: Kafka): Promise<string[]> {
-  const admin = kafka.admin();
-  try {
-    await admin.connect();
-    return await admin.listTopics();
-  } catch (error) {
-    throw kafkaError(error, 'list topics');
-  } finally {
-    await admin.disconnect().catch(() => {});
-  }
-}
-
 export function createKafkaSource(kafka: Kafka, options: { groupPrefix: string; logger: Logger }): Source {
   registerCompressionCodecs();
   return {

@@ -9,7 +9,8 @@ import { ConfigError } from '../drain/errors.js';
 import { createLogger } from '../drain/logger.js';
 import { createGoogleClients } from '../job/clients.js';
 import { routeTopics } from '../job/routing.js';
-import { createKafkaSource, kafkaClientOptions } from '../sources/kafka-source.js';
+import { kafkaClientOptions } from '../sources/kafka-client.js';
+import { createKafkaSource } from '../sources/kafka-source.js';
 import { partitionStatus } from './partition-status.js';
 
 functions.http('status', async (_request, response) => {

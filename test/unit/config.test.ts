@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import { parseConfig } from '../../functions/drain/config.js';
 import { ConfigError } from '../../functions/drain/errors.js';
-import { kafkaClientOptions } from '../../functions/sources/kafka-source.js';
+import { kafkaClientOptions } from '../../functions/sources/kafka-client.js';
 
 const base = {
   PIPELINE_ID: 'orders',
