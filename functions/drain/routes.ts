@@ -8,8 +8,8 @@
  * redeploy. Kafka's internal topics (`__consumer_offsets`, ...) never match a regex.
  */
 import { dirname, isAbsolute, resolve } from 'node:path';
-import type { MetadataColumns } from '../sinks/table-schema.js';
 import { ConfigError } from './errors.js';
+import type { MetadataColumns } from './types.js';
 
 export type TopicPattern =
   | { readonly kind: 'name'; readonly name: string }

@@ -79,6 +79,14 @@ export interface SourceReader {
   close(): Promise<void>;
 }
 
+/** Which optional `_kafka_*` metadata columns a route's table has. */
+export interface MetadataColumns {
+  /** `_kafka_headers`: every header, in order, repeated keys too, its value as bytes. */
+  readonly headers: boolean;
+  /** `_kafka_key_text`: the key decoded as UTF-8 where it is valid UTF-8, else NULL. */
+  readonly keyText: boolean;
+}
+
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
 
 /** A row for the target table: user columns plus the `_kafka_*` metadata columns. */

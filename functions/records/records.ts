@@ -1,5 +1,5 @@
-import type { DeadLetter, JsonValue, KafkaRecord, Row, RowToWrite } from '../drain/types.js';
-import type { MetadataColumns, SchemaField } from '../sinks/table-schema.js';
+import type { DeadLetter, JsonValue, KafkaRecord, MetadataColumns, Row, RowToWrite } from '../drain/types.js';
+import type { SchemaField } from '../sinks/table-schema.js';
 import { type UnknownFields, validateRecord } from './validate.js';
 
 /** The table's user columns and what to do with fields it does not have; without it, rows go as they are. */

@@ -3,9 +3,8 @@ import { chunksOf } from '../drain/chunks.js';
 import { DrainError } from '../drain/errors.js';
 import type { Logger } from '../drain/logger.js';
 import { type RetryPolicy, withRetry } from '../drain/retry.js';
-import type { RowResult, RowToWrite, Sink } from '../drain/types.js';
+import type { MetadataColumns, RowResult, RowToWrite, Sink } from '../drain/types.js';
 import {
-  type MetadataColumns,
   type SchemaField,
   targetTableClustering,
   targetTablePartitioning,

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { ConfigError } from '../drain/errors.js';
-import type { DeadLetter } from '../drain/types.js';
+import type { DeadLetter, MetadataColumns } from '../drain/types.js';
 
 export interface SchemaField {
   name: string;
@@ -21,13 +21,6 @@ export const metadataFields: readonly SchemaField[] = [
 ];
 
 /** Optional metadata columns, switched on per pipeline (BQ_HEADERS_COLUMN, BQ_KEY_TEXT_COLUMN). */
-export interface MetadataColumns {
-  /** `_kafka_headers`: every header, in order, repeated keys too, its value as bytes. */
-  readonly headers: boolean;
-  /** `_kafka_key_text`: the key decoded as UTF-8 where it is valid UTF-8, else NULL. */
-  readonly keyText: boolean;
-}
-
 export const noMetadataColumns: MetadataColumns = { headers: false, keyText: false };
 
 export const headersField: SchemaField = {
