@@ -15,11 +15,11 @@ import { chunksOf } from '../drain/chunks.js';
 import { DrainError } from '../drain/errors.js';
 import type { Logger } from '../drain/logger.js';
 import { onceUntilFailure } from '../drain/once.js';
-import type { DeadLetter, PartitionRef, StreamSink, StreamState } from '../drain/types.js';
+import type { DeadLetter, PartitionRef, Row, StreamSink, StreamState } from '../drain/types.js';
 import { grpcError } from '../google/grpc-errors.js';
 import { maxRecordBytes } from '../records/records.js';
 import { ensureTable } from './bigquery-sink.js';
-import { type StorageRow, toStorageRow } from './storage-rows.js';
+import { compileRowEncoder, type RowEncoder } from './row-encoder.js';
 import {
   deadLetterRow,
   deadLetterTableName,
@@ -53,17 +53,22 @@ export function createStorageWriteSink(options: StorageWriteSinkOptions): Stream
   const errorTable = deadLetterTableName(options.table);
   const parentOf = (table: string) =>
     `projects/${options.project}/datasets/${options.dataset}/tables/${table}`;
-  const descriptors = new Map<string, ReturnType<typeof adapt.convertStorageSchemaToProto2Descriptor>>();
-  const descriptorOf = (table: string, fields: readonly SchemaField[]) => {
-    let descriptor = descriptors.get(table);
-    if (descriptor === undefined) {
-      descriptor = adapt.convertStorageSchemaToProto2Descriptor(
+  // Per table, compiled once: the message descriptor the stream is told, and the encoder of its rows.
+  const formats = new Map<
+    string,
+    { descriptor: ReturnType<typeof adapt.convertStorageSchemaToProto2Descriptor>; encode: RowEncoder }
+  >();
+  const formatOf = (table: string, fields: readonly SchemaField[]) => {
+    let format = formats.get(table);
+    if (format === undefined) {
+      const descriptor = adapt.convertStorageSchemaToProto2Descriptor(
         adapt.convertBigQuerySchemaToStorageTableSchema({ fields: fields as never }),
         'root',
       );
-      descriptors.set(table, descriptor);
+      format = { descriptor, encode: compileRowEncoder(fields) };
+      formats.set(table, format);
     }
-    return descriptor;
+    return format;
   };
   const errorTableReady = onceUntilFailure(() =>
     ensureTable(options.bigquery, options, errorTable, deadLetterTableSchema),
@@ -78,8 +83,11 @@ export function createStorageWriteSink(options: StorageWriteSinkOptions): Stream
   async function writeStream(
     table: string,
     fields: readonly SchemaField[],
-    rows: StorageRow[],
+    rows: readonly Row[],
   ): Promise<{ stream: string | undefined; refused: Map<number, string> }> {
+    const format = formatOf(table, fields);
+    // Encoded once, before the stream exists: sized by their bytes, sent as they are.
+    const encoded = rows.map((row) => format.encode(row));
     let stream: string;
     try {
       stream = await options.writer.createWriteStream({
@@ -98,16 +106,16 @@ export function createStorageWriteSink(options: StorageWriteSinkOptions): Stream
     connection.on('error', (error: unknown) =>
       options.logger.debug('storage write connection error', { error }),
     );
-    const json = new managedwriter.JSONWriter({ connection, protoDescriptor: descriptorOf(table, fields) });
+    const writer = new managedwriter.Writer({ connection, protoDescriptor: format.descriptor });
     const refused = new Map<number, string>();
     try {
       let offset = 0;
-      const size = (row: StorageRow) => JSON.stringify(row).length + 16;
-      const indexed = rows.map((row, at) => ({ row, at }));
-      for (const chunk of chunksOf(indexed, 10_000, maxAppendBytes, (r) => size(r.row))) {
+      const indexed = encoded.map((bytes, at) => ({ bytes, at }));
+      for (const chunk of chunksOf(indexed, 10_000, maxAppendBytes, (r) => r.bytes.length + 16)) {
         let left = chunk;
         while (left.length > 0) {
-          const result = await json.appendRows(left.map((r) => r.row) as never, offset).getResult();
+          const serializedRows = left.map((r) => r.bytes);
+          const result = await writer.appendRows({ serializedRows }, offset).getResult();
           // Row errors first: BigQuery sends them with the request's error status, and nothing was appended.
           const rowErrors = result.rowErrors ?? [];
           if (rowErrors.length > 0) {
@@ -153,7 +161,7 @@ export function createStorageWriteSink(options: StorageWriteSinkOptions): Stream
       options.fault?.('after-finalize');
       return { stream, refused };
     } finally {
-      json.close();
+      writer.close();
     }
   }
 
@@ -165,7 +173,7 @@ export function createStorageWriteSink(options: StorageWriteSinkOptions): Stream
         const written = await writeStream(
           options.table,
           options.schema,
-          rows.map((r) => toStorageRow(r.row, options.schema)),
+          rows.map((r) => r.row),
         );
         if (written.stream !== undefined) streams.push(written.stream);
         for (const [at, message] of written.refused) {
@@ -182,9 +190,7 @@ export function createStorageWriteSink(options: StorageWriteSinkOptions): Stream
         const written = await writeStream(
           errorTable,
           deadLetterTableSchema,
-          toErrorTable.map((l) =>
-            toStorageRow(deadLetterRow(l, ingestedAt, maxRecordBytes) as never, deadLetterTableSchema),
-          ),
+          toErrorTable.map((l) => deadLetterRow(l, ingestedAt, maxRecordBytes) as Row),
         );
         if (written.refused.size > 0) {
           // The error table's rows are ours (strings, bytes, its own schema): a refusal there is a bug.
