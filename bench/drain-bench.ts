@@ -1,14 +1,18 @@
 /**
  * `npm run bench`: the same records, measured side by side in one run, each variant in a process of its
- * own reading from offset 0. Produces N records of about 1 KB JSON to P partitions (and 4N to another
- * topic), then measures:
- * - (a) a bare kafkajs consumer that does nothing, (b) our drain with a null sink, on N and on 4N records:
- *   start-up (process ready → first record fetched) and drain (first record fetched → last checkpoint
- *   committed) apart, so that the steady-state ratio b/a compares drain time with drain time; peak RSS at
- *   N and 4N shows whether memory follows the batch and flush sizes or the input;
+ * own reading from offset 0. The records are `wide` (27 columns of every common type, about 800 bytes of
+ * JSON: production's shape) unless BENCH_SHAPE=narrow (3 fields, about 1 KB, one long string). Produces N
+ * records to P partitions (and 4N to another topic), then measures, per variant, process CPU per record
+ * (user + system, from the first record fetched; for the drains also net of an idle run's whole CPU),
+ * rows/s and peak RSS:
+ * - (a) a bare kafkajs consumer that `JSON.parse`s each value (the least any JSON drain does);
+ * - (w) a bare Storage Write API writer with the official `JSONWriter` (one PENDING stream, 500-row
+ *   appends, the same rows with metadata columns), no Kafka;
+ * - (b) our drain with a null sink, on N and on 4N records (does memory follow the batch, or the input?);
  * - (c) our drain into the BigQuery emulator once per write mode (storage-write and insert-all on the N
- *   records; merge on M, as the emulator's MERGE is quadratic);
- * - 1, 2 and 4 tasks of one execution (separate processes) on N records of a 16-partition topic;
+ *   records; merge on M, as the emulator's MERGE is quadratic), and an idle run (start-up alone);
+ * - 1, 2 and 4 tasks of one execution (separate processes) on N records of a 16-partition topic, each
+ *   task's exit code, stop reason, records and shared partitions;
  * - 1,000 partitions (10 topics x 100, 3 records each): a run that drains them all, then an idle run.
  * Firestore reads and writes are counted for every drain. Results are printed and written to
  * `bench/results/<run>.json` so that runs can be compared. Timing goals live here, never in tests.
@@ -17,11 +21,11 @@ import { execFile } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { PubSub } from '@google-cloud/pubsub';
 import kafkajs from 'kafkajs';
 import { stackEnv } from '../stack/stack-env.js';
 import { createTopic } from '../test/support/kafka.js';
+import { shapeNamed } from './shapes.js';
 
 const root = join(import.meta.dirname, '..');
 const stack = stackEnv() as unknown as Record<string, string>;
@@ -34,6 +38,7 @@ const mergeRecords = Number(process.env.BENCH_MERGE_RECORDS ?? 1_000);
 const wideTopics = Number(process.env.BENCH_WIDE_TOPICS ?? 10);
 const widePartitions = Number(process.env.BENCH_WIDE_PARTITIONS ?? 100);
 const wideRecords = 3;
+const shape = shapeNamed(process.env.BENCH_SHAPE);
 const run = `bench-${Date.now().toString(36)}`;
 const benchStarted = Date.now();
 const kafka = new kafkajs.Kafka({ brokers: [stack.KAFKA_BROKERS!], logLevel: kafkajs.logLevel.NOTHING });
@@ -44,13 +49,12 @@ async function produce(topic: string, count: number, topicPartitions: number): P
   // Idempotent: a send retried while the broker brings up a new topic's partitions must not write twice.
   const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
   await producer.connect();
-  const pad = 'x'.repeat(960);
   for (let i = 0; i < count; i += 1000) {
     const messages = Array.from({ length: Math.min(1000, count - i) }, (_, k) => ({
       key: `k${i + k}`,
       // Round robin by hand: every partition gets its share (keys alone could leave some empty).
       partition: (i + k) % topicPartitions,
-      value: JSON.stringify({ id: `r${i + k}`, n: i + k, note: pad }),
+      value: shape.value(i + k),
     }));
     await producer.send({ topic, messages });
   }
@@ -71,17 +75,15 @@ interface Result {
   stopReason?: string;
   partitions?: number;
   summaryBytes?: number;
+  cpuUs: number;
+  cpuAtFirstFetchUs?: number;
+  /** The variant process's exit code (the tasks of an execution). */
+  exitCode?: number;
+  sharedPartitions?: number;
 }
 
 const schemaFile = join(tmpdir(), `${run}.schema.json`);
-writeFileSync(
-  schemaFile,
-  JSON.stringify([
-    { name: 'id', type: 'STRING' },
-    { name: 'n', type: 'INT64' },
-    { name: 'note', type: 'STRING' },
-  ]),
-);
+writeFileSync(schemaFile, JSON.stringify(shape.schema));
 
 async function variant(
   name: string,
@@ -90,29 +92,35 @@ async function variant(
   pipeline: string,
   extra: Record<string, string> = {},
 ): Promise<Result> {
-  const { stdout } = await promisify(execFile)(
-    process.execPath,
-    ['--import', 'tsx', join(root, 'bench', 'variant.ts'), name, topics, String(count)],
-    {
-      env: {
-        ...process.env,
-        ...stack,
-        METADATA_SERVER_DETECTION: 'none',
-        PIPELINE_ID: pipeline,
-        KAFKA_TOPICS: topics,
-        BQ_DATASET: pipeline.replaceAll('-', '_'),
-        BQ_TABLE: 'events',
-        BQ_SCHEMA_FILE: schemaFile,
-        DEAD_LETTER_TOPIC: `${run}-dlq`,
-        DRAIN_BUDGET_SECONDS: '600',
-        BATCH_MAX_RECORDS: batch,
-        ...extra,
-      },
-      encoding: 'utf8',
-      maxBuffer: 64 * 1024 * 1024,
-    },
+  const env = {
+    ...process.env,
+    ...stack,
+    METADATA_SERVER_DETECTION: 'none',
+    PIPELINE_ID: pipeline,
+    KAFKA_TOPICS: topics,
+    BQ_DATASET: pipeline.replaceAll('-', '_'),
+    BQ_TABLE: 'events',
+    BQ_SCHEMA_FILE: schemaFile,
+    DEAD_LETTER_TOPIC: `${run}-dlq`,
+    DRAIN_BUDGET_SECONDS: '600',
+    BATCH_MAX_RECORDS: batch,
+    BENCH_SHAPE: shape.name,
+    ...extra,
+  };
+  const { stdout, stderr, code } = await new Promise<{ stdout: string; stderr: string; code: number }>(
+    (resolve) =>
+      execFile(
+        process.execPath,
+        ['--import', 'tsx', join(root, 'bench', 'variant.ts'), name, topics, String(count)],
+        { env, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 },
+        (error, out, err) => resolve({ stdout: out, stderr: err, code: error ? Number(error.code ?? 1) : 0 }),
+      ),
   );
-  return JSON.parse(stdout.trim().split('\n').at(-1)!) as Result;
+  const last = stdout.trim().split('\n').at(-1);
+  if (last === undefined || !last.startsWith('{')) {
+    throw new Error(`variant ${name} (${pipeline}) exited ${code} without a result: ${stderr.slice(-2000)}`);
+  }
+  return { ...(JSON.parse(last) as Result), exitCode: code };
 }
 
 const startupMs = (r: Result) => (r.firstFetchAt ?? r.endedAt) - r.startedAt;
@@ -143,11 +151,16 @@ async function execution(tasks: number, topic: string, count: number) {
     wholeMs: Math.max(...results.map((r) => r.endedAt)) - Math.min(...results.map((r) => r.startedAt)),
     rate: Math.round((drained / Math.max(1, last - first)) * 1000),
     perTask: results.map((r) => r.records),
+    tasksSeen: results.map(
+      (r, i) =>
+        `t${i}: exit ${r.exitCode} ${r.stopReason ?? '?'}, ${r.records} records, ${r.sharedPartitions ?? 0} shared, ` +
+        `first fetch +${((r.firstFetchAt ?? r.endedAt) - Math.min(...results.map((x) => x.startedAt))) / 1000} s`,
+    ),
   };
 }
 
 console.log(
-  `producing ${records} records (~1 KB JSON) to ${partitions} partitions, ${4 * records} to another topic, ` +
+  `producing ${records} ${shape.name} records to ${partitions} partitions, ${4 * records} to another topic, ` +
     `${records} to 16 partitions, ${mergeRecords} for merge mode and ${wideRecords} to each of ` +
     `${wideTopics} x ${widePartitions} partitions...`,
 );
@@ -168,24 +181,36 @@ await new PubSub({
 const producedMs = Date.now() - benchStarted;
 
 const a = await variant('raw', topic, records, `${run}-a`);
+const w = await variant('writer', topic, records, `${run}-w`);
 const b = await variant('null', topic, records, `${run}-b`);
 const a4 = await variant('raw', topicQuad, 4 * records, `${run}-a4`);
 const b4 = await variant('null', topicQuad, 4 * records, `${run}-b4`);
 const c = await variant('bigquery', topic, records, `${run}-c`, { BQ_WRITE_MODE: 'storage-write' });
+// The same pipeline again: everything is caught up, so this is start-up and shut-down alone.
+const idle = await variant('bigquery', topic, 0, `${run}-c`, { BQ_WRITE_MODE: 'storage-write' });
 const cInsert = await variant('bigquery', topic, records, `${run}-ci`, { BQ_WRITE_MODE: 'insert-all' });
 const cMerge = await variant('bigquery', topicMerge, mergeRecords, `${run}-cm`, { BQ_WRITE_MODE: 'merge' });
 const executions = [];
 for (const tasks of [1, 2, 4]) executions.push(await execution(tasks, topicTasks, records));
 const wideSpread =
-  wide.length === 0 ? undefined : await variant('bigquery', wide.join(','), 0, `${run}-w`, {});
-const wideIdle = wide.length === 0 ? undefined : await variant('bigquery', wide.join(','), 0, `${run}-w`, {});
+  wide.length === 0 ? undefined : await variant('bigquery', wide.join(','), 0, `${run}-w1k`, {});
+const wideIdle =
+  wide.length === 0 ? undefined : await variant('bigquery', wide.join(','), 0, `${run}-w1k`, {});
+
+/** CPU per record from the first record fetched (start-up left out). */
+const cpuPerRecord = (r: Result) =>
+  r.records === 0 ? 0 : (r.cpuUs - (r.cpuAtFirstFetchUs ?? 0)) / r.records;
+/** CPU per record net of the idle run's whole CPU (start-up and shut-down subtracted). */
+const netCpuPerRecord = (r: Result) => (r.records === 0 ? 0 : (r.cpuUs - idle.cpuUs) / r.records);
 
 const rows = [
-  ['(a) raw kafkajs', a],
+  ['(a) raw kafkajs + JSON.parse', a],
+  ['(w) official JSONWriter alone', w],
   ['(b) drain, null sink', b],
-  ['(a) raw kafkajs, 4N', a4],
+  ['(a) raw kafkajs + JSON.parse, 4N', a4],
   ['(b) drain, null sink, 4N', b4],
   ['(c) drain → emulator, storage-write', c],
+  ['(c) idle run (caught up), storage-write', idle],
   ['(c) drain → emulator, insert-all', cInsert],
   ['(c) drain → emulator, merge', cMerge],
   ...(wideSpread && wideIdle
@@ -199,14 +224,15 @@ console.table(
   rows.map(([name, r]) => ({
     variant: name,
     records: r.records,
+    'CPU µs/rec': cpuPerRecord(r).toFixed(1),
+    'net CPU µs/rec':
+      name.startsWith('(b)') || name.startsWith('(c) drain') ? netCpuPerRecord(r).toFixed(1) : '',
+    'CPU s': (r.cpuUs / 1e6).toFixed(2),
     'start-up s': (startupMs(r) / 1000).toFixed(2),
     'drain s': (drainMs(r) / 1000).toFixed(2),
     'whole s': (wholeMs(r) / 1000).toFixed(2),
     'drain records/s': drainRate(r),
-    'FS reads': r.firestoreReads,
-    'FS writes': r.firestoreWrites,
     'FS writes/10k': per10k(r.firestoreWrites, r),
-    commits: r.commits ?? '',
     'peak RSS MB': r.peakRssMb,
   })),
 );
@@ -220,15 +246,22 @@ console.table(
     'records per task': x.perTask.join(' / '),
   })),
 );
-const steady = drainRate(b) / drainRate(a);
-const steady4 = drainRate(b4) / drainRate(a4);
+for (const x of executions) console.log(`${x.tasks} task(s): ${x.tasksSeen.join('; ')}`);
+const ratio = (r: Result) => cpuPerRecord(r) / cpuPerRecord(a);
+const ratioBoth = (r: Result) => cpuPerRecord(r) / (cpuPerRecord(a) + cpuPerRecord(w));
+const bytesPerRecord = Buffer.byteLength(shape.value(records >> 1));
+const perVcpu = 1e6 / cpuPerRecord(c);
 const lines = [
-  `steady state b/a (drain time to drain time): ${steady.toFixed(2)} at N=${records}, ${steady4.toFixed(2)} at 4N (goal >= 0.8)`,
-  `start-up (process ready → first record): raw ${startupMs(a)} ms, drain ${startupMs(b)} ms (goal <= 1500 ms)`,
+  `shape ${shape.name} (${shape.schema.length} columns, ${bytesPerRecord} B a record); CPU per record from the first fetch: raw ${cpuPerRecord(a).toFixed(1)} µs, official JSONWriter ${cpuPerRecord(w).toFixed(1)} µs`,
+  `drain / raw, CPU per record: storage-write ${ratio(c).toFixed(1)}x (goal <= 4x), insert-all ${ratio(cInsert).toFixed(1)}x, merge ${ratio(cMerge).toFixed(1)}x, null sink ${ratio(b).toFixed(1)}x`,
+  `drain / (raw + official writer): storage-write ${ratioBoth(c).toFixed(2)} (goal: drain below the writer alone, ${cpuPerRecord(c).toFixed(1)} vs ${cpuPerRecord(w).toFixed(1)} µs)`,
+  `net of the idle run (${(idle.cpuUs / 1e6).toFixed(2)} s CPU): storage-write ${netCpuPerRecord(c).toFixed(1)} µs, insert-all ${netCpuPerRecord(cInsert).toFixed(1)} µs, merge ${netCpuPerRecord(cMerge).toFixed(1)} µs a record`,
+  `one vCPU at the storage-write rate: ${Math.round(perVcpu)} records/s, ${((perVcpu * bytesPerRecord) / 1e6).toFixed(1)} MB/s (Dataflow publishes 7.5 MB/s per vCPU: ${((perVcpu * bytesPerRecord) / 1e6 / 7.5).toFixed(2)}x)`,
+  `rows/s into the emulator (drain time): storage-write ${drainRate(c)} vs official writer ${drainRate(w)} (goal: no lower), insert-all ${drainRate(cInsert)}, merge ${drainRate(cMerge)} (${mergeRecords})`,
+  `peak RSS: null sink ${b.peakRssMb} MB at N, ${b4.peakRssMb} MB at 4N (goal <= 256 MB at 4N); storage-write ${c.peakRssMb} MB; raw ${a.peakRssMb} / ${a4.peakRssMb} MB`,
+  `start-up (process ready → first record): raw ${startupMs(a)} ms, drain ${startupMs(b)} ms`,
   `Firestore writes per 10k records: ${per10k(b.firestoreWrites, b)} (null sink, ${per10k(b.commits ?? 0, b)} commits per 10k at BATCH_MAX_RECORDS=${batch}), ${per10k(b4.firestoreWrites, b4)} at 4N: O(batches)`,
-  `peak RSS, null sink: ${b.peakRssMb} MB at ${records} records, ${b4.peakRssMb} MB at ${4 * records} (bounded by batch and flush size if close)`,
-  `rows/s into the emulator (drain time): storage-write ${drainRate(c)}, insert-all ${drainRate(cInsert)} (${records} records), merge ${drainRate(cMerge)} (${mergeRecords}); c/a storage-write ${(drainRate(c) / drainRate(a)).toFixed(2)}`,
-  `tasks (storage-write, 16 partitions, ${records} records): ${executions.map((x) => `${x.tasks} task(s) ${x.rate}/s`).join(', ')} (2 cores here: expect it to flatten)`,
+  `tasks (storage-write, 16 partitions, ${records} records): ${executions.map((x) => `${x.tasks} task(s) ${x.rate}/s [${x.perTask.join(', ')}]`).join(', ')} (2 cores here: expect it to flatten)`,
   ...(wideSpread && wideIdle
     ? [
         `1,000 partitions: spread run ${(wholeMs(wideSpread) / 1000).toFixed(1)} s whole (${wideSpread.records} records, ${wideSpread.commits} commits, ${wideSpread.firestoreReads} reads / ${wideSpread.firestoreWrites} writes, summary line ${wideSpread.summaryBytes} B); idle run ${(wholeMs(wideIdle) / 1000).toFixed(1)} s whole (${wideIdle.firestoreReads} reads / ${wideIdle.firestoreWrites} writes, goal <= 15 s)`,
@@ -246,7 +279,16 @@ writeFileSync(
     {
       run,
       at: new Date(benchStarted).toISOString(),
-      settings: { records, partitions, batch, mergeRecords, wideTopics, widePartitions, wideRecords },
+      settings: {
+        shape: shape.name,
+        records,
+        partitions,
+        batch,
+        mergeRecords,
+        wideTopics,
+        widePartitions,
+        wideRecords,
+      },
       variants: Object.fromEntries(
         rows.map(([name, r]) => [
           name,
@@ -256,11 +298,12 @@ writeFileSync(
             drainMs: drainMs(r),
             wholeMs: wholeMs(r),
             drainRate: drainRate(r),
+            cpuPerRecordUs: cpuPerRecord(r),
           },
         ]),
       ),
       executions,
-      steadyStateRatio: { n: steady, fourN: steady4 },
+      cpuRatios: { storageWriteToRaw: ratio(c), storageWriteToRawPlusWriter: ratioBoth(c) },
       summary: lines,
     },
     null,

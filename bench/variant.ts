@@ -1,7 +1,9 @@
 /**
- * One variant of the drain benchmark, in a process of its own so that its peak RSS is its own:
- * `raw` (a bare kafkajs consumer that does nothing with the records), `null` (our drain, null sink),
- * `bigquery` (our drain into the BigQuery emulator). Prints one JSON line.
+ * One variant of the drain benchmark, in a process of its own so that its peak RSS and CPU are its own:
+ * `raw` (a bare kafkajs consumer that `JSON.parse`s each value: the least any JSON drain does), `writer`
+ * (a bare Storage Write API writer with the official `JSONWriter`, one PENDING stream, 500-row appends,
+ * the same rows with metadata columns, no Kafka), `null` (our drain, null sink), `bigquery` (our drain
+ * into the BigQuery emulator). Prints one JSON line, with the process's CPU (user + system).
  *
  * Time is split the same way for every variant: start-up (process ready → first record fetched: client
  * connect, group join, and for the drain its leases) and drain (first record fetched → last record
@@ -9,12 +11,18 @@
  * that the tasks of one execution, run as separate processes, can be put on one time line.
  */
 import { readFileSync } from 'node:fs';
+import { adapt, managedwriter } from '@google-cloud/bigquery-storage';
 import kafkajs from 'kafkajs';
 import { parseConfig } from '../functions/drain/config.js';
 import { createLogger } from '../functions/drain/logger.js';
 import { summaryLine } from '../functions/drain/run-summary.js';
 import type { Checkpoints, Sink, Source } from '../functions/drain/types.js';
+import { createGoogleClients } from '../functions/job/clients.js';
 import { runJob } from '../functions/job/run-job.js';
+import { ensureTargetTable } from '../functions/sinks/bigquery-sink.js';
+import { toStorageRow } from '../functions/sinks/storage-rows.js';
+import { readUserSchema, targetTableSchema } from '../functions/sinks/table-schema.js';
+import { shapeNamed } from './shapes.js';
 
 const [variant, topic, expected] = process.argv.slice(2) as [string, string, string];
 const total = Number(expected);
@@ -31,7 +39,14 @@ interface Timing {
   firstFetchAt: number | null;
   lastDoneAt: number | null;
   endedAt: number;
+  /** Process CPU (user + system), µs: at the first record fetched, and at the end. */
+  cpuAtFirstFetchUs?: number;
 }
+
+const cpuUs = (): number => {
+  const { user, system } = process.cpuUsage();
+  return user + system;
+};
 
 async function raw() {
   const kafka = new kafkajs.Kafka({
@@ -48,7 +63,12 @@ async function raw() {
       .run({
         autoCommit: false,
         eachBatch: async ({ batch, resolveOffset }) => {
-          timing.firstFetchAt ??= Date.now();
+          if (timing.firstFetchAt === null) {
+            timing.firstFetchAt = Date.now();
+            timing.cpuAtFirstFetchUs = cpuUs();
+          }
+          for (const message of batch.messages)
+            if (message.value !== null) JSON.parse(message.value.toString());
           records += batch.messages.length;
           resolveOffset(batch.lastOffset());
           timing.lastDoneAt = Date.now();
@@ -116,7 +136,10 @@ async function drain(nullSink: boolean) {
         ...reader,
         async next(signal) {
           const fetched = await reader.next(signal);
-          if (fetched !== undefined && fetched.records.length > 0) timing.firstFetchAt ??= Date.now();
+          if (fetched !== undefined && fetched.records.length > 0 && timing.firstFetchAt === null) {
+            timing.firstFetchAt = Date.now();
+            timing.cpuAtFirstFetchUs = cpuUs();
+          }
           return fetched;
         },
         finish: (p) => reader.finish(p),
@@ -143,10 +166,72 @@ async function drain(nullSink: boolean) {
     commits: summary.commits,
     stopReason: summary.stopReason,
     partitions: summary.partitionCount,
+    sharedPartitions: summary.partitions.filter((p) => p.shared === true).length,
     summaryBytes: Buffer.byteLength(JSON.stringify(summaryLine(summary))),
   };
 }
 
-const result = variant === 'raw' ? await raw() : await drain(variant === 'null');
-console.log(JSON.stringify({ variant, ...result, peakRssMb: peakRssMb() }));
-process.exit(0);
+/**
+ * The official writer alone: the same rows as the drain writes (user columns and metadata, in the forms
+ * the JSONWriter takes), appended 500 at a time to one PENDING stream, finalized and committed. Only the
+ * writing counts as drain time (the rows are made before); CPU is counted from there too.
+ */
+async function writer() {
+  const config = parseConfig(process.env);
+  const route = config.routes[0]!;
+  const clients = createGoogleClients(config);
+  const userSchema = readUserSchema(route.schemaFile);
+  const schema = targetTableSchema(userSchema, route.metadata);
+  await ensureTargetTable(
+    clients.bigquery,
+    { dataset: route.dataset, table: route.table, location: null, metadata: route.metadata },
+    userSchema,
+  );
+  const shape = shapeNamed(process.env.BENCH_SHAPE);
+  const ingested = new Date().toISOString();
+  const rows = Array.from({ length: total }, (_, i) =>
+    toStorageRow(
+      {
+        ...(JSON.parse(shape.value(i)) as Record<string, never>),
+        _kafka_topic: topic,
+        _kafka_partition: i % 4,
+        _kafka_offset: String(Math.floor(i / 4)),
+        _kafka_timestamp: ingested,
+        _kafka_key: null,
+        _ingested_at: ingested,
+      },
+      schema,
+    ),
+  );
+  const timing: Timing = { startedAt: Date.now(), firstFetchAt: Date.now(), lastDoneAt: null, endedAt: 0 };
+  timing.cpuAtFirstFetchUs = cpuUs();
+  const client = clients.bigqueryWriter();
+  const parent = `projects/${config.project}/datasets/${route.dataset}/tables/${route.table}`;
+  const stream = await client.createWriteStream({
+    streamType: managedwriter.PendingStream,
+    destinationTable: parent,
+  });
+  const connection = await client.createStreamConnection({ streamId: stream });
+  const protoDescriptor = adapt.convertStorageSchemaToProto2Descriptor(
+    adapt.convertBigQuerySchemaToStorageTableSchema({ fields: schema as never }),
+    'root',
+  );
+  const json = new managedwriter.JSONWriter({ connection, protoDescriptor });
+  for (let at = 0; at < rows.length; at += 500) {
+    const result = await json.appendRows(rows.slice(at, at + 500) as never, at).getResult();
+    if (result.error) throw new Error(`append at ${at}: ${result.error.message}`);
+  }
+  await client.finalizeWriteStream({ name: stream });
+  await client.batchCommitWriteStream({ parent, writeStreams: [stream] });
+  json.close();
+  timing.lastDoneAt = Date.now();
+  timing.endedAt = Date.now();
+  await clients.close();
+  return { records: rows.length, ...timing, firestoreReads: 0, firestoreWrites: 0 };
+}
+
+const result =
+  variant === 'raw' ? await raw() : variant === 'writer' ? await writer() : await drain(variant === 'null');
+console.log(JSON.stringify({ variant, ...result, cpuUs: cpuUs(), peakRssMb: peakRssMb() }));
+// As the job's main: a run that failed exits 1.
+process.exit('stopReason' in result && result.stopReason === 'error' ? 1 : 0);
