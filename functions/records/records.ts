@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import type { DeadLetter, JsonValue, KafkaRecord, MetadataColumns, Row, RowToWrite } from '../drain/types.js';
 import type { SchemaField } from '../sinks/table-schema.js';
 import { type UnknownFields, validateRecord } from './validate.js';
@@ -32,6 +33,13 @@ export function rowKey(record: { topic: string; partition: number; offset: numbe
 
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
 
+/** The batch's ingestion time as text, made once per batch rather than once per row. */
+let ingestedText = { at: Number.NaN, text: '' };
+function isoOf(at: Date): string {
+  if (at.getTime() !== ingestedText.at) ingestedText = { at: at.getTime(), text: at.toISOString() };
+  return ingestedText.text;
+}
+
 /**
  * Record value → row, or the reason it cannot be one. Decoding is strict (invalid UTF-8 is a dead
  * letter, not a replacement character), and the value must be a JSON object whose keys do not collide
@@ -49,7 +57,9 @@ export function toRow(record: KafkaRecord, ingestedAt: Date, shape?: RowShape): 
   }
   let parsed: JsonValue;
   try {
-    parsed = JSON.parse(strictUtf8.decode(record.value)) as JsonValue;
+    // Strict: invalid UTF-8 is refused (the check is native and fast; the decoder says why).
+    const text = isUtf8(record.value) ? record.value.toString('utf8') : strictUtf8.decode(record.value);
+    parsed = JSON.parse(text) as JsonValue;
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
     return { record, kind: 'decode', message: `value is not UTF-8 JSON: ${message}` };
@@ -62,30 +72,26 @@ export function toRow(record: KafkaRecord, ingestedAt: Date, shape?: RowShape): 
       return { record, kind: 'schema', message: `field ${column} is reserved for metadata` };
     }
   }
-  let user: Record<string, JsonValue> = parsed;
+  // The row is the parsed (or validated) object itself, its metadata added: no copy of its fields.
+  let row: Row = parsed;
   if (shape !== undefined) {
     const checked = validateRecord(parsed, shape.fields, shape.unknownFields);
     if (!checked.ok) return { record, kind: 'schema', message: checked.message };
-    user = checked.row;
+    row = checked.row;
   }
-  const row: Row = {
-    ...user,
-    _kafka_topic: record.topic,
-    _kafka_partition: record.partition,
-    _kafka_offset: record.offset,
-    _kafka_timestamp: new Date(record.timestamp).toISOString(),
-    _kafka_key: record.key === null ? null : record.key.toString('base64'),
-    _ingested_at: ingestedAt.toISOString(),
-    ...(shape?.metadata?.headers
-      ? {
-          _kafka_headers: (record.rawHeaders ?? []).map((h) => ({
-            key: h.key,
-            value: h.value === null ? null : h.value.toString('base64'),
-          })),
-        }
-      : {}),
-    ...(shape?.metadata?.keyText ? { _kafka_key_text: keyText(record.key) } : {}),
-  };
+  row._kafka_topic = record.topic;
+  row._kafka_partition = record.partition;
+  row._kafka_offset = record.offset;
+  row._kafka_timestamp = new Date(record.timestamp).toISOString();
+  row._kafka_key = record.key === null ? null : record.key.toString('base64');
+  row._ingested_at = isoOf(ingestedAt);
+  if (shape?.metadata?.headers) {
+    row._kafka_headers = (record.rawHeaders ?? []).map((h) => ({
+      key: h.key,
+      value: h.value === null ? null : h.value.toString('base64'),
+    }));
+  }
+  if (shape?.metadata?.keyText) row._kafka_key_text = keyText(record.key);
   return { rowKey: rowKey(record), record, row };
 }
 

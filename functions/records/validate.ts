@@ -15,23 +15,48 @@ export type UnknownFields = 'reject' | 'ignore';
 
 class Invalid extends Error {
   constructor(
+    /** Relative to the value being checked ('' is the value itself); prefixed on the way out. */
     readonly path: string,
     message: string,
   ) {
     super(message);
+  }
+
+  /** The same failure, seen from the record that holds the value at `segment` (`name` or `name[3]`). */
+  under(segment: string): Invalid {
+    const path =
+      this.path === ''
+        ? segment
+        : this.path.startsWith('[')
+          ? `${segment}${this.path}`
+          : `${segment}.${this.path}`;
+    const moved = new Invalid(path, this.message);
+    return moved;
   }
 }
 
 const INT64_MIN = -(2n ** 63n);
 const INT64_MAX = 2n ** 63n - 1n;
 
+/** Checks a value (throwing an Invalid relative to it) and returns it in the form BigQuery ingests. */
+type Check = (value: JsonValue) => JsonValue;
+
+type Compiled = (value: Record<string, JsonValue>) => Record<string, JsonValue>;
+
+/** Validators compiled once per schema (the table's fields array) and unknown-field rule. */
+const compiled = new WeakMap<readonly SchemaField[], Map<UnknownFields, Compiled>>();
+
 export function validateRecord(
   value: Record<string, JsonValue>,
   fields: readonly SchemaField[],
   unknownFields: UnknownFields,
 ): Validation {
+  let byRule = compiled.get(fields);
+  if (byRule === undefined) compiled.set(fields, (byRule = new Map()));
+  let check = byRule.get(unknownFields);
+  if (check === undefined) byRule.set(unknownFields, (check = compileRecord(fields, unknownFields)));
   try {
-    return { ok: true, row: record(value, fields, '', unknownFields) };
+    return { ok: true, row: check(value) };
   } catch (error) {
     if (error instanceof Invalid)
       return { ok: false, path: error.path, message: `${error.path}: ${error.message}` };
@@ -39,57 +64,70 @@ export function validateRecord(
   }
 }
 
-function record(
-  value: Record<string, JsonValue>,
-  fields: readonly SchemaField[],
-  prefix: string,
-  unknownFields: UnknownFields,
-): Record<string, JsonValue> {
-  const out: Record<string, JsonValue> = {};
-  const known = new Set<string>();
-  for (const field of fields) {
-    known.add(field.name);
-    const path = prefix === '' ? field.name : `${prefix}.${field.name}`;
-    const present = Object.hasOwn(value, field.name);
-    const v = present ? value[field.name]! : null;
-    const mode = field.mode ?? 'NULLABLE';
-    if (mode === 'REPEATED') {
-      if (v === null) continue; // BigQuery stores a missing or null repeated field as empty
-      if (!Array.isArray(v)) throw new Invalid(path, 'is REPEATED and must be an array');
-      out[field.name] = v.map((item, i) => {
-        if (item === null) throw new Invalid(`${path}[${i}]`, 'a REPEATED field cannot hold null');
-        return scalarOrRecord(item, field, `${path}[${i}]`, unknownFields);
-      });
-      continue;
+/**
+ * A record's validator, compiled: per field its name, mode and checker, the set of known names; paths
+ * are only spelled out when a value fails (the hot path builds no strings).
+ */
+function compileRecord(fields: readonly SchemaField[], unknownFields: UnknownFields): Compiled {
+  const checks = fields.map((field) => ({
+    name: field.name,
+    mode: field.mode ?? 'NULLABLE',
+    check: compileValue(field, unknownFields),
+  }));
+  const known = new Set(fields.map((f) => f.name));
+  return (value) => {
+    const out: Record<string, JsonValue> = {};
+    for (const { name, mode, check } of checks) {
+      const present = Object.hasOwn(value, name);
+      const v = present ? value[name]! : null;
+      if (mode === 'REPEATED') {
+        if (v === null) continue; // BigQuery stores a missing or null repeated field as empty
+        if (!Array.isArray(v)) throw new Invalid(name, 'is REPEATED and must be an array');
+        const items: JsonValue[] = new Array(v.length);
+        for (let i = 0; i < v.length; i++) {
+          const item = v[i]!;
+          if (item === null) throw new Invalid(`${name}[${i}]`, 'a REPEATED field cannot hold null');
+          try {
+            items[i] = check(item);
+          } catch (error) {
+            throw error instanceof Invalid ? error.under(`${name}[${i}]`) : error;
+          }
+        }
+        out[name] = items;
+        continue;
+      }
+      if (v === null) {
+        if (mode === 'REQUIRED')
+          throw new Invalid(name, present ? 'is REQUIRED and is null' : 'is REQUIRED and missing');
+        continue;
+      }
+      try {
+        out[name] = check(v);
+      } catch (error) {
+        throw error instanceof Invalid ? error.under(name) : error;
+      }
     }
-    if (v === null) {
-      if (mode === 'REQUIRED')
-        throw new Invalid(path, present ? 'is REQUIRED and is null' : 'is REQUIRED and missing');
-      continue;
+    if (unknownFields === 'reject') {
+      for (const key in value) {
+        if (!known.has(key) && Object.hasOwn(value, key))
+          throw new Invalid(key, 'is not a column of the table');
+      }
     }
-    out[field.name] = scalarOrRecord(v, field, path, unknownFields);
-  }
-  for (const key of Object.keys(value)) {
-    if (!known.has(key) && unknownFields === 'reject') {
-      throw new Invalid(prefix === '' ? key : `${prefix}.${key}`, 'is not a column of the table');
-    }
-  }
-  return out;
+    return out;
+  };
 }
 
-function scalarOrRecord(
-  v: JsonValue,
-  field: SchemaField,
-  path: string,
-  unknownFields: UnknownFields,
-): JsonValue {
+function compileValue(field: SchemaField, unknownFields: UnknownFields): Check {
   const type = field.type.toUpperCase();
   if (type === 'RECORD' || type === 'STRUCT') {
-    if (v === null || typeof v !== 'object' || Array.isArray(v))
-      throw new Invalid(path, `is a ${type} and must be an object`);
-    return record(v, field.fields ?? [], path, unknownFields);
+    const nested = compileRecord(field.fields ?? [], unknownFields);
+    return (v) => {
+      if (v === null || typeof v !== 'object' || Array.isArray(v))
+        throw new Invalid('', `is a ${type} and must be an object`);
+      return nested(v);
+    };
   }
-  return scalar(v, type, path);
+  return (v) => scalar(v, type, '');
 }
 
 function scalar(v: JsonValue, type: string, path: string): JsonValue {
@@ -104,6 +142,9 @@ function scalar(v: JsonValue, type: string, path: string): JsonValue {
       return v;
     case 'INTEGER':
     case 'INT64': {
+      // The common forms first: a safe integer, or up to 18 digits of text (always within INT64).
+      if (Number.isSafeInteger(v)) return v;
+      if (typeof v === 'string' && shortInteger.test(v)) return v;
       let n: bigint;
       if (typeof v === 'number') {
         if (!Number.isInteger(v)) throw new Invalid(path, `must be a whole number, not ${v}`);
@@ -175,6 +216,11 @@ function scalar(v: JsonValue, type: string, path: string): JsonValue {
 }
 
 const decimalPattern = /^[-+]?(\d*)(?:\.(\d*))?(?:[eE]([-+]?\d+))?$/;
+/** Whole numbers of at most 18 digits without a sign or zeros to normalise: they go through as they are. */
+const shortInteger = /^(?:0|-?[1-9]\d{0,17})$/;
+/** Plain decimal text that fits NUMERIC whatever its leading zeros (29 integer digits, 9 decimals). */
+const plainNumeric = /^-?\d{1,29}(?:\.\d{1,9})?$/;
+const plainBigNumeric = /^-?\d{1,38}(?:\.\d{1,38})?$/;
 
 /** A decimal's exact value: unscaled × 10^-scale, with no trailing zeros in `unscaled` (0 has scale 0). */
 interface ExactDecimal {
@@ -210,6 +256,8 @@ function decimalText({ unscaled, scale }: ExactDecimal): string {
 }
 
 function decimal(v: JsonValue, type: string, path: string): string {
+  // The common form first: plain decimal text within the type's digits goes through as it is.
+  if (typeof v === 'string' && (type === 'NUMERIC' ? plainNumeric : plainBigNumeric).test(v)) return v;
   const text =
     typeof v === 'number' ? (Number.isFinite(v) ? String(v) : '') : typeof v === 'string' ? v.trim() : '';
   const exact = text === '' ? undefined : exactDecimal(text);
