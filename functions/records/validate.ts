@@ -30,8 +30,7 @@ class Invalid extends Error {
         : this.path.startsWith('[')
           ? `${segment}${this.path}`
           : `${segment}.${this.path}`;
-    const moved = new Invalid(path, this.message);
-    return moved;
+    return new Invalid(path, this.message);
   }
 }
 
@@ -51,10 +50,10 @@ export function validateRecord(
   fields: readonly SchemaField[],
   unknownFields: UnknownFields,
 ): Validation {
-  let byRule = compiled.get(fields);
-  if (byRule === undefined) compiled.set(fields, (byRule = new Map()));
-  let check = byRule.get(unknownFields);
-  if (check === undefined) byRule.set(unknownFields, (check = compileRecord(fields, unknownFields)));
+  const byRule = compiled.get(fields) ?? new Map<UnknownFields, Compiled>();
+  compiled.set(fields, byRule);
+  const check = byRule.get(unknownFields) ?? compileRecord(fields, unknownFields);
+  byRule.set(unknownFields, check);
   try {
     return { ok: true, row: check(value) };
   } catch (error) {
