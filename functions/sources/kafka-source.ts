@@ -257,7 +257,18 @@ function groupByTopic(positions: readonly Position[]): Map<string, Position[]> {
   return byTopic;
 }
 
-function headersAsText(headers: kafkajs.IHeaders | undefined): Record<string, string> {
+/** Most records carry no headers: they share these (read-only) instead of two new objects each. */
+const noHeaders: Readonly<Record<string, string>> = Object.freeze({});
+const noRawHeaders: readonly { key: string; value: Buffer | null }[] = Object.freeze([]);
+
+function hasHeaders(headers: kafkajs.IHeaders | undefined): headers is kafkajs.IHeaders {
+  if (headers === undefined) return false;
+  for (const _ in headers) return true;
+  return false;
+}
+
+function headersAsText(headers: kafkajs.IHeaders | undefined): Readonly<Record<string, string>> {
+  if (!hasHeaders(headers)) return noHeaders;
   const out: Record<string, string> = {};
   for (const [name, value] of Object.entries(headers ?? {})) {
     if (value === undefined) continue;
@@ -267,7 +278,8 @@ function headersAsText(headers: kafkajs.IHeaders | undefined): Record<string, st
 }
 
 /** kafkajs gathers a repeated header key into an array: flattened back, in order, values as bytes. */
-function rawHeaders(headers: kafkajs.IHeaders | undefined): { key: string; value: Buffer | null }[] {
+function rawHeaders(headers: kafkajs.IHeaders | undefined): readonly { key: string; value: Buffer | null }[] {
+  if (!hasHeaders(headers)) return noRawHeaders;
   const out: { key: string; value: Buffer | null }[] = [];
   for (const [key, value] of Object.entries(headers ?? {})) {
     for (const one of Array.isArray(value) ? value : [value]) {
