@@ -26,63 +26,23 @@ export async function runMain(io: MainIo): Promise<number> {
   try {
     config = parseConfig(io.env);
   } catch (error) {
-    const logger = createLogger({ level: 'info' });
-    const variable = error instanceof ConfigError ? error.variable : undefined;
-    const message =
-      error instanceof ConfigError
-        ? `configuration error: ${error.message}`
-        : `configuration could not be read: ${asError(error).message}`;
-    logger.error(message, { event: 'config_error', variable });
-    logger.always('ERROR', 'run refused: bad configuration', {
-      ...failedRunSummary(io.env.PIPELINE_ID?.trim() || null, message),
-      variable,
-    });
-    return 2;
+    return refuseConfig(io.env, error);
   }
   const logger = createLogger({ level: config.logLevel });
   const startedAt = Date.now();
   const calls = createCallTracker();
-  // The run's end: at its budget or on a signal, the batch in flight may settle; then every call still
-  // pending fails (the cutoff), and if the run has still not returned, the watchdog ends it. Either way
-  // it exits within budget + 10 s (Cloud Run kills the task 10 s after SIGTERM).
-  let watchdogTimer: NodeJS.Timeout | undefined;
-  let watchdogAt = Number.POSITIVE_INFINITY;
-  let late: () => void = () => {};
-  const overdue = new Promise<'overdue'>((resolve) => {
-    late = () => resolve('overdue');
-  });
-  const endBy = (stopAt: number): void => {
-    const cutoffAt = stopAt + settleMs + cutoffAfterSettleMs;
-    calls.cutoff(cutoffAt);
-    if (cutoffAt + watchdogAfterCutoffMs >= watchdogAt) return;
-    watchdogAt = cutoffAt + watchdogAfterCutoffMs;
-    clearTimeout(watchdogTimer);
-    watchdogTimer = setTimeout(late, watchdogAt - Date.now());
-  };
-  const budgetTimer = setTimeout(() => endBy(Date.now()), config.budgetSeconds * 1000);
+  const watchdog = startWatchdog(calls, config.budgetSeconds * 1000);
   const shutdown = new AbortController();
   const onSignal = (signal: NodeJS.Signals): void => {
     if (shutdown.signal.aborted) return;
     logger.notice('stop requested; settling the batch in flight', { signal });
-    endBy(Date.now());
+    watchdog.endBy(Date.now());
     shutdown.abort();
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
-  const faultPoint = config.faultPoint;
-  let frozen = false;
-  const fault =
-    faultPoint === null
-      ? undefined
-      : (point: string) => {
-          if (point !== faultPoint) return;
-          if (config.faultAction === 'kill') process.kill(process.pid, 'SIGKILL');
-          else if (!frozen) {
-            // A zombie: frozen once, here; after SIGCONT it goes on as a run that slept would.
-            frozen = true;
-            process.kill(process.pid, 'SIGSTOP');
-          }
-        };
+  const fault = faultOf(config);
+  const overdue = watchdog.overdue;
 
   let summary: RunSummary;
   try {
@@ -127,8 +87,7 @@ export async function runMain(io: MainIo): Promise<number> {
   } catch (error) {
     return finishWithError(logger, config.pipelineId, asError(error));
   } finally {
-    clearTimeout(budgetTimer);
-    clearTimeout(watchdogTimer);
+    watchdog.dispose();
     process.off('SIGTERM', onSignal);
     process.off('SIGINT', onSignal);
   }
@@ -138,6 +97,69 @@ export async function runMain(io: MainIo): Promise<number> {
     summaryLine(summary) as unknown as Record<string, unknown>,
   );
   return summary.stopReason === 'error' ? 1 : 0;
+}
+
+/** A configuration that cannot run: exit 2, naming the variable, with the run summary line. */
+function refuseConfig(env: MainIo['env'], error: unknown): number {
+  const logger = createLogger({ level: 'info' });
+  const variable = error instanceof ConfigError ? error.variable : undefined;
+  const message =
+    error instanceof ConfigError
+      ? `configuration error: ${error.message}`
+      : `configuration could not be read: ${asError(error).message}`;
+  logger.error(message, { event: 'config_error', variable });
+  logger.always('ERROR', 'run refused: bad configuration', {
+    ...failedRunSummary(env.PIPELINE_ID?.trim() || null, message),
+    variable,
+  });
+  return 2;
+}
+
+/**
+ * The run's end: at its budget or on a signal (`endBy`), the batch in flight may settle; then every call
+ * still pending fails (the cutoff), and if the run has still not returned, the watchdog ends it
+ * (`overdue`). Either way it exits within budget + 10 s (Cloud Run kills the task 10 s after SIGTERM).
+ */
+function startWatchdog(calls: ReturnType<typeof createCallTracker>, budgetMs: number) {
+  let watchdogTimer: NodeJS.Timeout | undefined;
+  let watchdogAt = Number.POSITIVE_INFINITY;
+  let late: () => void = () => {};
+  const overdue = new Promise<'overdue'>((resolve) => {
+    late = () => resolve('overdue');
+  });
+  const endBy = (stopAt: number): void => {
+    const cutoffAt = stopAt + settleMs + cutoffAfterSettleMs;
+    calls.cutoff(cutoffAt);
+    if (cutoffAt + watchdogAfterCutoffMs >= watchdogAt) return;
+    watchdogAt = cutoffAt + watchdogAfterCutoffMs;
+    clearTimeout(watchdogTimer);
+    watchdogTimer = setTimeout(late, watchdogAt - Date.now());
+  };
+  const budgetTimer = setTimeout(() => endBy(Date.now()), budgetMs);
+  return {
+    endBy,
+    overdue,
+    dispose() {
+      clearTimeout(budgetTimer);
+      clearTimeout(watchdogTimer);
+    },
+  };
+}
+
+/** Test-only crash points (KBD_FAULT_POINT): SIGKILL there, or freeze once (SIGSTOP: a zombie). */
+function faultOf(config: ReturnType<typeof parseConfig>): ((point: string) => void) | undefined {
+  const faultPoint = config.faultPoint;
+  if (faultPoint === null) return undefined;
+  let frozen = false;
+  return (point) => {
+    if (point !== faultPoint) return;
+    if (config.faultAction === 'kill') process.kill(process.pid, 'SIGKILL');
+    else if (!frozen) {
+      // A zombie: frozen once, here; after SIGCONT it goes on as a run that slept would.
+      frozen = true;
+      process.kill(process.pid, 'SIGSTOP');
+    }
+  };
 }
 
 /** A run that failed before it drained (bad config found late, RULES_MODULE, an unreachable service). */

@@ -140,30 +140,8 @@ function scalar(v: JsonValue, type: string, path: string): JsonValue {
       }
       return v;
     case 'INTEGER':
-    case 'INT64': {
-      // The common forms first: a safe integer, or up to 18 digits of text (always within INT64).
-      if (Number.isSafeInteger(v)) return v;
-      if (typeof v === 'string' && shortInteger.test(v)) return v;
-      let n: bigint;
-      if (typeof v === 'number') {
-        if (!Number.isInteger(v)) throw new Invalid(path, `must be a whole number, not ${v}`);
-        if (v < -(2 ** 63) || v >= 2 ** 63) throw new Invalid(path, `${v} is outside the INT64 range`);
-        if (!Number.isSafeInteger(v))
-          throw new Invalid(path, `${v} is beyond 2^53: send integers this large as strings`);
-        n = BigInt(v);
-      } else if (typeof v === 'string' && /^[-+]?\d+$/.test(v.trim())) {
-        n = BigInt(v.trim());
-      } else if (typeof v === 'string' && decimalPattern.test(v.trim())) {
-        // An exponent form ("1.5e3"): exact, never through a float.
-        const d = exactDecimal(v.trim());
-        if (d === undefined || d.scale > 0) throw new Invalid(path, `${v} is not a whole number`);
-        n = d.unscaled * 10n ** BigInt(-d.scale);
-      } else {
-        throw new Invalid(path, `must be an INT64, not ${kindOf(v)}`);
-      }
-      if (n < INT64_MIN || n > INT64_MAX) throw new Invalid(path, `${v} is outside the INT64 range`);
-      return typeof v === 'number' ? v : n.toString();
-    }
+    case 'INT64':
+      return int64(v, path);
     case 'FLOAT':
     case 'FLOAT64':
       if (typeof v === 'number') return v;
@@ -212,6 +190,32 @@ function scalar(v: JsonValue, type: string, path: string): JsonValue {
     default:
       throw new Invalid(path, `has the type ${type}, which this drain does not validate`);
   }
+}
+
+/** An INT64: a safe integer or exact decimal text (exponent forms too), within the 64-bit range. */
+function int64(v: JsonValue, path: string): JsonValue {
+  // The common forms first: a safe integer, or up to 18 digits of text (always within INT64).
+  if (Number.isSafeInteger(v)) return v;
+  if (typeof v === 'string' && shortInteger.test(v)) return v;
+  let n: bigint;
+  if (typeof v === 'number') {
+    if (!Number.isInteger(v)) throw new Invalid(path, `must be a whole number, not ${v}`);
+    if (v < -(2 ** 63) || v >= 2 ** 63) throw new Invalid(path, `${v} is outside the INT64 range`);
+    if (!Number.isSafeInteger(v))
+      throw new Invalid(path, `${v} is beyond 2^53: send integers this large as strings`);
+    n = BigInt(v);
+  } else if (typeof v === 'string' && /^[-+]?\d+$/.test(v.trim())) {
+    n = BigInt(v.trim());
+  } else if (typeof v === 'string' && decimalPattern.test(v.trim())) {
+    // An exponent form ("1.5e3"): exact, never through a float.
+    const d = exactDecimal(v.trim());
+    if (d === undefined || d.scale > 0) throw new Invalid(path, `${v} is not a whole number`);
+    n = d.unscaled * 10n ** BigInt(-d.scale);
+  } else {
+    throw new Invalid(path, `must be an INT64, not ${kindOf(v)}`);
+  }
+  if (n < INT64_MIN || n > INT64_MAX) throw new Invalid(path, `${v} is outside the INT64 range`);
+  return typeof v === 'number' ? v : n.toString();
 }
 
 const decimalPattern = /^[-+]?(\d*)(?:\.(\d*))?(?:[eE]([-+]?\d+))?$/;
