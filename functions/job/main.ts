@@ -29,9 +29,11 @@ export async function runMain(io: MainIo): Promise<number> {
     return refuseConfig(io.env, error);
   }
   const logger = createLogger({ level: config.logLevel });
-  const startedAt = Date.now();
+  // The budget counts from the process's start, as Cloud Run counts the task's time: loading the code
+  // on a busy machine must not push the run's end past budget + 10 s.
+  const startedAt = Date.now() - Math.round(process.uptime() * 1000);
   const calls = createCallTracker();
-  const watchdog = startWatchdog(calls, config.budgetSeconds * 1000);
+  const watchdog = startWatchdog(calls, Math.max(0, config.budgetSeconds * 1000 - (Date.now() - startedAt)));
   const shutdown = new AbortController();
   const onSignal = (signal: NodeJS.Signals): void => {
     if (shutdown.signal.aborted) return;
