@@ -10,7 +10,7 @@
  * consumed; for the drain, its last checkpoint committed). Absolute times (epoch ms) are printed too, so
  * that the tasks of one execution, run as separate processes, can be put on one time line.
  */
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { adapt, managedwriter } from '@google-cloud/bigquery-storage';
 import kafkajs from 'kafkajs';
 import { parseConfig } from '../functions/drain/config.js';
@@ -26,6 +26,24 @@ import { shapeNamed } from './shapes.js';
 
 const [variant, topic, expected] = process.argv.slice(2) as [string, string, string];
 const total = Number(expected);
+
+/** CPU seconds per thread of this process, by thread name (main, V8 workers, libuv pool, ...). */
+function threadCpu(): Record<string, number> {
+  const ticks = 100; // USER_HZ
+  const out: Record<string, number> = {};
+  for (const tid of readdirSync('/proc/self/task')) {
+    try {
+      const name = readFileSync(`/proc/self/task/${tid}/comm`, 'utf8').trim();
+      const fields = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+      const seconds = (Number(fields[11]) + Number(fields[12])) / ticks;
+      const key = `${name}:${tid === String(process.pid) ? 'main' : tid}`;
+      if (seconds > 0.05) out[key] = Math.round(seconds * 100) / 100;
+    } catch {
+      // a thread that ended meanwhile
+    }
+  }
+  return out;
+}
 
 function peakRssMb(): number {
   const line = readFileSync('/proc/self/status', 'utf8')
@@ -232,6 +250,8 @@ async function writer() {
 
 const result =
   variant === 'raw' ? await raw() : variant === 'writer' ? await writer() : await drain(variant === 'null');
-console.log(JSON.stringify({ variant, ...result, cpuUs: cpuUs(), peakRssMb: peakRssMb() }));
+console.log(
+  JSON.stringify({ variant, ...result, cpuUs: cpuUs(), threadCpu: threadCpu(), peakRssMb: peakRssMb() }),
+);
 // As the job's main: a run that failed exits 1.
 process.exit('stopReason' in result && result.stopReason === 'error' ? 1 : 0);

@@ -3,19 +3,15 @@
  * Write API appends, by an encoder compiled once per table schema. It writes what the official
  * `JSONWriter` would (the message `adapt.convertStorageSchemaToProto2Descriptor` describes: field numbers
  * in schema order, DATE as int32 days, TIMESTAMP as int64 microseconds, INT64 as int64, NUMERIC,
- * BIGNUMERIC, DATETIME, TIME, JSON and GEOGRAPHY as text) without its deep copy
- * of every row, its conversion pass and protobufjs's reflection. Exact throughout: INT64 and TIMESTAMP
+ * BIGNUMERIC, DATETIME, TIME, JSON and GEOGRAPHY as text) without its deep copy of every row, its
+ * conversion pass, protobufjs's reflection and its writer's operation per field (proto-writer.ts). Exact throughout: INT64 and TIMESTAMP
  * never pass through a float that was not one already.
  */
-import protobuf from 'protobufjs';
 import type { JsonValue, Row } from '../drain/types.js';
+import { ProtoWriter } from './proto-writer.js';
 import type { SchemaField } from './table-schema.js';
 
-type Writer = protobuf.Writer;
-type Encode = (writer: Writer, value: JsonValue) => void;
-
-const { Writer: ProtoWriter } = protobuf;
-const Long = protobuf.util.Long as unknown as { fromString(text: string): protobuf.Long } | undefined;
+type Encode = (writer: ProtoWriter, value: JsonValue) => void;
 
 enum Wire {
   Varint = 0,
@@ -23,20 +19,37 @@ enum Wire {
   Delimited = 2,
 }
 
-/** Returns the row's message bytes. */
-export type RowEncoder = (row: Row) => Uint8Array;
+/** A row's message bytes; `many` encodes a whole append's rows into one buffer (each row a view of it). */
+export interface RowEncoder {
+  (row: Row): Uint8Array;
+  many(rows: readonly Row[]): Uint8Array[];
+}
+
+/** One row at a time (tests, the odd dead letter): one writer, its bytes copied out. */
+const shared = new ProtoWriter();
 
 export function compileRowEncoder(fields: readonly SchemaField[]): RowEncoder {
   const message = compileMessage(fields);
-  return (row) => {
-    const writer = ProtoWriter.create();
-    message(writer, row);
-    return writer.finish();
+  const many = (rows: readonly Row[]): Uint8Array[] => {
+    const writer = new ProtoWriter(rows.length * 512);
+    const ends = new Array<number>(rows.length);
+    for (let i = 0; i < rows.length; i++) {
+      message(writer, rows[i]!);
+      ends[i] = writer.position;
+    }
+    const buffer = writer.buffer;
+    return ends.map((end, i) => buffer.subarray(i === 0 ? 0 : ends[i - 1], end));
   };
+  const one = (row: Row): Uint8Array => {
+    shared.position = 0;
+    message(shared, row);
+    return Uint8Array.prototype.slice.call(shared.buffer, 0, shared.position);
+  };
+  return Object.assign(one, { many });
 }
 
 /** Writes a message's fields (not its length: the caller delimits nested ones). */
-function compileMessage(fields: readonly SchemaField[]): (writer: Writer, row: Row) => void {
+function compileMessage(fields: readonly SchemaField[]): (writer: ProtoWriter, row: Row) => void {
   const compiled = fields.map((field, i) => ({ name: field.name, write: compileField(field, i + 1) }));
   return (writer, row) => {
     for (const { name, write } of compiled) {
@@ -52,21 +65,22 @@ function compileField(field: SchemaField, number: number): Encode {
     const nested = compileMessage(field.fields ?? []);
     const tag = (number << 3) | Wire.Delimited;
     const one: Encode = (writer, value) => {
-      writer.uint32(tag).fork();
+      writer.varint(tag);
+      const start = writer.begin();
       nested(writer, value as Row);
-      writer.ldelim();
+      writer.end(start);
     };
     return field.mode === 'REPEATED' ? each(one) : one;
   }
   const scalar = scalarOf(type);
-  if (field.mode !== 'REPEATED') {
-    const tag = (number << 3) | scalar.wire;
-    return (writer, value) => scalar.write(writer.uint32(tag), value);
-  }
+  const tag = (number << 3) | scalar.wire;
+  const one: Encode = (writer, value) => {
+    writer.varint(tag);
+    scalar.write(writer, value);
+  };
   // Repeated values one by one, as the official writer sends them (protobufjs from the client's
   // descriptor does not pack; a proto parser takes both).
-  const tag = (number << 3) | scalar.wire;
-  return each((writer, value) => scalar.write(writer.uint32(tag), value));
+  return field.mode === 'REPEATED' ? each(one) : one;
 }
 
 function each(one: Encode): Encode {
@@ -79,19 +93,26 @@ function scalarOf(type: string): { wire: Wire; write: Encode } {
   switch (type) {
     case 'INTEGER':
     case 'INT64':
-      return { wire: Wire.Varint, write: (w, v) => w.int64(int64(v)) };
+      return { wire: Wire.Varint, write: (w, v) => int64(w, v) };
     case 'FLOAT':
     case 'FLOAT64':
       return { wire: Wire.Fixed64, write: (w, v) => w.double(typeof v === 'number' ? v : Number(v)) };
     case 'BOOLEAN':
     case 'BOOL':
-      return { wire: Wire.Varint, write: (w, v) => w.bool(v === true || v === 'true') };
+      return { wire: Wire.Varint, write: (w, v) => w.varint(v === true || v === 'true' ? 1 : 0) };
     case 'BYTES':
       return { wire: Wire.Delimited, write: (w, v) => w.bytes(Buffer.from(String(v), 'base64')) };
     case 'DATE':
-      return { wire: Wire.Varint, write: (w, v) => w.int32(daysFromCivil(String(v))) };
+      return { wire: Wire.Varint, write: (w, v) => w.integer(daysFromCivil(String(v))) };
     case 'TIMESTAMP':
-      return { wire: Wire.Varint, write: (w, v) => w.int64(int64(epochMicrosOf(v))) };
+      return {
+        wire: Wire.Varint,
+        write: (w, v) => {
+          const micros = epochMicrosOf(v);
+          if (typeof micros === 'number') w.integer(micros);
+          else w.bigVarint(micros);
+        },
+      };
     case 'DATETIME':
       // The Storage Write API's civil datetime text: a space between date and time.
       return { wire: Wire.Delimited, write: (w, v) => w.string(String(v).replace('T', ' ')) };
@@ -106,14 +127,15 @@ function scalarOf(type: string): { wire: Wire; write: Encode } {
   }
 }
 
-/** An INT64 as protobufjs writes it exactly: a safe number as it is, anything longer through Long. */
-function int64(value: JsonValue | bigint): number | protobuf.Long {
-  if (typeof value === 'number') return value;
-  const text = typeof value === 'bigint' ? value.toString() : String(value);
-  // Up to 15 digits is always a safe integer.
-  if (text.length <= 15 || (text.length === 16 && text.startsWith('-'))) return Number(text);
-  if (Long === undefined) throw new Error('protobufjs has no Long: INT64 values would not be exact');
-  return Long.fromString(text);
+/** An INT64, exactly: a safe number as it is, decimal text of up to 15 digits as a number, longer as a bigint. */
+function int64(writer: ProtoWriter, value: JsonValue): void {
+  if (typeof value === 'number') {
+    writer.integer(value);
+    return;
+  }
+  const text = String(value);
+  if (text.length <= 15 || (text.length === 16 && text[0] === '-')) writer.integer(Number(text));
+  else writer.bigVarint(BigInt(text));
 }
 
 /** Days since 1970-01-01 of `YYYY-MM-DD`, proleptic Gregorian (Howard Hinnant's days_from_civil). */
@@ -141,6 +163,18 @@ export function epochMicrosOf(value: JsonValue): number | bigint {
     const [whole, fraction = ''] = Math.abs(value).toFixed(6).split('.');
     const micros = BigInt(whole!) * 1_000_000n + BigInt(fraction.padEnd(6, '0').slice(0, 6));
     return exact(value < 0 ? -micros : micros);
+  }
+  // The form JavaScript writes (toISOString, as the metadata columns are): parsed natively, exact while
+  // the microseconds stay below 2^53.
+  if (
+    typeof value === 'string' &&
+    value.length === 24 &&
+    value[10] === 'T' &&
+    value[19] === '.' &&
+    value[23] === 'Z'
+  ) {
+    const ms = Date.parse(value);
+    if (Math.abs(ms) < 9e12) return ms * 1000;
   }
   const m = timestampForm.exec(String(value).trim());
   if (m === null) throw new RangeError(`"${String(value)}" is not a TIMESTAMP`);

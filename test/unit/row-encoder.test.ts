@@ -121,6 +121,15 @@ const rows: Record<string, Row> = {
       253402300799,
     ],
   },
+  'TIMESTAMP as JavaScript writes it, far and near': {
+    t: '2026-12-01T10:11:12.345Z',
+    rt: [
+      '1969-12-31T23:59:59.999Z',
+      '0001-01-01T00:00:00.000Z',
+      '9999-12-31T23:59:59.999Z',
+      '2255-06-01T00:00:00.000Z',
+    ],
+  },
   'DATE before the epoch and in leap years': { rd: ['1969-12-31', '2000-02-29', '1900-03-01', '1600-02-29'] },
 };
 
@@ -128,6 +137,19 @@ describe('the compiled row encoder', () => {
   test.each(Object.entries(rows))('%s: the same bytes as the official JSONWriter', (_name, row) => {
     const ours = Buffer.from(compileRowEncoder(everyType)(row));
     expect(ours.toString('hex')).toBe(officialBytes(everyType, [row])[0]!.toString('hex'));
+  });
+
+  test('nested messages longer than one and two length bytes, and many rows into one buffer', () => {
+    const encode = compileRowEncoder(everyType);
+    const rows: Row[] = [200, 20_000, 3].map((n, i) => ({
+      s: 'x'.repeat(n),
+      r: { x: 'y'.repeat(n), y: String(i), deep: { z: Array.from({ length: n % 50 }, (_, k) => k / 3) } },
+      rr: [{ x: 'z'.repeat(n), q: '1.5' }],
+      t: '2026-12-01T10:11:12.345Z',
+    }));
+    const many = encode.many(rows).map((b) => Buffer.from(b).toString('hex'));
+    expect(many).toEqual(officialBytes(everyType, rows).map((b) => b.toString('hex')));
+    expect(rows.map((r) => Buffer.from(encode(r)).toString('hex'))).toEqual(many);
   });
 
   test('a column the schema does not have is not written (as the official writer ignores it)', () => {

@@ -1,0 +1,111 @@
+/**
+ * The few protocol buffer encodings a row needs, written straight into one growing buffer: varints,
+ * 64-bit doubles, length-delimited strings, bytes and nested messages. No object per field (protobufjs's
+ * writer allocates an operation per write): the rows of a whole append go into one buffer and are handed
+ * on as views of it.
+ */
+export class ProtoWriter {
+  buffer: Buffer;
+  position = 0;
+
+  constructor(size = 64 * 1024) {
+    this.buffer = Buffer.allocUnsafe(size);
+  }
+
+  /** Room for `bytes` more. */
+  private reserve(bytes: number): void {
+    if (this.position + bytes <= this.buffer.length) return;
+    let size = this.buffer.length * 2;
+    while (size < this.position + bytes) size *= 2;
+    const grown = Buffer.allocUnsafe(size);
+    this.buffer.copy(grown, 0, 0, this.position);
+    this.buffer = grown;
+  }
+
+  /** An unsigned varint below 2^53 (tags, lengths, non-negative integers). */
+  varint(value: number): void {
+    this.reserve(10);
+    const buffer = this.buffer;
+    let at = this.position;
+    let v = value;
+    while (v >= 0x80) {
+      buffer[at++] = (v % 0x80) | 0x80;
+      v = Math.floor(v / 0x80);
+    }
+    buffer[at++] = v;
+    this.position = at;
+  }
+
+  /** A varint of any 64-bit two's complement value (negative int32/int64 take 10 bytes, as protobuf says). */
+  bigVarint(value: bigint): void {
+    let v = BigInt.asUintN(64, value);
+    this.reserve(10);
+    while (v >= 0x80n) {
+      this.buffer[this.position++] = Number(v & 0x7fn) | 0x80;
+      v >>= 7n;
+    }
+    this.buffer[this.position++] = Number(v);
+  }
+
+  /** An int64 (or int32) varint of a safe integer. */
+  integer(value: number): void {
+    if (value >= 0) this.varint(value);
+    else this.bigVarint(BigInt(value));
+  }
+
+  double(value: number): void {
+    this.reserve(8);
+    this.buffer.writeDoubleLE(value, this.position);
+    this.position += 8;
+  }
+
+  string(value: string): void {
+    // Short ASCII text (most columns) byte by byte: cheaper than two calls into native code.
+    const count = value.length;
+    if (count < 0x80) {
+      this.reserve(count + 1);
+      const buffer = this.buffer;
+      let at = this.position + 1;
+      let i = 0;
+      for (; i < count; i++) {
+        const code = value.charCodeAt(i);
+        if (code >= 0x80) break;
+        buffer[at++] = code;
+      }
+      if (i === count) {
+        buffer[this.position] = count;
+        this.position = at;
+        return;
+      }
+    }
+    const length = Buffer.byteLength(value, 'utf8');
+    this.varint(length);
+    this.reserve(length);
+    this.position += this.buffer.write(value, this.position, length, 'utf8');
+  }
+
+  bytes(value: Uint8Array): void {
+    this.varint(value.length);
+    this.reserve(value.length);
+    this.buffer.set(value, this.position);
+    this.position += value.length;
+  }
+
+  /** Starts a nested message (its length is written when it ends): returns where it starts. */
+  begin(): number {
+    return this.position;
+  }
+
+  /** Ends the nested message begun at `start`: its content moves right to make room for its length. */
+  end(start: number): void {
+    const length = this.position - start;
+    let size = 1;
+    for (let v = length; v >= 0x80; v = Math.floor(v / 0x80)) size++;
+    this.reserve(size);
+    this.buffer.copyWithin(start + size, start, this.position);
+    const end = this.position + size;
+    this.position = start;
+    this.varint(length);
+    this.position = end;
+  }
+}
