@@ -18,7 +18,7 @@
  * `bench/results/<run>.json` so that runs can be compared. Timing goals live here, never in tests.
  */
 import { execFile } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PubSub } from '@google-cloud/pubsub';
@@ -28,6 +28,12 @@ import { createTopic } from '../test/support/kafka.js';
 import { shapeNamed } from './shapes.js';
 
 const root = join(import.meta.dirname, '..');
+/** The job image's V8 flags (its ENTRYPOINT): every variant runs with them, as production does. */
+const imageNodeFlags = [
+  ...(readFileSync(join(root, 'Dockerfile'), 'utf8').match(/^ENTRYPOINT \[(.*)\]$/m)?.[1] ?? '').matchAll(
+    /"(--[^"]+)"/g,
+  ),
+].map((m) => m[1]!);
 const stack = stackEnv() as unknown as Record<string, string>;
 const records = Number(process.env.BENCH_RECORDS ?? 20_000);
 const partitions = Number(process.env.BENCH_PARTITIONS ?? 4);
@@ -111,7 +117,15 @@ async function variant(
     (resolve) =>
       execFile(
         process.execPath,
-        ['--import', 'tsx', join(root, 'bench', 'variant.ts'), name, topics, String(count)],
+        [
+          ...imageNodeFlags,
+          '--import',
+          'tsx',
+          join(root, 'bench', 'variant.ts'),
+          name,
+          topics,
+          String(count),
+        ],
         { env, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 },
         (error, out, err) => resolve({ stdout: out, stderr: err, code: error ? Number(error.code ?? 1) : 0 }),
       ),
@@ -159,6 +173,7 @@ async function execution(tasks: number, topic: string, count: number) {
   };
 }
 
+console.log(`variants run with the job image's node flags: ${imageNodeFlags.join(' ') || 'none'}`);
 console.log(
   `producing ${records} ${shape.name} records to ${partitions} partitions, ${4 * records} to another topic, ` +
     `${records} to 16 partitions, ${mergeRecords} for merge mode and ${wideRecords} to each of ` +

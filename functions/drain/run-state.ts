@@ -38,6 +38,13 @@ export interface DrainOptions {
   /** How many Firestore round trips (leases, releases) a run has in flight at once. */
   readonly firestoreConcurrency: number;
   readonly alertThresholds: Thresholds;
+  /**
+   * How long after its start a run leaves other tasks' free partitions to them: a task of the same
+   * execution that is slow to start (its table checks, its reader joining) keeps its share instead of
+   * losing all of it to a task that finished its own first. A lease that expired (a task that died) is
+   * taken once it has expired and this has passed.
+   */
+  readonly shareGraceMs: number;
 }
 
 export interface DrainContext {
@@ -60,6 +67,8 @@ export interface DrainRun {
   readonly logger: Logger;
   readonly now: () => number;
   readonly timers: Timers;
+  /** When the run began (`now()`): the share grace counts from here. */
+  readonly startedAt: number;
   readonly stop: RunStop;
   /** The partitions this run leased, by `topic~partition`. */
   readonly partitions: Map<string, PartitionLease>;

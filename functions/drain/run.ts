@@ -31,6 +31,7 @@ export async function runDrain(
     logger,
     now,
     timers,
+    startedAt,
     stop: createRunStop(
       { budgetMs: options.budgetMs, settleMs: options.settleMs, signal: context.signal },
       timers,

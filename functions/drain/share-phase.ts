@@ -7,11 +7,15 @@ import type { Watermarks } from './types.js';
 /**
  * After its own share, while its budget lasts: other tasks' partitions whose records wait and whose
  * lease is free or has expired (see share.ts), so that a task that died or started late does not leave
- * its share for the next execution.
+ * its share for the next execution; not before `shareGraceMs` from the run's start, so that a task that
+ * is merely slow to start keeps its share.
  */
 export async function shareWork(run: DrainRun, others: readonly Watermarks[]): Promise<void> {
   const watched = new Map<string, Watched>();
   let candidates = others.filter((m) => m.end > m.logStart);
+  // Other tasks of the execution may still be starting: their share is theirs for a while.
+  const graceLeft = run.startedAt + run.options.shareGraceMs - run.now();
+  if (candidates.length > 0 && graceLeft > 0) await run.timers.sleep(graceLeft, run.stop.signal);
   while (candidates.length > 0 && !run.stop.signal.aborted) {
     const states = await run.ports.checkpoints.peek(candidates);
     const plan = planSharing(candidates, new Map(states.map((s) => [partitionId(s), s])), run.now(), watched);

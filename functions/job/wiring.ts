@@ -63,6 +63,8 @@ export function drainOptionsFor(
     // The routes' drains share the process's memory.
     inFlightMaxBytes: Math.max(2, Math.floor(8 / route.routeCount)) * config.batchMaxBytes,
     firestoreConcurrency: 16,
+    // Longer than a task's start-up may take (the table checks wait at most 10 s), a small part of a run.
+    shareGraceMs: Math.min(15_000, (config.budgetSeconds * 1000) / 4),
     alertThresholds: {
       idleSeconds: config.idleAlertSeconds,
       stallSeconds: config.stallAlertSeconds,

@@ -18,6 +18,7 @@ export const testDrainOptions: DrainOptions = {
   partitionConcurrency: 3,
   inFlightMaxBytes: 10_000_000,
   firestoreConcurrency: 4,
+  shareGraceMs: 0,
   tombstones: 'dead-letter',
   alertThresholds: { idleSeconds: 300, stallSeconds: 900, backlogRecords: 1_000_000, backlogGrowingRuns: 3 },
 };

@@ -132,4 +132,41 @@ describe('the drain under a fake clock', () => {
     expect(checkpoints.checkpoint(dead)).toBe(2);
     expect(summary.stopReason).toBe('caught_up');
   });
+
+  test('a task slow to start keeps its share: free partitions of another task are taken only after the grace', async () => {
+    const { clock, ports, checkpoints, context } = setup(4, 2);
+    const options = { ...testDrainOptions, taskCount: 2, budgetMs: 60_000, shareGraceMs: 15_000 };
+    const acquiredAt: number[] = [];
+    const acquire = checkpoints.acquire.bind(checkpoints);
+    checkpoints.acquire = async (p, owner, ttlMs) => {
+      if (owner === 'task-0') acquiredAt.push(clock.now());
+      return acquire(p, owner, ttlMs);
+    };
+    const first = runDrain(ports, { ...options, runId: 'task-0', taskIndex: 0 }, context);
+    await clock.advance(5_000);
+    // Task 1 starts 5 s late, within the grace: its share is still its own.
+    const late = runDrain(ports, { ...options, runId: 'task-1', taskIndex: 1 }, context);
+    const [a, b] = await clock.run(Promise.all([first, late]));
+    expect(a.partitions.filter((p) => p.shared)).toEqual([]);
+    expect(b.partitions.filter((p) => p.shared)).toEqual([]);
+    expect(b.recordsRead).toBe(4);
+    expect(a.recordsRead + b.recordsRead).toBe(8);
+    // Task 0 took only its own partitions, at its start.
+    expect(acquiredAt).toEqual([0, 0]);
+  });
+
+  test('a task that never starts: its free partitions are taken exactly when the grace ends', async () => {
+    const { clock, ports, checkpoints, context } = setup(4, 2);
+    const acquiredAt: number[] = [];
+    const acquire = checkpoints.acquire.bind(checkpoints);
+    checkpoints.acquire = async (p, owner, ttlMs) => {
+      acquiredAt.push(clock.now());
+      return acquire(p, owner, ttlMs);
+    };
+    const options = { ...testDrainOptions, taskCount: 2, budgetMs: 60_000, shareGraceMs: 15_000 };
+    const summary = await clock.run(runDrain(ports, { ...options, runId: 'task-0', taskIndex: 0 }, context));
+    expect(acquiredAt).toEqual([0, 0, 15_000, 15_000]);
+    expect(summary.partitions.filter((p) => p.shared).map((p) => p.read)).toEqual([2, 2]);
+    expect(summary.recordsRead).toBe(8);
+  });
 });
