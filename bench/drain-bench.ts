@@ -201,6 +201,7 @@ const b = await variant('null', topic, records, `${run}-b`);
 const a4 = await variant('raw', topicQuad, 4 * records, `${run}-a4`);
 const b4 = await variant('null', topicQuad, 4 * records, `${run}-b4`);
 const c = await variant('bigquery', topic, records, `${run}-c`, { BQ_WRITE_MODE: 'storage-write' });
+const c4 = await variant('bigquery', topicQuad, 4 * records, `${run}-c4`, { BQ_WRITE_MODE: 'storage-write' });
 // The same pipeline again: everything is caught up, so this is start-up and shut-down alone.
 const idle = await variant('bigquery', topic, 0, `${run}-c`, { BQ_WRITE_MODE: 'storage-write' });
 const cInsert = await variant('bigquery', topic, records, `${run}-ci`, { BQ_WRITE_MODE: 'insert-all' });
@@ -225,6 +226,7 @@ const rows = [
   ['(a) raw kafkajs + JSON.parse, 4N', a4],
   ['(b) drain, null sink, 4N', b4],
   ['(c) drain → emulator, storage-write', c],
+  ['(c) drain → emulator, storage-write, 4N', c4],
   ['(c) idle run (caught up), storage-write', idle],
   ['(c) drain → emulator, insert-all', cInsert],
   ['(c) drain → emulator, merge', cMerge],
@@ -262,16 +264,20 @@ console.table(
   })),
 );
 for (const x of executions) console.log(`${x.tasks} task(s): ${x.tasksSeen.join('; ')}`);
+/** Steady state: the CPU of 3N more records, per record (start-up, lazy loading, shut-down cancel out). */
+const slope = (small: Result, large: Result) =>
+  (large.cpuUs - small.cpuUs) / Math.max(1, large.records - small.records);
 const ratio = (r: Result) => cpuPerRecord(r) / cpuPerRecord(a);
 const ratioBoth = (r: Result) => cpuPerRecord(r) / (cpuPerRecord(a) + cpuPerRecord(w));
 const bytesPerRecord = Buffer.byteLength(shape.value(records >> 1));
-const perVcpu = 1e6 / cpuPerRecord(c);
+const perVcpu = 1e6 / slope(c, c4);
 const lines = [
   `shape ${shape.name} (${shape.schema.length} columns, ${bytesPerRecord} B a record); CPU per record from the first fetch: raw ${cpuPerRecord(a).toFixed(1)} µs, official JSONWriter ${cpuPerRecord(w).toFixed(1)} µs`,
   `drain / raw, CPU per record: storage-write ${ratio(c).toFixed(1)}x (goal <= 4x), insert-all ${ratio(cInsert).toFixed(1)}x, merge ${ratio(cMerge).toFixed(1)}x, null sink ${ratio(b).toFixed(1)}x`,
   `drain / (raw + official writer): storage-write ${ratioBoth(c).toFixed(2)} (goal: drain below the writer alone, ${cpuPerRecord(c).toFixed(1)} vs ${cpuPerRecord(w).toFixed(1)} µs)`,
+  `steady state (CPU of 4N minus CPU of N, per record): raw ${slope(a, a4).toFixed(1)} µs, null sink ${slope(b, b4).toFixed(1)} µs, storage-write ${slope(c, c4).toFixed(1)} µs: ${(slope(c, c4) / slope(a, a4)).toFixed(1)}x raw`,
   `net of the idle run (${(idle.cpuUs / 1e6).toFixed(2)} s CPU): storage-write ${netCpuPerRecord(c).toFixed(1)} µs, insert-all ${netCpuPerRecord(cInsert).toFixed(1)} µs, merge ${netCpuPerRecord(cMerge).toFixed(1)} µs a record`,
-  `one vCPU at the storage-write rate: ${Math.round(perVcpu)} records/s, ${((perVcpu * bytesPerRecord) / 1e6).toFixed(1)} MB/s (Dataflow publishes 7.5 MB/s per vCPU: ${((perVcpu * bytesPerRecord) / 1e6 / 7.5).toFixed(2)}x)`,
+  `one vCPU at the storage-write steady state: ${Math.round(perVcpu)} records/s, ${((perVcpu * bytesPerRecord) / 1e6).toFixed(1)} MB/s (Dataflow publishes 7.5 MB/s per vCPU: ${((perVcpu * bytesPerRecord) / 1e6 / 7.5).toFixed(2)}x)`,
   `rows/s into the emulator (drain time): storage-write ${drainRate(c)} vs official writer ${drainRate(w)} (goal: no lower), insert-all ${drainRate(cInsert)}, merge ${drainRate(cMerge)} (${mergeRecords})`,
   `peak RSS: null sink ${b.peakRssMb} MB at N, ${b4.peakRssMb} MB at 4N (goal <= 256 MB at 4N); storage-write ${c.peakRssMb} MB; raw ${a.peakRssMb} / ${a4.peakRssMb} MB`,
   `start-up (process ready → first record): raw ${startupMs(a)} ms, drain ${startupMs(b)} ms`,
@@ -318,7 +324,11 @@ writeFileSync(
         ]),
       ),
       executions,
-      cpuRatios: { storageWriteToRaw: ratio(c), storageWriteToRawPlusWriter: ratioBoth(c) },
+      cpuRatios: {
+        storageWriteToRaw: ratio(c),
+        storageWriteToRawPlusWriter: ratioBoth(c),
+        steadyStateUs: { raw: slope(a, a4), nullSink: slope(b, b4), storageWrite: slope(c, c4) },
+      },
       summary: lines,
     },
     null,
