@@ -20,8 +20,8 @@ import type { Checkpoints, Sink, Source } from '../functions/drain/types.js';
 import { createGoogleClients } from '../functions/job/clients.js';
 import { runJob } from '../functions/job/run-job.js';
 import { ensureTargetTable } from '../functions/sinks/bigquery-sink.js';
-import { toStorageRow } from '../functions/sinks/storage-rows.js';
 import { readUserSchema, targetTableSchema } from '../functions/sinks/table-schema.js';
+import { toStorageRow } from '../test/support/json-writer-rows.js';
 import { shapeNamed } from './shapes.js';
 
 const [variant, topic, expected] = process.argv.slice(2) as [string, string, string];

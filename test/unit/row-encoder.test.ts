@@ -7,8 +7,8 @@ import { adapt, managedwriter } from '@google-cloud/bigquery-storage';
 import { describe, expect, test } from 'vitest';
 import type { Row } from '../../functions/drain/types.js';
 import { compileRowEncoder, daysFromCivil } from '../../functions/sinks/row-encoder.js';
-import { epochDays, toStorageRow } from '../../functions/sinks/storage-rows.js';
 import type { SchemaField } from '../../functions/sinks/table-schema.js';
+import { epochDays, toStorageRow } from '../support/json-writer-rows.js';
 
 /** What the official writer sends for these rows: its serialized rows, caught at a stand-in connection. */
 function officialBytes(fields: readonly SchemaField[], rows: Row[]): Buffer[] {

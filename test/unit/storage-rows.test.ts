@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { epochDays, epochMicros, toStorageRow } from '../../functions/sinks/storage-rows.js';
+import { epochDays, epochMicros, toStorageRow } from '../support/json-writer-rows.js';
 
 describe('rows for the Storage Write API', () => {
   test.each([

@@ -1,12 +1,14 @@
 /**
- * A validated row (in the JSON forms insertAll takes) → the values the Storage Write API's protocol buffer
- * encoding takes, by the table schema: DATE as days since the epoch, TIMESTAMP as microseconds since the
+ * The forms the official `JSONWriter` takes, no longer the drain's path (it encodes rows itself:
+ * functions/sinks/row-encoder.ts): the reference the encoder's tests compare bytes against, and the bench's
+ * bare official writer. A validated row (in the JSON forms insertAll takes) → the values the Storage Write
+ * API's protocol buffer encoding takes, by the table schema: DATE as days since the epoch, TIMESTAMP as microseconds since the
  * epoch, BYTES as bytes, INT64 as exact decimal text (protobufjs reads it into a 64-bit integer without
  * passing through a float), NUMERIC/BIGNUMERIC/DATETIME/TIME/JSON/GEOGRAPHY as text. Exact throughout:
  * no value goes through a JavaScript number that was not one already.
  */
-import type { JsonValue, Row } from '../drain/types.js';
-import type { SchemaField } from './table-schema.js';
+import type { JsonValue, Row } from '../../functions/drain/types.js';
+import type { SchemaField } from '../../functions/sinks/table-schema.js';
 
 export type StorageValue = string | number | boolean | Buffer | null | StorageValue[] | StorageRow;
 export interface StorageRow {
