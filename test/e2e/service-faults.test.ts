@@ -308,6 +308,16 @@ async function check(clients: GoogleClients, pipeline: Pipeline, truth: Map<numb
     deadLetters += inLetters.length;
     const valid = [...offsets].filter(([, bad]) => !bad).map(([o]) => o);
     const malformed = [...offsets].filter(([, bad]) => bad).map(([o]) => o);
+    const missing = valid.filter((o) => !inTable.includes(o));
+    if (missing.length > 0) {
+      // Where the missing rows are, before the assertions below stop at the first mismatch.
+      const ledger = await ledgerOf(clients, pipeline, p);
+      console.log(
+        `partition ${p}: ${missing.length} valid offsets not in the table (first ${missing.slice(0, 5).join(', ')}); ` +
+          `of them in the error table: ${missing.filter((o) => inLetters.includes(o)).length}; ` +
+          `ledger: ${JSON.stringify(ledger.map((e) => [e.from, e.to]))}`,
+      );
+    }
     expect(inTable.length - new Set(inTable).size, `partition ${p}: rows twice`).toBe(0);
     expect(inLetters.length - new Set(inLetters).size, `partition ${p}: dead letters twice`).toBe(0);
     expect(new Set(inTable), `partition ${p}: rows`).toEqual(new Set(valid));
