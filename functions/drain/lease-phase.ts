@@ -52,7 +52,7 @@ async function recover(run: DrainRun, entry: PartitionLease, start: number): Pro
   try {
     const recovery = await run.ports.writer.recover(entry.lease);
     if (recovery.commit !== undefined) {
-      await commitCheckpoint(run, entry, { ...recovery.commit, streams: recovery.commit.streams });
+      await commitCheckpoint(run, entry, recovery.commit);
       return recovery.commit.nextOffset;
     }
     return recovery.startAt ?? start;

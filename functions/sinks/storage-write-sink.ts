@@ -87,7 +87,7 @@ export function createStorageWriteSink(options: StorageWriteSinkOptions): Stream
   ): Promise<{ stream: string | undefined; refused: Map<number, string> }> {
     const format = formatOf(table, fields);
     // Encoded once, before the stream exists: sized by their bytes, sent as they are.
-    const encoded = rows.map((row) => format.encode(row));
+    const encoded = format.encode.many(rows);
     let stream: string;
     try {
       stream = await options.writer.createWriteStream({
