@@ -198,7 +198,7 @@ async function writer() {
   const config = parseConfig(process.env);
   const route = config.routes[0]!;
   const clients = createGoogleClients(config);
-  const userSchema = readUserSchema(route.schemaFile);
+  const userSchema = readUserSchema(route.schemaFile!);
   const schema = targetTableSchema(userSchema, route.metadata);
   await ensureTargetTable(
     clients.bigquery,

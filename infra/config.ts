@@ -7,8 +7,11 @@ import { parseRoutes, tableName } from '../functions/drain/routes.js';
 export interface InfraRoute {
   readonly dataset: string;
   readonly table: string;
-  /** A path on the deploying machine. */
-  readonly schemaFile: string;
+  /**
+   * A path on the deploying machine. Null: the columns come from the values' schema (a registry or a raw
+   * Avro schema file): the table is made with the metadata columns and the drain adds the rest.
+   */
+  readonly schemaFile: string | null;
   readonly metadataColumns: { readonly headers: boolean; readonly keyText: boolean };
 }
 
@@ -183,7 +186,7 @@ function routesOf(file: string, dataset: string, metadata: InfraRoute['metadataC
   const routes = parseRoutes(readFileSync(file, 'utf8'), file, { dataset, metadata });
   const folder = dirname(resolve(file));
   for (const route of routes) {
-    for (const path of [route.schemaFile, route.rulesModule]) {
+    for (const path of [route.schemaFile, route.rulesModule, route.valueSchemaFile]) {
       if (path !== null && relative(folder, path).startsWith('..')) {
         throw new Error(
           `routesFile: ${tableName(route)} names ${path}, outside ${folder}; the image holds only that folder`,

@@ -84,12 +84,18 @@ export class PipelineData extends pulumi.ComponentResource {
         {
           datasetId: dataset.datasetId,
           tableId: route.table,
-          schema: JSON.stringify(targetTableSchema(readUserSchema(route.schemaFile), route.metadataColumns)),
+          schema: JSON.stringify(
+            targetTableSchema(
+              route.schemaFile === null ? [] : readUserSchema(route.schemaFile),
+              route.metadataColumns,
+            ),
+          ),
           timePartitioning: { type: targetTablePartitioning.type, field: targetTablePartitioning.field },
           clusterings: [...targetTableClustering],
           deletionProtection: true,
         },
-        parent,
+        // Columns from a registry are the drain's to add as the subject evolves: a deploy leaves them.
+        route.schemaFile === null ? { ...parent, ignoreChanges: ['schema'] } : parent,
       );
       // insert-all mode: one error table, the first route's, fed by the dead-letter topic's subscription
       // with every route's letters (each names its source topic).

@@ -18,8 +18,8 @@ import { createGoogleClients } from '../job/clients.js';
 import { exitWhenWritten, quietLocalAuth, runMain } from '../job/main.js';
 import { createRouteSinks } from '../job/route-sinks.js';
 import { routeTopics } from '../job/routing.js';
-import { rulesFor } from '../job/wiring.js';
-import { deadLetterTableName, readUserSchema } from '../sinks/table-schema.js';
+import { createRegistry, namedTopics, routeValues, rulesFor } from '../job/wiring.js';
+import { deadLetterTableName } from '../sinks/table-schema.js';
 import { kafkaClientOptions } from '../sources/kafka-client.js';
 import { createKafkaSource } from '../sources/kafka-source.js';
 import { partitionStatus } from '../status/partition-status.js';
@@ -210,13 +210,21 @@ async function deadLetterCommand(
     const rules = new Map(
       await Promise.all(config.routes.map(async (r) => [r, await rulesFor(r, config)] as const)),
     );
+    const registry = config.schemaRegistry === null ? null : createRegistry(config.schemaRegistry);
+    const values = new Map(
+      await Promise.all(
+        config.routes.map(
+          async (r) => [r, await routeValues(r, namedTopics(r), registry, clients.bigquery, logger)] as const,
+        ),
+      ),
+    );
     const targets = new Map<Route, ReplayTarget & { close(): Promise<void> }>();
     const target = (topic: string) => {
       const route = routeOf(config.routes, topic);
       if (route === undefined) return undefined;
       let made = targets.get(route);
       if (made === undefined) {
-        const fields = readUserSchema(route.schemaFile);
+        const { columns: fields, format } = values.get(route)!;
         const { sink, close } = createRouteSinks({
           config,
           route,
@@ -231,6 +239,7 @@ async function deadLetterCommand(
           close,
           ...(routeRules === undefined ? {} : { rules: routeRules }),
           shape: { fields, unknownFields: config.unknownFields, metadata: route.metadata },
+          ...(format === undefined ? {} : { format }),
         };
         targets.set(route, made);
       }

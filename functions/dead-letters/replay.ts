@@ -1,4 +1,5 @@
 import type { KafkaRecord, RowResult, RowToWrite, Sink } from '../drain/types.js';
+import type { ValueFormat } from '../formats/value-format.js';
 import { isDeadLetter, type RowShape, toRow, userColumns } from '../records/records.js';
 import type { Rules } from '../records/rules.js';
 import type { PulledLetter } from './pubsub-subscription.js';
@@ -8,6 +9,8 @@ export interface ReplayTarget {
   readonly sink: Sink;
   readonly rules?: Rules;
   readonly shape: RowShape;
+  /** Values that are not JSON text: decoded as the drain decodes them. */
+  readonly format?: ValueFormat;
 }
 
 export interface ReplayOutcome {
@@ -74,7 +77,7 @@ export async function replayDeadLetters(
         } else {
           passing.push({
             letter,
-            row: toRow(record!, deps.now(), target!.shape) as RowToWrite,
+            row: toRow(record!, deps.now(), target!.shape, target!.format) as RowToWrite,
             target: target!,
           });
         }
@@ -116,7 +119,8 @@ export async function replayDeadLetters(
   ): Promise<string | undefined> {
     if (record === undefined) return 'the dead letter does not say where it came from';
     if (letter.attributes.value_size !== undefined) return 'the original value was too large to keep whole';
-    const row = toRow(record, deps.now(), target.shape);
+    await target.format?.prepare([record]);
+    const row = toRow(record, deps.now(), target.shape, target.format);
     if (isDeadLetter(row)) return `${row.kind}: ${row.message}`;
     if (target.rules === undefined) return undefined;
     const broken = await target.rules.check(userColumns(row.row), record);

@@ -1,5 +1,5 @@
 import { planFetched } from './batch.js';
-import { FencedError } from './errors.js';
+import { FencedError, PartitionWaitsError } from './errors.js';
 import type { PartitionLease } from './partition-lease.js';
 import type { DrainRun } from './run-state.js';
 import { countBatch } from './run-totals.js';
@@ -110,6 +110,12 @@ async function writeAndCommit(
     });
     return true;
   } catch (error) {
+    if (error instanceof PartitionWaitsError) {
+      // Not the records' fault and not the run's: the partition waits, its checkpoint where it was.
+      log.warn('the partition waits for the next run', { reason: error.message });
+      entry.leave({ waiting: error.message });
+      return false;
+    }
     if (!(error instanceof FencedError)) {
       entry.leave({ skipped: 'error' });
       throw error;

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { ConfigError } from './errors.js';
 import { type LogLevel, logLevelNames } from './logger.js';
-import { parseRoutes, type Route } from './routes.js';
+import { parseRoutes, type Route, valueFormatNames, valueFormatProblem } from './routes.js';
 import { parseStartPosition, type StartPosition } from './start-position.js';
 
 export type WriteMode = 'insert-all' | 'merge' | 'storage-write';
@@ -39,6 +39,8 @@ export interface DrainConfig {
   readonly routes: readonly Route[];
   /** ROUTES_FILE, when the routes come from one (errors about a route then name it). */
   readonly routesFile: string | null;
+  /** Where Avro / Protobuf / JSON Schema values find their schemas (SCHEMA_REGISTRY_URL); null: nowhere. */
+  readonly schemaRegistry: SchemaRegistryConfig | null;
   readonly bigquery: {
     readonly writeMode: WriteMode;
     readonly location: string | null;
@@ -70,6 +72,17 @@ export interface DrainConfig {
   readonly faultPoint: string | null;
   /** Test-only: what happens there: `kill` (SIGKILL) or `stop` (SIGSTOP: a zombie, frozen mid-flush). */
   readonly faultAction: 'kill' | 'stop';
+}
+
+export interface SchemaRegistryConfig {
+  readonly url: string;
+  /**
+   * basic: SCHEMA_REGISTRY_USERNAME and _PASSWORD (Secret Manager in production); google: a bearer token
+   * from the job's own credentials (Google's Managed Kafka schema registry); none.
+   */
+  readonly auth: 'none' | 'basic' | 'google';
+  readonly username: string | null;
+  readonly password: string | null;
 }
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -104,6 +117,7 @@ export function parseConfig(
   const project = read.required('GOOGLE_CLOUD_PROJECT');
   const brokers = read.list('KAFKA_BROKERS', /^[^\s:]+:\d{1,5}$/, 'host:port');
   const { routes, routesFile, topics } = routesOf(read, readFile);
+  const schemaRegistry = registryOf(read, routes, routesFile);
 
   const config: DrainConfig = {
     pipelineId,
@@ -117,6 +131,7 @@ export function parseConfig(
     },
     routes,
     routesFile,
+    schemaRegistry,
     bigquery: {
       writeMode,
       location: read.optional('BQ_LOCATION'),
@@ -188,6 +203,7 @@ function routesOf(read: Reader, readFile: (path: string) => string) {
   };
   const dataset = read.matching('BQ_DATASET', /^[a-zA-Z0-9_]{1,1024}$/, 'letters, digits and _', true);
   const routesFile = read.optional('ROUTES_FILE');
+  const valueFormat = read.oneOf('VALUE_FORMAT', valueFormatNames, 'json');
   let routes: Route[];
   let topics: string[];
   const topicList = (optional: boolean) =>
@@ -196,19 +212,34 @@ function routesOf(read: Reader, readFile: (path: string) => string) {
       : read.list('KAFKA_TOPICS', /^[a-zA-Z0-9._-]{1,249}$/, 'a Kafka topic name');
   if (routesFile === null) {
     topics = topicList(false);
+    const schemaFile = read.optional('BQ_SCHEMA_FILE');
+    const valueSchemaFile = read.optional('VALUE_SCHEMA_FILE');
+    const problem = valueFormatProblem(valueFormat, schemaFile !== null, valueSchemaFile !== null);
+    if (problem !== undefined) {
+      throw new ConfigError(
+        schemaFile === null && valueFormat === 'json' ? 'BQ_SCHEMA_FILE' : 'VALUE_SCHEMA_FILE',
+        problem
+          .replace('"schemaFile"', 'BQ_SCHEMA_FILE')
+          .replace('"valueSchemaFile"', 'VALUE_SCHEMA_FILE')
+          .replace('valueFormat', 'VALUE_FORMAT='),
+      );
+    }
     routes = [
       {
         topics: topics.map((name) => ({ kind: 'name', name })),
         dataset: dataset ?? read.required('BQ_DATASET'),
         table: read.matching('BQ_TABLE', /^[a-zA-Z0-9_]{1,1024}$/, 'letters, digits and _'),
-        schemaFile: read.required('BQ_SCHEMA_FILE'),
+        schemaFile,
         rulesModule: read.optional('RULES_MODULE'),
         metadata,
+        valueFormat,
+        valueSchemaFile,
+        valueSubject: read.optional('VALUE_SUBJECT'),
       },
     ];
   } else {
     // One way to say where records go: the routes, each with its own table, schema and rules.
-    for (const name of ['BQ_TABLE', 'BQ_SCHEMA_FILE', 'RULES_MODULE']) {
+    for (const name of ['BQ_TABLE', 'BQ_SCHEMA_FILE', 'RULES_MODULE', 'VALUE_SCHEMA_FILE', 'VALUE_SUBJECT']) {
       if (read.optional(name) !== null) {
         throw new ConfigError(name, 'is set with ROUTES_FILE: set the table, schema and rules in each route');
       }
@@ -219,11 +250,47 @@ function routesOf(read: Reader, readFile: (path: string) => string) {
     } catch (error) {
       throw new ConfigError('ROUTES_FILE', `(${routesFile}) cannot be read: ${(error as Error).message}`);
     }
-    routes = parseRoutes(text, routesFile, { dataset, metadata });
+    routes = parseRoutes(text, routesFile, { dataset, metadata, valueFormat });
     topics = topicList(true);
   }
 
   return { routes, routesFile, topics };
+}
+
+/** The registry, required when a route reads the wire format; its credentials go together. */
+function registryOf(
+  read: Reader,
+  routes: readonly Route[],
+  routesFile: string | null,
+): SchemaRegistryConfig | null {
+  const url = read.matching('SCHEMA_REGISTRY_URL', /^https?:\/\/[^/\s]+/, 'an http(s) URL', true);
+  const needing = routes.find((r) => r.valueFormat !== 'json' && r.valueSchemaFile === null);
+  if (url === null) {
+    if (needing !== undefined)
+      throw new ConfigError(
+        'SCHEMA_REGISTRY_URL',
+        `is required: ${routesFile === null ? `VALUE_FORMAT=${needing.valueFormat}` : `the route of ${needing.dataset}.${needing.table} (valueFormat ${needing.valueFormat})`} reads Confluent's wire format, whose schemas are in a registry`,
+      );
+    for (const name of ['SCHEMA_REGISTRY_USERNAME', 'SCHEMA_REGISTRY_PASSWORD', 'SCHEMA_REGISTRY_AUTH'])
+      if (read.optional(name) !== null) throw new ConfigError(name, 'is set but SCHEMA_REGISTRY_URL is not');
+    return null;
+  }
+  const username = read.optional('SCHEMA_REGISTRY_USERNAME');
+  const password = read.optional('SCHEMA_REGISTRY_PASSWORD');
+  const byDefault =
+    username !== null ? 'basic' : /\.googleapis\.com(:\d+)?(\/|$)/.test(url) ? 'google' : 'none';
+  const auth = read.oneOf('SCHEMA_REGISTRY_AUTH', ['none', 'basic', 'google'], byDefault);
+  if (auth === 'basic' && (username === null || password === null))
+    throw new ConfigError(
+      username === null ? 'SCHEMA_REGISTRY_USERNAME' : 'SCHEMA_REGISTRY_PASSWORD',
+      'is required with basic auth to the schema registry (both go together)',
+    );
+  if (auth !== 'basic' && (username !== null || password !== null))
+    throw new ConfigError(
+      username !== null ? 'SCHEMA_REGISTRY_USERNAME' : 'SCHEMA_REGISTRY_PASSWORD',
+      `is set with SCHEMA_REGISTRY_AUTH=${auth}, which sends no password`,
+    );
+  return { url, auth, username, password };
 }
 
 /** SASL and TLS to the brokers, with the rules across them. */

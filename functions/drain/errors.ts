@@ -39,3 +39,14 @@ export function asError(thrown: unknown): Error {
 export function isRetriable(error: unknown): boolean {
   return error instanceof DrainError && error.retriable;
 }
+
+/**
+ * The partition cannot go on in this run through no fault of its records (the schema registry does not
+ * answer; a schema version the table must first be evolved for): it waits, said in its summary line, and
+ * the run goes on with the others. Nothing of it is dead-lettered and its checkpoint stays.
+ */
+export class PartitionWaitsError extends DrainError {
+  constructor(message: string, cause?: unknown) {
+    super(message, { retriable: true, code: 'waits', cause });
+  }
+}

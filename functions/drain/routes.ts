@@ -11,6 +11,9 @@ import { dirname, isAbsolute, resolve } from 'node:path';
 import { ConfigError } from './errors.js';
 import type { MetadataColumns } from './types.js';
 
+export type ValueFormatName = 'json' | 'avro' | 'protobuf' | 'json-schema';
+export const valueFormatNames: readonly ValueFormatName[] = ['json', 'avro', 'protobuf', 'json-schema'];
+
 export type TopicPattern =
   | { readonly kind: 'name'; readonly name: string }
   | { readonly kind: 'regex'; readonly regex: RegExp; readonly source: string };
@@ -19,8 +22,18 @@ export interface Route {
   readonly topics: readonly TopicPattern[];
   readonly dataset: string;
   readonly table: string;
-  /** An absolute path, or one relative to the working directory (the routes file's are made absolute). */
-  readonly schemaFile: string;
+  /**
+   * The table's user columns as a BigQuery JSON schema: an absolute path, or one relative to the working
+   * directory (the routes file's are made absolute). Null: they come from the values' own schema (the
+   * registry subject's latest version, or `valueSchemaFile`).
+   */
+  readonly schemaFile: string | null;
+  /** How record values are written: JSON text, or Avro / Protobuf / JSON Schema in Confluent's wire format. */
+  readonly valueFormat: ValueFormatName;
+  /** Raw Avro binary (no wire format, no registry): the writer's schema, as Dataflow's template takes it. */
+  readonly valueSchemaFile: string | null;
+  /** The registry subject whose latest version gives the table's columns (default `{first topic}-value`). */
+  readonly valueSubject: string | null;
   readonly rulesModule: string | null;
   readonly metadata: MetadataColumns;
 }
@@ -111,7 +124,7 @@ export function tableName(route: Pick<Route, 'dataset' | 'table'>): string {
 export function parseRoutes(
   text: string,
   file: string,
-  defaults: { dataset: string | null; metadata: MetadataColumns },
+  defaults: { dataset: string | null; metadata: MetadataColumns; valueFormat?: ValueFormatName },
 ): Route[] {
   const fail = (message: string): never => {
     throw new ConfigError('ROUTES_FILE', `(${file}) ${message}`);
@@ -126,7 +139,17 @@ export function parseRoutes(
   if (!Array.isArray(list) || list.length === 0) return fail('must hold a non-empty list of routes');
   const base = dirname(resolve(file));
   const path = (p: string) => (isAbsolute(p) ? p : resolve(base, p));
-  const known = new Set(['topics', 'table', 'schemaFile', 'rulesModule', 'headersColumn', 'keyTextColumn']);
+  const known = new Set([
+    'topics',
+    'table',
+    'schemaFile',
+    'rulesModule',
+    'headersColumn',
+    'keyTextColumn',
+    'valueFormat',
+    'valueSchemaFile',
+    'valueSubject',
+  ]);
   const routes = list.map((entry: unknown, index): Route => {
     const at = `route ${index + 1}`;
     if (entry === null || typeof entry !== 'object' || Array.isArray(entry))
@@ -149,8 +172,19 @@ export function parseRoutes(
     if (!bigQueryName.test(dataset) || !bigQueryName.test(table)) {
       return fail(`${at}: "${r.table}" is not a valid BigQuery table (letters, digits and _)`);
     }
-    if (typeof r.schemaFile !== 'string' || r.schemaFile === '')
-      return fail(`${at}: "schemaFile" is required`);
+    const valueFormat = r.valueFormat ?? defaults.valueFormat ?? 'json';
+    if (!valueFormatNames.includes(valueFormat as ValueFormatName))
+      return fail(`${at}: "valueFormat" must be one of ${valueFormatNames.join(', ')}`);
+    for (const key of ['schemaFile', 'valueSchemaFile', 'valueSubject']) {
+      if (r[key] !== undefined && (typeof r[key] !== 'string' || r[key] === ''))
+        fail(`${at}: "${key}" must be a non-empty string`);
+    }
+    const formatProblem = valueFormatProblem(
+      valueFormat as ValueFormatName,
+      r.schemaFile !== undefined,
+      r.valueSchemaFile !== undefined,
+    );
+    if (formatProblem !== undefined) return fail(`${at}: ${formatProblem}`);
     if (r.rulesModule !== undefined && typeof r.rulesModule !== 'string') {
       return fail(`${at}: "rulesModule" must be a path`);
     }
@@ -162,7 +196,10 @@ export function parseRoutes(
       topics,
       dataset,
       table,
-      schemaFile: path(r.schemaFile),
+      schemaFile: typeof r.schemaFile === 'string' ? path(r.schemaFile) : null,
+      valueFormat: valueFormat as ValueFormatName,
+      valueSchemaFile: typeof r.valueSchemaFile === 'string' ? path(r.valueSchemaFile) : null,
+      valueSubject: typeof r.valueSubject === 'string' ? r.valueSubject : null,
       rulesModule: typeof r.rulesModule === 'string' ? path(r.rulesModule) : null,
       metadata: {
         headers: (r.headersColumn as boolean | undefined) ?? defaults.metadata.headers,
@@ -178,4 +215,19 @@ export function parseRoutes(
     seen.set(name, index);
   }
   return routes;
+}
+
+/**
+ * What a format needs besides itself: JSON needs the table's schema file; a schema file for the values
+ * (raw Avro) only goes with Avro. Undefined when the combination works.
+ */
+export function valueFormatProblem(
+  format: ValueFormatName,
+  hasSchemaFile: boolean,
+  hasValueSchemaFile: boolean,
+): string | undefined {
+  if (format === 'json' && !hasSchemaFile) return '"schemaFile" is required (JSON values carry no schema)';
+  if (hasValueSchemaFile && format !== 'avro')
+    return '"valueSchemaFile" is for raw Avro values only (valueFormat avro)';
+  return undefined;
 }

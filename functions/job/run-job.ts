@@ -11,13 +11,20 @@ import { runDrain } from '../drain/run.js';
 import type { DrainContext } from '../drain/run-state.js';
 import { mergeRunSummaries } from '../drain/run-summary.js';
 import type { Checkpoints, RunSummary, Sink, Source } from '../drain/types.js';
-import { readUserSchema } from '../sinks/table-schema.js';
 import { checkBrokerCertificate, kafkaClientOptions } from '../sources/kafka-client.js';
 import { createGoogleClients, type GoogleClients } from './clients.js';
 import { callDeadlinesMs, closeWithin, cutOffLateCalls } from './deadline.js';
 import { createRouteSinks } from './route-sinks.js';
 import { routeTopics } from './routing.js';
-import { drainOptionsFor, type RouteTarget, routeDrainPorts, rulesFor } from './wiring.js';
+import {
+  checkRouteFiles,
+  createRegistry,
+  drainOptionsFor,
+  type RouteTarget,
+  routeDrainPorts,
+  routeValues,
+  rulesFor,
+} from './wiring.js';
 
 export interface JobIo {
   readonly logger: Logger;
@@ -46,7 +53,7 @@ export async function runJob(config: DrainConfig, io: JobIo): Promise<RunSummary
   const calls = io.calls ?? createCallTracker();
   const runId = `${config.execution}-t${config.taskIndex}-${randomBytes(4).toString('hex')}`;
   const logger = io.logger.child({ pipeline: config.pipelineId, runId });
-  for (const route of config.routes) readUserSchema(route.schemaFile); // a bad schema file: exit 2 at once
+  for (const route of config.routes) checkRouteFiles(route); // a bad schema file: exit 2 at once
   const clients = createGoogleClients(config, () => calls.heard('bigquery'));
   const kafkaOptions = kafkaClientOptions(config, `kafka-bigquery-drain-${config.pipelineId}`);
   const kafka = new kafkajs.Kafka(kafkaOptions);
@@ -122,6 +129,7 @@ async function routeTargets(
   });
   const several = config.routes.length > 1;
   const targets: RouteTarget[] = [];
+  const registry = config.schemaRegistry === null ? null : createRegistry(config.schemaRegistry);
   for (const [index, r] of routed.entries()) {
     const table = tableName(r.route);
     if (r.topics.length === 0) {
@@ -131,12 +139,14 @@ async function routeTargets(
     // Each route's drain leases as an owner of its own (its staging tables are its own too).
     const runId = several ? `${run.runId}-r${index}` : run.runId;
     const routeLogger = several ? logger.child({ table }) : logger;
-    const userSchema = readUserSchema(r.route.schemaFile);
+    const values = await routeValues(r.route, r.topics, registry, run.clients.bigquery, routeLogger);
+    const userSchema = values.columns;
     targets.push({
       routed: r,
       runId,
       userSchema,
       rules: await rulesFor(r.route, config),
+      ...(values.format === undefined ? {} : { format: values.format }),
       sinks:
         io.sink === undefined
           ? createRouteSinks({

@@ -13,6 +13,7 @@ import { defaultRetryPolicy } from '../drain/retry.js';
 import { type Route, type RoutedTopics, tableName } from '../drain/routes.js';
 import type { DrainOptions, DrainPorts } from '../drain/run-state.js';
 import type { Checkpoints, Sink, Source } from '../drain/types.js';
+import type { ValueFormat } from '../formats/value-format.js';
 import { loadRules, type Rules } from '../records/rules.js';
 import type { SchemaField } from '../sinks/table-schema.js';
 import { createKafkaSource } from '../sources/kafka-source.js';
@@ -20,6 +21,8 @@ import { createWriter } from '../writers/create-writer.js';
 import type { GoogleClients } from './clients.js';
 import { callDeadlinesMs, settleMs } from './deadline.js';
 import { type RouteSinks, writerPorts } from './route-sinks.js';
+
+export { checkRouteFiles, createRegistry, namedTopics, routeValues } from '../formats/route-values.js';
 
 /** Loads a route's RULES_MODULE, naming the setting if it cannot. */
 export async function rulesFor(route: Route, config: DrainConfig): Promise<Rules | undefined> {
@@ -80,6 +83,8 @@ export interface RouteTarget {
   readonly runId: string;
   readonly userSchema: readonly SchemaField[];
   readonly rules: Rules | undefined;
+  /** How values become rows when they are not JSON text. */
+  readonly format?: ValueFormat;
   /** Undefined when the caller replaces the BigQuery sink (the benchmark's null sink). */
   readonly sinks: RouteSinks | undefined;
   readonly logger: Logger;
@@ -133,6 +138,7 @@ export function routeDrainPorts(
         },
         tombstones: config.tombstones,
         ...(target.rules === undefined ? {} : { rules: target.rules }),
+        ...(target.format === undefined ? {} : { format: target.format }),
       },
       leaseTtlMs: config.leaseTtlSeconds * 1000,
       flushMaxBytes: config.batchMaxBytes * 4,

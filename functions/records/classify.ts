@@ -1,4 +1,5 @@
 import type { DeadLetter, KafkaRecord, RowToWrite } from '../drain/types.js';
+import type { ValueFormat } from '../formats/value-format.js';
 import { isDeadLetter, type RowShape, toRow, userColumns } from './records.js';
 import type { Rules } from './rules.js';
 
@@ -10,6 +11,8 @@ export interface RecordPolicy {
   readonly tombstones: 'skip' | 'dead-letter';
   /** Business rules (RULES_MODULE), if any. */
   readonly rules?: Rules;
+  /** Values that are not JSON text (Avro, Protobuf, JSON Schema); without it, JSON. */
+  readonly format?: ValueFormat;
 }
 
 export interface Classified {
@@ -28,12 +31,14 @@ export async function classifyRecords(
   const rows: RowToWrite[] = [];
   const letters: DeadLetter[] = [];
   let tombstones = 0;
+  // The schemas the records name, fetched before any is judged: a registry fault is no bad record.
+  await policy.format?.prepare(records);
   for (const record of records) {
     if (record.value === null && policy.tombstones === 'skip') {
       tombstones++;
       continue;
     }
-    const result = toRow(record, ingestedAt, policy.shape);
+    const result = toRow(record, ingestedAt, policy.shape, policy.format);
     if (isDeadLetter(result)) {
       letters.push(result);
       continue;

@@ -1,5 +1,6 @@
 import { isUtf8 } from 'node:buffer';
 import type { DeadLetter, JsonValue, KafkaRecord, MetadataColumns, Row, RowToWrite } from '../drain/types.js';
+import type { ValueFormat } from '../formats/value-format.js';
 import type { SchemaField } from '../sinks/table-schema.js';
 import { type UnknownFields, validateRecord } from './validate.js';
 
@@ -45,7 +46,12 @@ function isoOf(at: Date): string {
  * letter, not a replacement character), and the value must be a JSON object whose keys do not collide
  * with the metadata columns.
  */
-export function toRow(record: KafkaRecord, ingestedAt: Date, shape?: RowShape): RowToWrite | DeadLetter {
+export function toRow(
+  record: KafkaRecord,
+  ingestedAt: Date,
+  shape?: RowShape,
+  format?: ValueFormat,
+): RowToWrite | DeadLetter {
   if (record.value === null) return { record, kind: 'decode', message: 'record value is null (tombstone)' };
   if (record.value.length > maxRecordBytes) {
     // BigQuery takes at most 10 MB per insert request and per row: such a record can never be a row.
@@ -56,14 +62,19 @@ export function toRow(record: KafkaRecord, ingestedAt: Date, shape?: RowShape): 
     };
   }
   let parsed: JsonValue;
-  try {
-    // Strict: invalid UTF-8 is refused (the check is native and fast; the decoder says why).
-    const text = isUtf8(record.value) ? record.value.toString('utf8') : strictUtf8.decode(record.value);
-    parsed = JSON.parse(text) as JsonValue;
-  } catch (error) {
-    const message = error instanceof Error ? error.message : String(error);
-    return { record, kind: 'decode', message: `value is not UTF-8 JSON: ${message}` };
-  }
+  if (format !== undefined) {
+    const decoded = format.decode(record.value);
+    if (!decoded.ok) return { record, kind: decoded.kind, message: decoded.message };
+    parsed = decoded.value;
+  } else
+    try {
+      // Strict: invalid UTF-8 is refused (the check is native and fast; the decoder says why).
+      const text = isUtf8(record.value) ? record.value.toString('utf8') : strictUtf8.decode(record.value);
+      parsed = JSON.parse(text) as JsonValue;
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      return { record, kind: 'decode', message: `value is not UTF-8 JSON: ${message}` };
+    }
   if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
     return { record, kind: 'decode', message: 'value is not a JSON object' };
   }

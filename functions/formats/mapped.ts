@@ -1,0 +1,90 @@
+import type { JsonValue } from '../drain/types.js';
+import type { SchemaField } from '../sinks/table-schema.js';
+
+/**
+ * What a format's schema compiles to: the BigQuery columns its values fill, and a decoder from its
+ * binary form to the JSON forms BigQuery ingests (exact decimal text, ISO timestamps, base64 bytes),
+ * which the row validator then checks against the table as it checks any JSON record.
+ */
+export interface CompiledSchema {
+  readonly fields: readonly SchemaField[];
+  /** The value's payload (after the wire format's header) → a row's user columns; throws a ValueError. */
+  decode(payload: Buffer): Record<string, JsonValue>;
+}
+
+/** A value the table cannot hold, with the path of the field (`items[3].price`). */
+export class ValueError extends Error {
+  constructor(
+    readonly path: string,
+    message: string,
+    /** decode: the bytes are not a value of their schema; schema: a value the table cannot hold. */
+    readonly kind: 'decode' | 'schema' = 'schema',
+  ) {
+    super(path === '' ? message : `${path}: ${message}`);
+  }
+}
+
+/** A schema this drain cannot turn into columns (a recursive type, a top level that is no record). */
+export class UnmappableSchemaError extends Error {}
+
+/** Column and field names as BigQuery takes them: letters, digits and underscores. */
+export function columnName(name: string): string {
+  const cleaned = name.replace(/[^A-Za-z0-9_]/g, '_');
+  return /^[0-9]/.test(cleaned) ? `_${cleaned}` : cleaned;
+}
+
+export function joinPath(path: string, name: string): string {
+  return path === '' ? name : `${path}.${name}`;
+}
+
+const MICROS_PER_DAY = 86_400_000_000n;
+
+/** Microseconds since the epoch → `YYYY-MM-DDTHH:MM:SS.ffffff` (UTC, no zone), exact for any range. */
+export function microsText(micros: bigint): string {
+  const days = micros >= 0n ? micros / MICROS_PER_DAY : -((-micros + MICROS_PER_DAY - 1n) / MICROS_PER_DAY);
+  const inDay = micros - days * MICROS_PER_DAY;
+  const date = new Date(Number(days) * 86_400_000).toISOString();
+  const dayText = date.startsWith('+') || date.startsWith('-') ? date.slice(0, 13) : date.slice(0, 10);
+  return `${dayText}T${timeOfDayText(inDay, 6)}`;
+}
+
+/** A time of day in microseconds → `HH:MM:SS` plus `digits` decimals. */
+export function timeOfDayText(micros: bigint, digits: 3 | 6): string {
+  const seconds = micros / 1_000_000n;
+  const fraction = (micros % 1_000_000n).toString().padStart(6, '0').slice(0, digits);
+  const hh = (seconds / 3600n).toString().padStart(2, '0');
+  const mm = ((seconds / 60n) % 60n).toString().padStart(2, '0');
+  const ss = (seconds % 60n).toString().padStart(2, '0');
+  return `${hh}:${mm}:${ss}.${fraction}`;
+}
+
+/** Days since the epoch → `YYYY-MM-DD` (a year outside 1..9999 gives text the validator refuses). */
+export function dateText(days: number): string {
+  const text = new Date(days * 86_400_000).toISOString();
+  return text.startsWith('+') || text.startsWith('-') ? text.slice(0, 13) : text.slice(0, 10);
+}
+
+/** An unscaled integer and a scale → exact decimal text. */
+export function scaledText(unscaled: bigint, scale: number): string {
+  if (scale <= 0) return (unscaled * 10n ** BigInt(-scale)).toString();
+  const sign = unscaled < 0n ? '-' : '';
+  const digits = (unscaled < 0n ? -unscaled : unscaled).toString().padStart(scale + 1, '0');
+  return `${sign}${digits.slice(0, -scale)}.${digits.slice(-scale)}`;
+}
+
+/** The BigQuery decimal type that holds precision and scale exactly; STRING when neither does. */
+export function decimalColumn(precision: number, scale: number): 'NUMERIC' | 'BIGNUMERIC' | 'STRING' {
+  if (scale <= 9 && precision - scale <= 29) return 'NUMERIC';
+  if (scale <= 38 && precision - scale <= 38) return 'BIGNUMERIC';
+  return 'STRING';
+}
+
+/** A JS number for a float column: BigQuery's JSON forms for the non-finite ones are strings. */
+export function floatValue(v: number): JsonValue {
+  if (Number.isFinite(v)) return v;
+  return Number.isNaN(v) ? 'NaN' : v > 0 ? 'Infinity' : '-Infinity';
+}
+
+export function int64Value(v: number | bigint): JsonValue {
+  return typeof v === 'bigint' ? v.toString() : v;
+}

@@ -1,0 +1,371 @@
+import protobuf from 'protobufjs';
+import descriptor from 'protobufjs/ext/descriptor/index.js';
+import type { JsonValue } from '../drain/types.js';
+import type { SchemaField } from '../sinks/table-schema.js';
+import {
+  type CompiledSchema,
+  columnName,
+  floatValue,
+  joinPath,
+  microsText,
+  UnmappableSchemaError,
+  ValueError,
+} from './mapped.js';
+import type { RegisteredSchema, SchemaRegistry } from './registry.js';
+import { readMessageIndexes } from './wire.js';
+
+/**
+ * Protobuf → BigQuery. The registry's schema is .proto text (or, as some serializers register it, a
+ * base64 FileDescriptorProto); its imports are the registry's references, fetched by subject and
+ * version, and Google's well-known types are protobufjs's own. Each record names its message by the
+ * wire format's index list; a message type compiles once to its columns and its conversion.
+ */
+type Convert = (value: unknown, path: string) => JsonValue;
+type Mode = 'NULLABLE' | 'REQUIRED' | 'REPEATED';
+interface Mapping {
+  readonly type: string;
+  readonly fields?: SchemaField[];
+  readonly convert: Convert;
+}
+
+const wellKnownFiles = [
+  'google/protobuf/timestamp.proto',
+  'google/protobuf/duration.proto',
+  'google/protobuf/wrappers.proto',
+  'google/protobuf/struct.proto',
+  'google/protobuf/empty.proto',
+  'google/protobuf/any.proto',
+  'google/protobuf/field_mask.proto',
+];
+
+/** Compiles a registered Protobuf schema (and what it references) to a decoder of its messages. */
+export async function compileProtobuf(
+  schema: RegisteredSchema,
+  registry: SchemaRegistry,
+): Promise<CompiledSchema> {
+  const root = new protobuf.Root();
+  for (const file of wellKnownFiles) {
+    const json = protobuf.common.get(file);
+    if (json !== undefined) root.addJSON((json as { nested: protobuf.INamespace['nested'] }).nested ?? {});
+  }
+  const seen = new Set<string>();
+  async function addReferences(refs: RegisteredSchema['references']): Promise<void> {
+    for (const ref of refs) {
+      if (seen.has(ref.name) || ref.name.startsWith('google/protobuf/')) continue;
+      seen.add(ref.name);
+      const referenced = await registry.subjectVersion(ref.subject, ref.version);
+      await addReferences(referenced.references);
+      addFile(root, referenced.schema, ref.name);
+    }
+  }
+  await addReferences(schema.references);
+  const topLevel = addFile(root, schema.schema, 'main');
+  try {
+    root.resolveAll();
+  } catch (error) {
+    throw new UnmappableSchemaError(`the Protobuf schema does not resolve: ${(error as Error).message}`);
+  }
+  const messages = new Map<string, { type: protobuf.Type; mapping: Mapping }>();
+  const byIndexes = (indexes: readonly number[]): protobuf.Type | undefined => {
+    let type: protobuf.Type | undefined =
+      topLevel.length > indexes[0]! ? root.lookupType(topLevel[indexes[0]!]!) : undefined;
+    for (const i of indexes.slice(1))
+      type = type?.nestedArray.filter((n) => n instanceof protobuf.Type)[i] as protobuf.Type | undefined;
+    return type;
+  };
+  const compiledOf = (type: protobuf.Type) => {
+    let known = messages.get(type.fullName);
+    if (known === undefined) {
+      known = { type, mapping: new ProtobufMapper().message(type) };
+      messages.set(type.fullName, known);
+    }
+    return known;
+  };
+  if (topLevel.length === 0) throw new UnmappableSchemaError('the Protobuf schema defines no message');
+  // The table's columns are the first message's, as the serializers' default (index [0]) writes it.
+  const first = compiledOf(root.lookupType(topLevel[0]!));
+  return {
+    fields: first.mapping.fields!,
+    decode(payload) {
+      const read = readMessageIndexes(payload, 0);
+      if (!read.ok) throw new ValueError('', read.message, 'decode');
+      const type = byIndexes(read.indexes);
+      if (type === undefined)
+        throw new ValueError(
+          '',
+          `the message index [${read.indexes.join(', ')}] names no message of the schema`,
+          'decode',
+        );
+      const { mapping } = compiledOf(type);
+      let message: protobuf.Message;
+      try {
+        message = type.decode(payload.subarray(read.offset));
+      } catch (error) {
+        throw new ValueError(
+          '',
+          `value is not a Protobuf ${type.name}: ${(error as Error).message}`,
+          'decode',
+        );
+      }
+      return mapping.convert(message, '') as Record<string, JsonValue>;
+    },
+  };
+}
+
+/** Adds one file (text or base64 descriptor) to the root; returns its top-level messages' full names. */
+function addFile(root: protobuf.Root, text: string, name: string): string[] {
+  const trimmed = text.trim();
+  if (/^[A-Za-z0-9+/]+={0,2}$/.test(trimmed) && !/\b(message|syntax)\b/.test(trimmed)) {
+    try {
+      const file = descriptor.FileDescriptorProto.decode(Buffer.from(trimmed, 'base64')) as unknown as {
+        package?: string;
+        messageType?: { name: string }[];
+      };
+      const set = descriptor.FileDescriptorSet.fromObject({ file: [file] });
+      const parsed = (
+        protobuf.Root as unknown as { fromDescriptor(d: unknown): protobuf.Root }
+      ).fromDescriptor(set);
+      // Into the shared root, package by package (another file may have the same package).
+      const from = file.package ? (parsed.lookup(file.package) as protobuf.Namespace) : parsed;
+      const into = file.package ? root.define(file.package) : root;
+      for (const nested of [...from.nestedArray]) into.add(nested);
+      const prefix = file.package ? `${file.package}.` : '';
+      return (file.messageType ?? []).map((m) => `${prefix}${m.name}`);
+    } catch (error) {
+      throw new UnmappableSchemaError(`${name}: not a Protobuf schema (${(error as Error).message})`);
+    }
+  }
+  let parsed: protobuf.IParserResult;
+  try {
+    parsed = protobuf.parse(text, root, { keepCase: true });
+  } catch (error) {
+    throw new UnmappableSchemaError(`${name}: not a Protobuf schema (${(error as Error).message})`);
+  }
+  // Declaration order, as the message indexes count: parse the file alone to see only its own messages.
+  const alone = protobuf.parse(text, new protobuf.Root(), { keepCase: true });
+  const ns = alone.package ? alone.root.lookup(alone.package) : alone.root;
+  const prefix = parsed.package ? `${parsed.package}.` : '';
+  return ((ns as protobuf.Namespace | null)?.nestedArray ?? [])
+    .filter((n) => n instanceof protobuf.Type)
+    .map((n) => `${prefix}${n.name}`);
+}
+
+const wrappers: Record<string, string> = {
+  'google.protobuf.DoubleValue': 'double',
+  'google.protobuf.FloatValue': 'float',
+  'google.protobuf.Int64Value': 'int64',
+  'google.protobuf.UInt64Value': 'uint64',
+  'google.protobuf.Int32Value': 'int32',
+  'google.protobuf.UInt32Value': 'uint32',
+  'google.protobuf.BoolValue': 'bool',
+  'google.protobuf.StringValue': 'string',
+  'google.protobuf.BytesValue': 'bytes',
+};
+
+class ProtobufMapper {
+  private readonly mapping = new Set<string>();
+
+  message(type: protobuf.Type): Mapping {
+    if (this.mapping.has(type.fullName))
+      throw new UnmappableSchemaError(
+        `the message ${type.fullName.slice(1)} is recursive: BigQuery columns cannot nest without end`,
+      );
+    this.mapping.add(type.fullName);
+    try {
+      const fields = type.fieldsArray.map((field) => ({
+        field,
+        column: columnName(field.name),
+        mode: modeOf(field),
+        // Presence: message fields, oneof members and proto3 `optional` are null when unset; other scalars
+        // are their default, as proto3 reads them.
+        tracksPresence: field.partOf !== null || field.resolvedType instanceof protobuf.Type,
+        mapping: this.field(field),
+      }));
+      return {
+        type: 'RECORD',
+        fields: fields.map(({ column, mode, mapping }) => ({
+          name: column,
+          type: mapping.type,
+          mode,
+          ...(mapping.fields === undefined ? {} : { fields: mapping.fields }),
+        })),
+        convert(value, path) {
+          const message = value as Record<string, unknown>;
+          const out: Record<string, JsonValue> = {};
+          for (const { field, column, mode, tracksPresence, mapping } of fields) {
+            const v = message[field.name];
+            const at = joinPath(path, field.name);
+            if (mode === 'REPEATED') {
+              out[column] = field.map
+                ? Object.entries((v ?? {}) as Record<string, unknown>).map(([key, item]) =>
+                    mapping.convert({ key, value: item }, at),
+                  )
+                : ((v ?? []) as unknown[]).map((item, i) => mapping.convert(item, `${at}[${i}]`));
+            } else if (
+              v === null ||
+              v === undefined ||
+              (tracksPresence && !Object.hasOwn(message, field.name))
+            ) {
+              out[column] = null;
+            } else out[column] = mapping.convert(v, at);
+          }
+          return out;
+        },
+      };
+    } finally {
+      this.mapping.delete(type.fullName);
+    }
+  }
+
+  private field(field: protobuf.Field): Mapping {
+    if (field instanceof protobuf.MapField) {
+      const key = mapKey(field.keyType);
+      const value = this.single(field);
+      return {
+        type: 'RECORD',
+        fields: [
+          { name: 'key', type: key.type, mode: 'NULLABLE' },
+          {
+            name: 'value',
+            type: value.type,
+            mode: 'NULLABLE',
+            ...(value.fields === undefined ? {} : { fields: value.fields }),
+          },
+        ],
+        convert(entry, path) {
+          const { key: k, value: v } = entry as { key: string; value: unknown };
+          return {
+            key: key.convert(k, path),
+            value: v === null || v === undefined ? null : value.convert(v, `${path}[${JSON.stringify(k)}]`),
+          };
+        },
+      };
+    }
+    return this.single(field);
+  }
+
+  private single(field: protobuf.Field): Mapping {
+    const resolved = field.resolvedType;
+    if (resolved instanceof protobuf.Enum) {
+      const names = resolved.valuesById;
+      // An enum number the schema does not name (proto3 enums are open): its number, as text.
+      return { type: 'STRING', convert: (v) => names[v as number] ?? String(v) };
+    }
+    if (resolved instanceof protobuf.Type) return this.wellKnown(resolved) ?? this.message(resolved);
+    return scalar(field.type);
+  }
+
+  private wellKnown(type: protobuf.Type): Mapping | undefined {
+    const name = type.fullName.slice(1);
+    if (name === 'google.protobuf.Timestamp')
+      return {
+        type: 'TIMESTAMP',
+        convert: (v) => {
+          const t = v as { seconds: unknown; nanos: number };
+          // BigQuery keeps microseconds: nanoseconds are cut toward the past.
+          return `${microsText(bigOf(t.seconds) * 1_000_000n + BigInt(Math.floor((t.nanos ?? 0) / 1000)))}Z`;
+        },
+      };
+    const wrapped = wrappers[name];
+    if (wrapped !== undefined) {
+      const inner = scalar(wrapped);
+      return { type: inner.type, convert: (v, path) => inner.convert((v as { value: unknown }).value, path) };
+    }
+    if (
+      name === 'google.protobuf.Struct' ||
+      name === 'google.protobuf.Value' ||
+      name === 'google.protobuf.ListValue'
+    ) {
+      return {
+        type: 'JSON',
+        convert: (v) =>
+          JSON.stringify(structJson(name, type.toObject(v as protobuf.Message, { json: true }))),
+      };
+    }
+    return undefined;
+  }
+}
+
+/** Struct, Value and ListValue as the JSON they stand for (protobufjs gives their message form). */
+function structJson(name: string, v: unknown): unknown {
+  const m = (v ?? {}) as Record<string, unknown>;
+  if (name === 'google.protobuf.Struct')
+    return Object.fromEntries(
+      Object.entries((m.fields ?? {}) as Record<string, unknown>).map(([k, x]) => [
+        k,
+        structJson('google.protobuf.Value', x),
+      ]),
+    );
+  if (name === 'google.protobuf.ListValue')
+    return ((m.values ?? []) as unknown[]).map((x) => structJson('google.protobuf.Value', x));
+  if (m.structValue != null) return structJson('google.protobuf.Struct', m.structValue);
+  if (m.listValue != null) return structJson('google.protobuf.ListValue', m.listValue);
+  for (const kind of ['numberValue', 'stringValue', 'boolValue'])
+    if (m[kind] !== undefined && m[kind] !== null) return m[kind];
+  return null;
+}
+
+/** Map keys as protobufjs gives them (text; 64-bit keys as an 8-character hash), as their column's type. */
+function mapKey(type: string): Mapping {
+  const column = scalar(type);
+  if (['int64', 'uint64', 'sint64', 'fixed64', 'sfixed64'].includes(type)) {
+    const unsigned = type === 'uint64' || type === 'fixed64';
+    return {
+      type: column.type,
+      convert: (k) => column.convert(protobuf.util.LongBits.fromHash(k as string).toLong(unsigned), ''),
+    };
+  }
+  if (type === 'bool') return { type: column.type, convert: (k) => k === 'true' };
+  if (column.type === 'INT64') return { type: column.type, convert: (k) => Number(k) };
+  return column;
+}
+
+function modeOf(field: protobuf.Field): Mode {
+  if (field.repeated || field instanceof protobuf.MapField) return 'REPEATED';
+  return field.required ? 'REQUIRED' : 'NULLABLE';
+}
+
+function bigOf(v: unknown): bigint {
+  if (typeof v === 'bigint') return v;
+  if (typeof v === 'number') return BigInt(v);
+  if (typeof v === 'string') return BigInt(v);
+  return BigInt((v as { toString(): string }).toString());
+}
+
+const MIN_SAFE = BigInt(Number.MIN_SAFE_INTEGER);
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+
+function int64(v: unknown): JsonValue {
+  if (typeof v === 'number') return v;
+  const n = bigOf(v);
+  return n >= MIN_SAFE && n <= MAX_SAFE ? Number(n) : n.toString();
+}
+
+function scalar(type: string): Mapping {
+  switch (type) {
+    case 'double':
+    case 'float':
+      return { type: 'FLOAT64', convert: (v) => floatValue(v as number) };
+    case 'int32':
+    case 'sint32':
+    case 'sfixed32':
+    case 'uint32':
+    case 'fixed32':
+    case 'int64':
+    case 'sint64':
+    case 'sfixed64':
+      return { type: 'INT64', convert: int64 };
+    case 'uint64':
+    case 'fixed64':
+      // Up to 2^64 - 1: beyond INT64, so an exact NUMERIC.
+      return { type: 'NUMERIC', convert: (v) => bigOf(v).toString() };
+    case 'bool':
+      return { type: 'BOOL', convert: (v) => v as boolean };
+    case 'string':
+      return { type: 'STRING', convert: (v) => v as string };
+    case 'bytes':
+      return { type: 'BYTES', convert: (v) => Buffer.from(v as Uint8Array).toString('base64') };
+    default:
+      throw new UnmappableSchemaError(`the Protobuf type ${type} has no BigQuery column`);
+  }
+}

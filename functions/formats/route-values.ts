@@ -1,0 +1,189 @@
+import { readFileSync } from 'node:fs';
+import type { BigQuery } from '@google-cloud/bigquery';
+import { GoogleAuth } from 'google-auth-library';
+import type { SchemaRegistryConfig } from '../drain/config.js';
+import { ConfigError, DrainError } from '../drain/errors.js';
+import type { Logger } from '../drain/logger.js';
+import { defaultRetryPolicy, withRetry } from '../drain/retry.js';
+import type { Route } from '../drain/routes.js';
+import { metadataColumns } from '../records/records.js';
+import { readUserSchema, type SchemaField } from '../sinks/table-schema.js';
+import { compileAvro } from './avro.js';
+import { followedColumns } from './columns.js';
+import { compileJsonSchema } from './json-schema.js';
+import { UnmappableSchemaError } from './mapped.js';
+import { compileProtobuf } from './protobuf.js';
+import { createSchemaRegistry, type RegisteredSchema, type SchemaRegistry } from './registry.js';
+import {
+  createRawAvroFormat,
+  createRegistryFormat,
+  type SchemaCompiler,
+  type ValueFormat,
+} from './value-format.js';
+
+/** A route's values: the table's user columns, and how values become rows (none: JSON text). */
+export interface RouteValues {
+  readonly columns: readonly SchemaField[];
+  /** True when the columns follow the values' schema (no schema file): the table evolves with it. */
+  readonly followSchema: boolean;
+  readonly format?: ValueFormat;
+}
+
+/** How each registry format's schemas compile. */
+export const schemaCompilers: Record<Exclude<Route['valueFormat'], 'json'>, SchemaCompiler> = {
+  avro: async (schema) => compileAvro(schema.schema),
+  protobuf: compileProtobuf,
+  'json-schema': async (schema) => compileJsonSchema(schema.schema),
+};
+
+/** The topics a route names outright (not by regex): the default subject's topic when none is drained yet. */
+export function namedTopics(route: Route): string[] {
+  return route.topics.flatMap((t) => (t.kind === 'name' ? [t.name] : []));
+}
+
+/** Checks at start what can be checked without a service: the schema files (exit 2 when one is bad). */
+export function checkRouteFiles(route: Route): void {
+  if (route.schemaFile !== null) readUserSchema(route.schemaFile);
+  if (route.valueSchemaFile !== null) rawAvroColumns(route.valueSchemaFile);
+}
+
+export function createRegistry(config: SchemaRegistryConfig): SchemaRegistry {
+  const auth =
+    config.auth === 'google'
+      ? new GoogleAuth({ scopes: ['https://www.googleapis.com/auth/cloud-platform'] })
+      : undefined;
+  return createSchemaRegistry({
+    url: config.url,
+    ...(config.auth === 'basic' ? { username: config.username!, password: config.password! } : {}),
+    ...(auth === undefined
+      ? {}
+      : {
+          bearer: async () => {
+            const token = await auth.getAccessToken();
+            if (token === null || token === undefined)
+              throw new DrainError('no Google access token for the schema registry', { retriable: true });
+            return token;
+          },
+        }),
+  });
+}
+
+/**
+ * The table's user columns and the route's value format. Columns come from the schema file when there is
+ * one; else from the values' schema (VALUE_SCHEMA_FILE, or the subject's latest version in the registry)
+ * together with the columns the table already has (columns are never removed).
+ */
+export async function routeValues(
+  route: Route,
+  topics: readonly string[],
+  registry: SchemaRegistry | null,
+  bigquery: BigQuery,
+  logger: Logger,
+): Promise<RouteValues> {
+  const fileColumns = route.schemaFile === null ? undefined : readUserSchema(route.schemaFile);
+  if (route.valueFormat === 'json') return { columns: fileColumns!, followSchema: false };
+  if (route.valueSchemaFile !== null) {
+    const text = readFileSync(route.valueSchemaFile, 'utf8');
+    const columns =
+      fileColumns ?? (await withTableColumns(bigquery, route, rawAvroColumns(route.valueSchemaFile), logger));
+    return { columns, followSchema: false, format: createRawAvroFormat(text) };
+  }
+  const compile = schemaCompilers[route.valueFormat];
+  let columns: readonly SchemaField[] | undefined = fileColumns;
+  if (columns === undefined) {
+    const topic = topics[0] ?? namedTopics(route)[0];
+    if (route.valueSubject === null && topic === undefined)
+      throw new ConfigError(
+        'VALUE_SUBJECT',
+        `is required for ${route.dataset}.${route.table}: no topic to name the subject after`,
+      );
+    const subject = route.valueSubject ?? `${topic}-value`;
+    const latest = await withRetry(
+      defaultRetryPolicy,
+      () => registry!.subjectVersion(subject, 'latest'),
+      (error, attempt) => logger.warn('the schema registry failed; retrying', { subject, error, attempt }),
+    );
+    const compiled = await compileLatest(compile, latest, registry!, subject);
+    logger.info('table columns from the schema registry', {
+      subject,
+      version: latest.version,
+      schemaId: latest.id,
+    });
+    columns = await withTableColumns(bigquery, route, compiled, logger);
+  }
+  return {
+    columns,
+    followSchema: fileColumns === undefined,
+    format: createRegistryFormat({
+      name: route.valueFormat,
+      registry: registry!,
+      compile,
+      columns,
+      columnsFollowSchema: fileColumns === undefined,
+      retry: defaultRetryPolicy,
+      logger,
+    }),
+  };
+}
+
+async function compileLatest(
+  compile: SchemaCompiler,
+  latest: RegisteredSchema,
+  registry: SchemaRegistry,
+  subject: string,
+): Promise<readonly SchemaField[]> {
+  try {
+    return (await compile(latest, registry)).fields;
+  } catch (error) {
+    if (error instanceof UnmappableSchemaError)
+      throw new ConfigError(
+        'VALUE_SUBJECT',
+        `the latest version of subject ${subject} cannot be a table: ${error.message}`,
+      );
+    throw error;
+  }
+}
+
+function rawAvroColumns(path: string): readonly SchemaField[] {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    throw new ConfigError('VALUE_SCHEMA_FILE', `(${path}) cannot be read: ${(error as Error).message}`);
+  }
+  try {
+    return compileAvro(text).fields;
+  } catch (error) {
+    throw new ConfigError('VALUE_SCHEMA_FILE', `(${path}) ${(error as Error).message}`);
+  }
+}
+
+/**
+ * The values' columns with those the table has beyond them (an older version's), so that records of every
+ * version are judged against the table as it is. A table that cannot be read yet (absent, BigQuery down):
+ * the values' columns alone; making the table creates them.
+ */
+async function withTableColumns(
+  bigquery: BigQuery,
+  route: Route,
+  columns: readonly SchemaField[],
+  logger: Logger,
+): Promise<readonly SchemaField[]> {
+  if (columns.some((f) => (metadataColumns as readonly string[]).includes(f.name)))
+    throw new ConfigError(
+      'VALUE_SUBJECT',
+      `the values' schema has a field named like a metadata column (${metadataColumns.join(', ')})`,
+    );
+  try {
+    const [metadata] = await bigquery.dataset(route.dataset).table(route.table).getMetadata();
+    const current = ((metadata.schema?.fields ?? []) as SchemaField[]).filter(
+      (f) => !(metadataColumns as readonly string[]).includes(f.name),
+    );
+    // As the table will be once evolved: new columns NULLABLE, older versions' columns kept.
+    return followedColumns(current, columns);
+  } catch (error) {
+    if ((error as { code?: number }).code !== 404)
+      logger.warn('reading the table’s columns failed; the values’ columns alone', { error });
+    return columns;
+  }
+}

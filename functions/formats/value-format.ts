@@ -1,0 +1,182 @@
+import { DrainError, isRetriable, PartitionWaitsError } from '../drain/errors.js';
+import type { Logger } from '../drain/logger.js';
+import { type RetryPolicy, withRetry } from '../drain/retry.js';
+import type { ValueFormatName } from '../drain/routes.js';
+import type { JsonValue, KafkaRecord } from '../drain/types.js';
+import type { SchemaField } from '../sinks/table-schema.js';
+import { compileAvro } from './avro.js';
+import { fitColumns } from './columns.js';
+import { type CompiledSchema, UnmappableSchemaError, ValueError } from './mapped.js';
+import {
+  type RegisteredSchema,
+  SchemaNotFoundError,
+  type SchemaRegistry,
+  type SchemaType,
+} from './registry.js';
+import { readWireHeader } from './wire.js';
+
+/**
+ * How a route's record values become a row's user columns when they are not JSON text: Avro, Protobuf or
+ * JSON Schema in Confluent's wire format (their schemas from the registry, by id, once per run), or raw
+ * Avro with a schema file. `prepare` fetches what a batch's records name before `decode` runs on them, so
+ * that decoding stays synchronous and a registry fault stops the batch before any record is judged.
+ */
+export interface ValueFormat {
+  readonly name: ValueFormatName;
+  /** Fetches the schemas the records name (a registry that does not answer: PartitionWaitsError). */
+  prepare(records: readonly KafkaRecord[], signal?: AbortSignal): Promise<void>;
+  decode(value: Buffer): DecodedValue;
+}
+
+export type DecodedValue =
+  | { readonly ok: true; readonly value: Record<string, JsonValue> }
+  | { readonly ok: false; readonly kind: 'decode' | 'schema'; readonly message: string };
+
+/** A schema's text → what it compiles to; references resolved through the registry (Protobuf imports). */
+export type SchemaCompiler = (schema: RegisteredSchema, registry: SchemaRegistry) => Promise<CompiledSchema>;
+
+const schemaTypes: Record<Exclude<ValueFormatName, 'json'>, SchemaType> = {
+  avro: 'AVRO',
+  protobuf: 'PROTOBUF',
+  'json-schema': 'JSON',
+};
+
+type Known =
+  | { readonly compiled: CompiledSchema }
+  | { readonly kind: 'decode' | 'schema'; readonly message: string }
+  | { readonly wait: string };
+
+export interface RegistryFormatOptions {
+  readonly name: Exclude<ValueFormatName, 'json'>;
+  readonly registry: SchemaRegistry;
+  readonly compile: SchemaCompiler;
+  /** The table's user columns. */
+  readonly columns: readonly SchemaField[];
+  /**
+   * The columns follow the values' schema (no schema file): a version with columns the table lacks waits
+   * for the next run, which adds them before anything of it is written.
+   */
+  readonly columnsFollowSchema: boolean;
+  readonly retry: RetryPolicy;
+  readonly logger: Logger;
+}
+
+export function createRegistryFormat(options: RegistryFormatOptions): ValueFormat {
+  const { registry, logger } = options;
+  const known = new Map<number, Known>();
+
+  async function load(id: number, signal?: AbortSignal): Promise<Known> {
+    let registered: RegisteredSchema;
+    try {
+      registered = await withRetry(
+        options.retry,
+        () => registry.schemaById(id),
+        (error, attempt, delayMs) =>
+          logger.warn('the schema registry failed; retrying', { schemaId: id, error, attempt, delayMs }),
+        signal,
+      );
+    } catch (error) {
+      if (error instanceof SchemaNotFoundError)
+        return { kind: 'decode', message: `schema id ${id} is not in the schema registry` };
+      if (isRetriable(error))
+        throw new PartitionWaitsError(
+          `the schema registry did not give schema id ${id}: ${(error as Error).message}`,
+          error,
+        );
+      throw error;
+    }
+    const expected = schemaTypes[options.name];
+    if (registered.schemaType !== expected)
+      return refused(id, `schema id ${id} is ${registered.schemaType}, but the route reads ${options.name}`);
+    let compiled: CompiledSchema;
+    try {
+      compiled = await options.compile(registered, registry);
+    } catch (error) {
+      if (error instanceof UnmappableSchemaError || error instanceof SchemaNotFoundError)
+        return refused(id, `schema id ${id}: ${error.message}`);
+      if (isRetriable(error))
+        throw new PartitionWaitsError(
+          `the schema registry did not give what schema id ${id} references: ${(error as Error).message}`,
+          error,
+        );
+      throw error;
+    }
+    const fit = fitColumns(compiled.fields, options.columns);
+    if (fit.conflict !== undefined)
+      return refused(id, `schema id ${id} does not fit the table: ${fit.conflict}`);
+    if (fit.missing.length > 0 && options.columnsFollowSchema) {
+      const message = `records of schema id ${id} have columns the table lacks (${fit.missing.join(', ')}): the next run adds them before writing them`;
+      logger.notice('a newer schema version than the table', {
+        event: 'schema_ahead',
+        schemaId: id,
+        columns: fit.missing,
+      });
+      return { wait: message };
+    }
+    return { compiled };
+  }
+
+  /** A version the table cannot take: said once per schema id, its records dead letters. */
+  function refused(id: number, message: string): Known {
+    logger.warn('records of this schema version become dead letters', {
+      event: 'schema_incompatible',
+      schemaId: id,
+      reason: message,
+    });
+    return { kind: 'schema', message };
+  }
+
+  return {
+    name: options.name,
+    async prepare(records, signal) {
+      const wanted = new Set<number>();
+      for (const record of records) {
+        const value = record.value;
+        if (value !== null && value.length >= 5 && value[0] === 0) {
+          const id = value.readUInt32BE(1);
+          if (!known.has(id)) wanted.add(id);
+        }
+      }
+      for (const id of wanted) {
+        const result = await load(id, signal);
+        // A version waiting for its columns is asked again next run; faults above were never kept.
+        known.set(id, result);
+      }
+      for (const record of records) {
+        const value = record.value;
+        if (value === null || value.length < 5 || value[0] !== 0) continue;
+        const entry = known.get(value.readUInt32BE(1));
+        if (entry !== undefined && 'wait' in entry) throw new PartitionWaitsError(entry.wait);
+      }
+    },
+    decode(value) {
+      const header = readWireHeader(value);
+      if (!header.ok) return { ok: false, kind: 'decode', message: header.message };
+      const entry = known.get(header.schemaId);
+      if (entry === undefined)
+        throw new DrainError(`schema id ${header.schemaId} was not prepared`, { retriable: false });
+      if ('wait' in entry) throw new PartitionWaitsError(entry.wait);
+      if (!('compiled' in entry)) return { ok: false, kind: entry.kind, message: entry.message };
+      return decodeWith(entry.compiled, value.subarray(header.offset));
+    },
+  };
+}
+
+/** Raw Avro binary, every value written with the one schema of VALUE_SCHEMA_FILE. */
+export function createRawAvroFormat(schemaText: string): ValueFormat {
+  const compiled = compileAvro(schemaText);
+  return {
+    name: 'avro',
+    prepare: async () => {},
+    decode: (value) => decodeWith(compiled, value),
+  };
+}
+
+function decodeWith(compiled: CompiledSchema, payload: Buffer): DecodedValue {
+  try {
+    return { ok: true, value: compiled.decode(payload) };
+  } catch (error) {
+    if (error instanceof ValueError) return { ok: false, kind: error.kind, message: error.message };
+    return { ok: false, kind: 'decode', message: `value does not decode: ${(error as Error).message}` };
+  }
+}
