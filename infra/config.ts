@@ -1,7 +1,15 @@
 import { readFileSync } from 'node:fs';
 import { dirname, relative, resolve } from 'node:path';
 import * as pulumi from '@pulumi/pulumi';
-import { parseRoutes, tableName } from '../functions/drain/routes.js';
+import {
+  defaultTableLayout,
+  parseRoutes,
+  type TableLayout,
+  tableLayoutProblem,
+  tableName,
+  type ValueFormatName,
+  valueFormatNames,
+} from '../functions/drain/routes.js';
 
 /** A table the pipeline writes, with its schema: one per route. */
 export interface InfraRoute {
@@ -13,6 +21,8 @@ export interface InfraRoute {
    */
   readonly schemaFile: string | null;
   readonly metadataColumns: { readonly headers: boolean; readonly keyText: boolean };
+  /** Time partitioning and clustering of the table (the drain's defaults unless configured). */
+  readonly layout: TableLayout;
 }
 
 /** Everything the Pulumi program is told, read from Pulumi config once (`pulumi config set ...`). */
@@ -61,6 +71,18 @@ export interface InfraConfig {
   readonly kafkaSslClientKey: pulumi.Output<string> | undefined;
   /** Every table and its schema: the routes of `routesFile`, or the one of `dataset`/`table`/`schemaFile`. */
   readonly routes: readonly InfraRoute[];
+  /**
+   * How record values are written (VALUE_FORMAT; a routes file may say per route) and where their schemas
+   * are: the registry's URL, and for basic auth its key and secret (Secret Manager, never plain env).
+   * A Google registry (`*.googleapis.com`) takes the job's own token: no secret.
+   */
+  readonly values: {
+    readonly format: ValueFormatName;
+    readonly subject: string | undefined;
+    readonly registryUrl: string | undefined;
+    readonly registryUsername: pulumi.Output<string> | undefined;
+    readonly registryPassword: pulumi.Output<string> | undefined;
+  };
   /**
    * `routesFile`: the routes file (ROUTES_FILE) on the deploying machine. Its folder is baked into the image
    * (build arg ROUTES_DIR) at `/app/routes`, so every schema and rules path in it is relative and inside it.
@@ -113,17 +135,31 @@ export function readInfraConfig(): InfraConfig {
     keyText: config.getBoolean('keyTextColumn') ?? false,
   };
   const routesFile = config.get('routesFile');
+  const valueFormat = (config.get('valueFormat') ?? 'json') as ValueFormatName;
+  if (!valueFormatNames.includes(valueFormat))
+    throw new Error(`valueFormat must be one of ${valueFormatNames.join(', ')}, not ${valueFormat}`);
+  const layout = layoutOf(config);
+  const registryUrl = config.get('schemaRegistryUrl');
+  const registryUsername = config.getSecret('schemaRegistryUsername');
+  const registryPassword = config.getSecret('schemaRegistryPassword');
+  if ((registryUsername === undefined) !== (registryPassword === undefined))
+    throw new Error(
+      'schemaRegistryUsername and schemaRegistryPassword go together (basic auth): set both or neither',
+    );
   const routes: InfraRoute[] =
     routesFile === undefined
       ? [
           {
             dataset,
             table: config.get('table') ?? 'events',
-            schemaFile: config.require('schemaFile'),
+            // JSON values carry no schema: the table's is required. Others may take the registry's.
+            schemaFile:
+              valueFormat === 'json' ? config.require('schemaFile') : (config.get('schemaFile') ?? null),
             metadataColumns,
+            layout,
           },
         ]
-      : routesOf(routesFile, dataset, metadataColumns);
+      : routesOf(routesFile, dataset, metadataColumns, layout);
   return {
     project: gcp.require('project'),
     region: gcp.get('region') ?? config.get('region') ?? 'europe-west1',
@@ -146,6 +182,13 @@ export function readInfraConfig(): InfraConfig {
     dataset,
     writeMode,
     metadataColumns,
+    values: {
+      format: valueFormat,
+      subject: config.get('valueSubject'),
+      registryUrl,
+      registryUsername,
+      registryPassword,
+    },
     schedule: config.get('schedule') ?? '*/5 * * * *',
     timeZone: config.get('timeZone') ?? 'Etc/UTC',
     taskCount: config.getNumber('taskCount') ?? 1,
@@ -182,8 +225,13 @@ function vpcOf(config: pulumi.Config): InfraConfig['vpc'] {
 }
 
 /** The routes of a routes file, as the drain reads it; its paths must stay inside its folder (the image). */
-function routesOf(file: string, dataset: string, metadata: InfraRoute['metadataColumns']): InfraRoute[] {
-  const routes = parseRoutes(readFileSync(file, 'utf8'), file, { dataset, metadata });
+function routesOf(
+  file: string,
+  dataset: string,
+  metadata: InfraRoute['metadataColumns'],
+  layout: TableLayout,
+): InfraRoute[] {
+  const routes = parseRoutes(readFileSync(file, 'utf8'), file, { dataset, metadata, layout });
   const folder = dirname(resolve(file));
   for (const route of routes) {
     for (const path of [route.schemaFile, route.rulesModule, route.valueSchemaFile]) {
@@ -199,5 +247,20 @@ function routesOf(file: string, dataset: string, metadata: InfraRoute['metadataC
     table: r.table,
     schemaFile: r.schemaFile,
     metadataColumns: r.metadata,
+    layout: r.layout,
   }));
+}
+
+/** partitionField, partitionType, partitionExpirationDays, requirePartitionFilter, clustering. */
+function layoutOf(config: pulumi.Config): TableLayout {
+  const layout: TableLayout = {
+    partitionField: config.get('partitionField') ?? defaultTableLayout.partitionField,
+    partitionType: (config.get('partitionType') ?? 'DAY').toUpperCase() as TableLayout['partitionType'],
+    partitionExpirationDays: config.getNumber('partitionExpirationDays') ?? null,
+    requirePartitionFilter: config.getBoolean('requirePartitionFilter') ?? false,
+    clustering: config.getObject<string[]>('clustering') ?? defaultTableLayout.clustering,
+  };
+  const problem = tableLayoutProblem(layout);
+  if (problem !== undefined) throw new Error(`table layout: ${problem}`);
+  return layout;
 }

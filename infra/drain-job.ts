@@ -123,6 +123,16 @@ export class DrainJob extends pulumi.ComponentResource {
     };
 
     const secretEnv: gcp.types.input.cloudrunv2.JobTemplateTemplateContainerEnv[] = [];
+    const { values } = config;
+    if (values.registryUsername !== undefined && values.registryPassword !== undefined) {
+      for (const [variable, value] of [
+        ['SCHEMA_REGISTRY_USERNAME', values.registryUsername],
+        ['SCHEMA_REGISTRY_PASSWORD', values.registryPassword],
+      ] as const) {
+        const { secretId, version } = secret(variable, value);
+        secretEnv.push({ name: variable, valueSource: { secretKeyRef: { secret: secretId, version } } });
+      }
+    }
     if (config.kafkaSaslUsername !== undefined && config.kafkaSaslPassword !== undefined) {
       for (const [variable, value] of [
         ['KAFKA_SASL_USERNAME', config.kafkaSaslUsername!],
@@ -159,8 +169,15 @@ export class DrainJob extends pulumi.ComponentResource {
       BQ_DATASET: data.dataset.datasetId,
       // The routes file and its schemas are baked into the image (ROUTES_DIR); else the one table's.
       ...(config.routesFile === undefined
-        ? { BQ_TABLE: data.targetTable.tableId, BQ_SCHEMA_FILE: schemaPathInImage }
+        ? {
+            BQ_TABLE: data.targetTable.tableId,
+            ...(config.routes[0]!.schemaFile === null ? {} : { BQ_SCHEMA_FILE: schemaPathInImage }),
+            ...layoutEnv(config.routes[0]!.layout),
+          }
         : { ROUTES_FILE: `${routesPathInImage}/${config.routesFile.name}` }),
+      VALUE_FORMAT: values.format,
+      ...(values.subject === undefined ? {} : { VALUE_SUBJECT: values.subject }),
+      ...(values.registryUrl === undefined ? {} : { SCHEMA_REGISTRY_URL: values.registryUrl }),
       BQ_WRITE_MODE: config.writeMode,
       BQ_LOCATION: config.region,
       BQ_HEADERS_COLUMN: String(config.metadataColumns.headers),
@@ -264,4 +281,17 @@ export class DrainJob extends pulumi.ComponentResource {
     );
     this.registerOutputs({ job: this.job.name });
   }
+}
+
+/** The single table's layout as the drain reads it (a routes file carries its own). */
+function layoutEnv(layout: InfraConfig['routes'][number]['layout']): Record<string, string> {
+  return {
+    BQ_PARTITION_FIELD: layout.partitionField,
+    BQ_PARTITION_TYPE: layout.partitionType,
+    ...(layout.partitionExpirationDays === null
+      ? {}
+      : { BQ_PARTITION_EXPIRATION_DAYS: String(layout.partitionExpirationDays) }),
+    BQ_REQUIRE_PARTITION_FILTER: String(layout.requirePartitionFilter),
+    BQ_CLUSTERING: layout.clustering.join(','),
+  };
 }

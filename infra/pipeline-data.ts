@@ -4,8 +4,6 @@ import {
   deadLetterTableName,
   deadLetterTableSchema,
   readUserSchema,
-  targetTableClustering,
-  targetTablePartitioning,
   targetTableSchema,
 } from '../functions/sinks/table-schema.js';
 import type { InfraConfig } from './config.js';
@@ -90,8 +88,15 @@ export class PipelineData extends pulumi.ComponentResource {
               route.metadataColumns,
             ),
           ),
-          timePartitioning: { type: targetTablePartitioning.type, field: targetTablePartitioning.field },
-          clusterings: [...targetTableClustering],
+          timePartitioning: {
+            type: route.layout.partitionType,
+            field: route.layout.partitionField,
+            ...(route.layout.partitionExpirationDays === null
+              ? {}
+              : { expirationMs: Math.round(route.layout.partitionExpirationDays * 86_400_000) }),
+          },
+          ...(route.layout.clustering.length === 0 ? {} : { clusterings: [...route.layout.clustering] }),
+          ...(route.layout.requirePartitionFilter ? { requirePartitionFilter: true } : {}),
           deletionProtection: true,
         },
         // Columns from a registry are the drain's to add as the subject evolves: a deploy leaves them.

@@ -26,6 +26,12 @@ FIRESTORE_PORT=${KBD_FIRESTORE_PORT:-18080}
 PUBSUB_PORT=${KBD_PUBSUB_PORT:-18085}
 BIGQUERY_PORT=${KBD_BIGQUERY_PORT:-19050}
 BIGQUERY_GRPC_PORT=${KBD_BIGQUERY_GRPC_PORT:-19060}
+# A schema registry: Karapace 3.15.0 (real, Confluent-compatible) from ../shared/tools/karapace when that is
+# there (CI and every developer machine), else the project's own minimal one (stack/mini-registry.mjs).
+REGISTRY_PORT=${KBD_REGISTRY_PORT:-18081}
+KARAPACE=${KBD_KARAPACE:-$ROOT/../shared/tools/karapace/karapace.sh}
+# Python's confluent-kafka (its Avro, Protobuf and JSON serializers): producers no one here wrote.
+PY_PRODUCERS=$CACHE_DIR/py-confluent-kafka-2.16.1
 
 KAFKA_VERSION=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$ROOT/stack/kafka/pom.xml")
 BQ_EMULATOR_VERSION=$(sed -n 's:^require github.com/goccy/bigquery-emulator \(.*\)$:\1:p' "$ROOT/stack/bigquery-emulator/go.mod")
@@ -54,7 +60,7 @@ TLS_DIR=$STACK_DIR/tls
 SCRAM_USER=kbd-drain
 LOGS=$STACK_DIR/logs
 PIDS=$STACK_DIR/pids
-SERVICES=(kafka firestore pubsub bigquery)
+SERVICES=(kafka firestore pubsub bigquery registry)
 
 say() { printf '[stack] %s\n' "$*" >&2; }
 die() { printf '[stack] error: %s\n' "$*" >&2; exit 1; }
@@ -62,13 +68,13 @@ die() { printf '[stack] error: %s\n' "$*" >&2; exit 1; }
 port_of() {
   case $1 in
     kafka) echo "$KAFKA_PORT" ;; firestore) echo "$FIRESTORE_PORT" ;;
-    pubsub) echo "$PUBSUB_PORT" ;; bigquery) echo "$BIGQUERY_PORT" ;;
+    pubsub) echo "$PUBSUB_PORT" ;; bigquery) echo "$BIGQUERY_PORT" ;; registry) echo "$REGISTRY_PORT" ;;
   esac
 }
 port_var_of() {
   case $1 in
     kafka) echo KBD_KAFKA_PORT ;; firestore) echo KBD_FIRESTORE_PORT ;;
-    pubsub) echo KBD_PUBSUB_PORT ;; bigquery) echo KBD_BIGQUERY_PORT ;;
+    pubsub) echo KBD_PUBSUB_PORT ;; bigquery) echo KBD_BIGQUERY_PORT ;; registry) echo KBD_REGISTRY_PORT ;;
   esac
 }
 
@@ -277,6 +283,28 @@ start_bigquery() {
   echo "$BQ_EMULATOR_BIN" >"$PIDS/bigquery.bin"
 }
 
+# After Kafka answers: Karapace keeps its schemas in a topic of the broker.
+start_registry() {
+  if [[ -f $KARAPACE ]]; then
+    bash "$KARAPACE" up --kafka "127.0.0.1:$KAFKA_PORT" --port "$REGISTRY_PORT" --dir "$CACHE_DIR/karapace-3.15.0" \
+      --topic _kbd_schemas >"$LOGS/registry.log" 2>&1 || { tail -n 30 "$LOGS/registry.log" >&2; die "karapace did not start"; }
+    cp "$CACHE_DIR/karapace-3.15.0/pid" "$PIDS/registry.pid"
+    echo karapace >"$PIDS/registry.kind"
+  else
+    spawn registry node "$ROOT/stack/mini-registry.mjs" "$REGISTRY_PORT" "$STACK_DIR/registry.json"
+    echo minimal >"$PIDS/registry.kind"
+  fi
+}
+
+install_python_producers() {
+  "$PY_PRODUCERS/bin/python" -c 'import confluent_kafka.schema_registry.avro, confluent_kafka.schema_registry.protobuf, confluent_kafka.schema_registry.json_schema, grpc_tools' 2>/dev/null && return 0
+  say "installing Python's confluent-kafka 2.16.1 (serializers) into $PY_PRODUCERS"
+  rm -rf "$PY_PRODUCERS"
+  python3 -m venv "$PY_PRODUCERS"
+  "$PY_PRODUCERS/bin/pip" install -q "confluent-kafka[avro,protobuf,json,schemaregistry]==2.16.1" grpcio-tools \
+    >"$CACHE_DIR/py-producers-install.log" 2>&1 || { tail -n 20 "$CACHE_DIR/py-producers-install.log" >&2; die "pip install confluent-kafka failed"; }
+}
+
 # A real request per service, not just an open port.
 healthy() {
   case $1 in
@@ -284,6 +312,7 @@ healthy() {
     firestore) [[ $(curl -sf "http://127.0.0.1:$FIRESTORE_PORT/" 2>/dev/null) == Ok* ]] ;;
     pubsub) curl -sf "http://127.0.0.1:$PUBSUB_PORT/v1/projects/$PROJECT/topics" >/dev/null 2>&1 ;;
     bigquery) curl -sf "http://127.0.0.1:$BIGQUERY_PORT/bigquery/v2/projects/$PROJECT/datasets" >/dev/null 2>&1 ;;
+    registry) curl -sf "http://127.0.0.1:$REGISTRY_PORT/subjects" >/dev/null 2>&1 ;;
   esac
 }
 
@@ -321,6 +350,9 @@ BIGQUERY_API_ENDPOINT=http://127.0.0.1:$BIGQUERY_PORT
 BIGQUERY_STORAGE_ENDPOINT=127.0.0.1:$BIGQUERY_GRPC_PORT
 KBD_BIGQUERY_GRPC_PORT=$BIGQUERY_GRPC_PORT
 GOOGLE_CLOUD_PROJECT=$PROJECT
+SCHEMA_REGISTRY_URL=http://127.0.0.1:$REGISTRY_PORT
+KBD_REGISTRY_KIND=$(cat "$PIDS/registry.kind" 2>/dev/null || echo unknown)
+KBD_PYTHON=$PY_PRODUCERS/bin/python
 EOF
 }
 
@@ -331,6 +363,7 @@ up() {
   install_oauth_validator
   install_bigquery
   install_kcat
+  install_python_producers
   make_tls
   local started=()
   # A BigQuery emulator started from another build (before the patch changed) is replaced.
@@ -344,7 +377,7 @@ up() {
     stop_one kafka
   fi
   for s in "${SERVICES[@]}"; do
-    if running "$s"; then continue; fi
+    if running "$s" || [[ $s == registry ]]; then continue; fi
     local port; port=$(port_of "$s")
     port_open "$port" && die "port $port ($(port_var_of "$s")) is already in use by another process; free it or choose another port"
     [[ $s == kafka ]] && port_open "$KAFKA_CONTROLLER_PORT" \
@@ -356,7 +389,13 @@ up() {
     "start_$s"
     started+=("$s")
   done
-  for s in "${SERVICES[@]}"; do wait_healthy "$s"; done
+  for s in "${SERVICES[@]}"; do [[ $s == registry ]] || wait_healthy "$s"; done
+  if ! running registry; then
+    port_open "$REGISTRY_PORT" && die "port $REGISTRY_PORT (KBD_REGISTRY_PORT) is already in use by another process"
+    start_registry
+    started+=(registry)
+  fi
+  wait_healthy registry
   # The user lives in the cluster's metadata: set it whenever the broker (re)started.
   if [[ " ${started[*]} " == *" kafka "* || ! -f $STACK_DIR/env ]]; then add_scram_user; fi
   write_env

@@ -1,7 +1,15 @@
 import { readFileSync } from 'node:fs';
 import { ConfigError } from './errors.js';
 import { type LogLevel, logLevelNames } from './logger.js';
-import { parseRoutes, type Route, valueFormatNames, valueFormatProblem } from './routes.js';
+import {
+  defaultTableLayout,
+  parseRoutes,
+  type Route,
+  type TableLayout,
+  tableLayoutProblem,
+  valueFormatNames,
+  valueFormatProblem,
+} from './routes.js';
 import { parseStartPosition, type StartPosition } from './start-position.js';
 
 export type WriteMode = 'insert-all' | 'merge' | 'storage-write';
@@ -204,6 +212,7 @@ function routesOf(read: Reader, readFile: (path: string) => string) {
   const dataset = read.matching('BQ_DATASET', /^[a-zA-Z0-9_]{1,1024}$/, 'letters, digits and _', true);
   const routesFile = read.optional('ROUTES_FILE');
   const valueFormat = read.oneOf('VALUE_FORMAT', valueFormatNames, 'json');
+  const layout = layoutOf(read);
   let routes: Route[];
   let topics: string[];
   const topicList = (optional: boolean) =>
@@ -235,6 +244,7 @@ function routesOf(read: Reader, readFile: (path: string) => string) {
         valueFormat,
         valueSchemaFile,
         valueSubject: read.optional('VALUE_SUBJECT'),
+        layout,
       },
     ];
   } else {
@@ -250,11 +260,43 @@ function routesOf(read: Reader, readFile: (path: string) => string) {
     } catch (error) {
       throw new ConfigError('ROUTES_FILE', `(${routesFile}) cannot be read: ${(error as Error).message}`);
     }
-    routes = parseRoutes(text, routesFile, { dataset, metadata, valueFormat });
+    routes = parseRoutes(text, routesFile, { dataset, metadata, valueFormat, layout });
     topics = topicList(true);
   }
 
   return { routes, routesFile, topics };
+}
+
+/** The table layout: BQ_PARTITION_FIELD, _TYPE, _EXPIRATION_DAYS, BQ_REQUIRE_PARTITION_FILTER, BQ_CLUSTERING. */
+function layoutOf(read: Reader): TableLayout {
+  const expiration = read.optional('BQ_PARTITION_EXPIRATION_DAYS');
+  const clustering = read.optional('BQ_CLUSTERING');
+  const layout: TableLayout = {
+    partitionField: read.optional('BQ_PARTITION_FIELD') ?? defaultTableLayout.partitionField,
+    partitionType: read.oneOf('BQ_PARTITION_TYPE', ['DAY', 'HOUR', 'MONTH', 'YEAR'], 'DAY'),
+    partitionExpirationDays:
+      expiration === null ? null : read.integer('BQ_PARTITION_EXPIRATION_DAYS', 0, 1, 100_000),
+    requirePartitionFilter: read.boolean('BQ_REQUIRE_PARTITION_FILTER', false),
+    clustering:
+      clustering === null
+        ? defaultTableLayout.clustering
+        : clustering
+            .split(',')
+            .map((c) => c.trim())
+            .filter((c) => c !== ''),
+  };
+  const problem = tableLayoutProblem(layout);
+  if (problem !== undefined) {
+    const variable = /clustering/.test(problem)
+      ? 'BQ_CLUSTERING'
+      : /required partition filter/.test(problem)
+        ? 'BQ_REQUIRE_PARTITION_FILTER'
+        : /expiration/.test(problem)
+          ? 'BQ_PARTITION_EXPIRATION_DAYS'
+          : 'BQ_PARTITION_FIELD';
+    throw new ConfigError(variable, problem);
+  }
+  return layout;
 }
 
 /** The registry, required when a route reads the wire format; its credentials go together. */

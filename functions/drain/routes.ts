@@ -11,6 +11,44 @@ import { dirname, isAbsolute, resolve } from 'node:path';
 import { ConfigError } from './errors.js';
 import type { MetadataColumns } from './types.js';
 
+/**
+ * How a route's table is laid out: time partitioning by a column (the Kafka timestamp by default, or a
+ * user TIMESTAMP / DATE / DATETIME column), its granularity and expiration, whether queries must filter
+ * on it, and clustering by up to four columns. Applied when the table is made (by the drain or `infra/`).
+ */
+export interface TableLayout {
+  readonly partitionField: string;
+  readonly partitionType: 'DAY' | 'HOUR' | 'MONTH' | 'YEAR';
+  readonly partitionExpirationDays: number | null;
+  readonly requirePartitionFilter: boolean;
+  readonly clustering: readonly string[];
+}
+
+export const defaultTableLayout: TableLayout = {
+  partitionField: '_kafka_timestamp',
+  partitionType: 'DAY',
+  partitionExpirationDays: null,
+  requirePartitionFilter: false,
+  clustering: ['_kafka_topic', '_kafka_partition', '_kafka_offset'],
+};
+
+/** What is wrong with a layout (undefined: nothing); `at` prefixes the message. */
+export function tableLayoutProblem(layout: TableLayout): string | undefined {
+  if (!/^[A-Za-z_][A-Za-z0-9_]{0,299}$/.test(layout.partitionField))
+    return `partition field "${layout.partitionField}" is not a column name`;
+  if (!['DAY', 'HOUR', 'MONTH', 'YEAR'].includes(layout.partitionType))
+    return `partition type ${layout.partitionType} is not DAY, HOUR, MONTH or YEAR`;
+  if (layout.partitionExpirationDays !== null && !(layout.partitionExpirationDays > 0))
+    return 'partition expiration must be a positive number of days';
+  // The drain's own queries of the table (replays, verify, MERGE) filter on the Kafka timestamp only.
+  if (layout.requirePartitionFilter && layout.partitionField !== '_kafka_timestamp')
+    return "a required partition filter needs partitioning by _kafka_timestamp (the drain's own queries filter on it)";
+  if (layout.clustering.length > 4) return 'clustering takes at most four columns';
+  const bad = layout.clustering.find((c) => !/^[A-Za-z_][A-Za-z0-9_]{0,299}$/.test(c));
+  if (bad !== undefined) return `clustering column "${bad}" is not a column name`;
+  return undefined;
+}
+
 export type ValueFormatName = 'json' | 'avro' | 'protobuf' | 'json-schema';
 export const valueFormatNames: readonly ValueFormatName[] = ['json', 'avro', 'protobuf', 'json-schema'];
 
@@ -34,6 +72,7 @@ export interface Route {
   readonly valueSchemaFile: string | null;
   /** The registry subject whose latest version gives the table's columns (default `{first topic}-value`). */
   readonly valueSubject: string | null;
+  readonly layout: TableLayout;
   readonly rulesModule: string | null;
   readonly metadata: MetadataColumns;
 }
@@ -124,7 +163,12 @@ export function tableName(route: Pick<Route, 'dataset' | 'table'>): string {
 export function parseRoutes(
   text: string,
   file: string,
-  defaults: { dataset: string | null; metadata: MetadataColumns; valueFormat?: ValueFormatName },
+  defaults: {
+    dataset: string | null;
+    metadata: MetadataColumns;
+    valueFormat?: ValueFormatName;
+    layout?: TableLayout;
+  },
 ): Route[] {
   const fail = (message: string): never => {
     throw new ConfigError('ROUTES_FILE', `(${file}) ${message}`);
@@ -149,6 +193,8 @@ export function parseRoutes(
     'valueFormat',
     'valueSchemaFile',
     'valueSubject',
+    'partitioning',
+    'clustering',
   ]);
   const routes = list.map((entry: unknown, index): Route => {
     const at = `route ${index + 1}`;
@@ -192,10 +238,12 @@ export function parseRoutes(
       if (r[flag] !== undefined && typeof r[flag] !== 'boolean')
         fail(`${at}: "${flag}" must be true or false`);
     }
+    const layout = routeLayout(r, defaults.layout ?? defaultTableLayout, (m) => fail(`${at}: ${m}`));
     return {
       topics,
       dataset,
       table,
+      layout,
       schemaFile: typeof r.schemaFile === 'string' ? path(r.schemaFile) : null,
       valueFormat: valueFormat as ValueFormatName,
       valueSchemaFile: typeof r.valueSchemaFile === 'string' ? path(r.valueSchemaFile) : null,
@@ -230,4 +278,40 @@ export function valueFormatProblem(
   if (hasValueSchemaFile && format !== 'avro')
     return '"valueSchemaFile" is for raw Avro values only (valueFormat avro)';
   return undefined;
+}
+
+/**
+ * A routes file's `"partitioning": { "field", "type", "expirationDays", "requirePartitionFilter" }` and
+ * `"clustering": [...]`, over the pipeline's layout.
+ */
+function routeLayout(
+  r: Record<string, unknown>,
+  base: TableLayout,
+  fail: (message: string) => never,
+): TableLayout {
+  const p = (r.partitioning ?? {}) as Record<string, unknown>;
+  if (typeof p !== 'object' || p === null || Array.isArray(p))
+    return fail('"partitioning" must be an object');
+  for (const key of Object.keys(p))
+    if (!['field', 'type', 'expirationDays', 'requirePartitionFilter'].includes(key))
+      fail(`"partitioning" has an unknown key "${key}"`);
+  if (
+    r.clustering !== undefined &&
+    (!Array.isArray(r.clustering) || !r.clustering.every((c) => typeof c === 'string'))
+  )
+    fail('"clustering" must be a list of column names');
+  const layout: TableLayout = {
+    partitionField: typeof p.field === 'string' ? p.field : base.partitionField,
+    partitionType:
+      typeof p.type === 'string'
+        ? (p.type.toUpperCase() as TableLayout['partitionType'])
+        : base.partitionType,
+    partitionExpirationDays:
+      typeof p.expirationDays === 'number' ? p.expirationDays : base.partitionExpirationDays,
+    requirePartitionFilter:
+      typeof p.requirePartitionFilter === 'boolean' ? p.requirePartitionFilter : base.requirePartitionFilter,
+    clustering: (r.clustering as string[] | undefined) ?? base.clustering,
+  };
+  const problem = tableLayoutProblem(layout);
+  return problem === undefined ? layout : fail(problem);
 }

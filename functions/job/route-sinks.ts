@@ -115,7 +115,7 @@ export function createRouteSinks(options: RouteSinksOptions): RouteSinks {
       const target = { dataset: route.dataset, table: route.table, location: config.bigquery.location };
       const table = await ensureTargetTable(
         clients.bigquery,
-        { ...target, metadata: route.metadata },
+        { ...target, metadata: route.metadata, layout: route.layout },
         userSchema,
       );
       // Nothing is written before the table has every column of the schema file (additive evolution).

@@ -1,15 +1,11 @@
 import type { BigQuery, Table } from '@google-cloud/bigquery';
 import { chunksOf } from '../drain/chunks.js';
-import { DrainError } from '../drain/errors.js';
+import { ConfigError, DrainError } from '../drain/errors.js';
 import type { Logger } from '../drain/logger.js';
 import { type RetryPolicy, withRetry } from '../drain/retry.js';
+import { defaultTableLayout, type TableLayout } from '../drain/routes.js';
 import type { MetadataColumns, RowResult, RowToWrite, Sink } from '../drain/types.js';
-import {
-  type SchemaField,
-  targetTableClustering,
-  targetTablePartitioning,
-  targetTableSchema,
-} from './table-schema.js';
+import { type SchemaField, targetTableSchema } from './table-schema.js';
 
 /**
  * HTTP statuses and BigQuery reasons that are transient; anything else is fatal. `jobInternalError` comes
@@ -53,13 +49,64 @@ export function bigQueryError(error: unknown, what: string): Error {
   });
 }
 
-/** Creates the target table if it is missing: user columns + metadata, day-partitioned, clustered. */
+/** Creates the target table if it is missing: user columns + metadata, laid out as the route says. */
 export function ensureTargetTable(
   bigquery: BigQuery,
-  target: { dataset: string; table: string; location: string | null; metadata?: MetadataColumns },
+  target: {
+    dataset: string;
+    table: string;
+    location: string | null;
+    metadata?: MetadataColumns;
+    layout?: TableLayout;
+  },
   userFields: readonly SchemaField[],
 ): Promise<Table> {
-  return ensureTable(bigquery, target, target.table, targetTableSchema(userFields, target.metadata));
+  const fields = targetTableSchema(userFields, target.metadata);
+  const layout = target.layout ?? defaultTableLayout;
+  checkLayout(layout, fields);
+  return ensureTable(bigquery, target, target.table, fields, layout);
+}
+
+/** The table's layout: BigQuery's `timePartitioning`, `clustering` and partition-filter settings. */
+export function tableLayoutMetadata(layout: TableLayout) {
+  return {
+    timePartitioning: {
+      type: layout.partitionType,
+      field: layout.partitionField,
+      ...(layout.partitionExpirationDays === null
+        ? {}
+        : { expirationMs: String(Math.round(layout.partitionExpirationDays * 86_400_000)) }),
+    },
+    ...(layout.clustering.length === 0 ? {} : { clustering: { fields: [...layout.clustering] } }),
+    ...(layout.requirePartitionFilter ? { requirePartitionFilter: true } : {}),
+  };
+}
+
+/** A partition column must be a top-level TIMESTAMP, DATE or DATETIME; clustering columns top-level scalars. */
+export function checkLayout(layout: TableLayout, fields: readonly SchemaField[]): void {
+  const find = (name: string) => fields.find((f) => f.name.toLowerCase() === name.toLowerCase());
+  const partition = find(layout.partitionField);
+  if (
+    partition === undefined ||
+    !['TIMESTAMP', 'DATE', 'DATETIME'].includes(partition.type.toUpperCase()) ||
+    partition.mode === 'REPEATED'
+  )
+    throw new ConfigError(
+      'BQ_PARTITION_FIELD',
+      `${layout.partitionField} must be a TIMESTAMP, DATE or DATETIME column of the table${partition === undefined ? ' (it has none of that name)' : ''}`,
+    );
+  for (const name of layout.clustering) {
+    const column = find(name);
+    if (
+      column === undefined ||
+      ['RECORD', 'STRUCT', 'JSON'].includes(column.type.toUpperCase()) ||
+      column.mode === 'REPEATED'
+    )
+      throw new ConfigError(
+        'BQ_CLUSTERING',
+        `${name} must be a top-level, non-repeated column of the table that is no RECORD or JSON`,
+      );
+  }
 }
 
 /**
@@ -71,6 +118,7 @@ export async function ensureTable(
   target: { dataset: string; location: string | null },
   name: string,
   fields: readonly SchemaField[],
+  layout: TableLayout = defaultTableLayout,
 ): Promise<Table> {
   const dataset = bigquery.dataset(target.dataset);
   const table = dataset.table(name);
@@ -86,8 +134,7 @@ export async function ensureTable(
       await dataset
         .createTable(name, {
           schema: { fields: [...fields] },
-          timePartitioning: { ...targetTablePartitioning },
-          clustering: { fields: [...targetTableClustering] },
+          ...tableLayoutMetadata(layout),
         })
         .catch(ignoreAlreadyExists);
     }

@@ -34,10 +34,6 @@ export const headersField: SchemaField = {
 };
 export const keyTextField: SchemaField = { name: '_kafka_key_text', type: 'STRING', mode: 'NULLABLE' };
 
-/** Day partitions of the Kafka timestamp: deterministic per record, so that a MERGE can prune them. */
-export const targetTablePartitioning = { type: 'DAY', field: '_kafka_timestamp' } as const;
-export const targetTableClustering = ['_kafka_topic', '_kafka_partition', '_kafka_offset'] as const;
-
 /** Reads a BigQuery JSON schema (an array of fields, or `{ "fields": [...] }`) from BQ_SCHEMA_FILE. */
 export function readUserSchema(path: string): SchemaField[] {
   let parsed: unknown;

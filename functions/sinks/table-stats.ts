@@ -27,7 +27,7 @@ export async function offsetsHeld(
     const [rows] = await bigquery.query({
       query: `SELECT _kafka_offset AS offset_, UNIX_MILLIS(MIN(_kafka_timestamp)) AS ts_
               FROM \`${target.dataset}.${target.table}\`
-              WHERE _kafka_topic = '${range.topic}' AND _kafka_partition = ${range.partition}
+              WHERE ${everyPartition} AND _kafka_topic = '${range.topic}' AND _kafka_partition = ${range.partition}
                 AND _kafka_offset >= ${range.from} AND _kafka_offset < ${range.to}
               GROUP BY _kafka_offset`,
     });
@@ -38,6 +38,12 @@ export async function offsetsHeld(
     throw bigQueryError(error, `read the offsets ${target.table} holds`);
   }
 }
+
+/**
+ * A filter on the partitioning column that keeps every row: a table made with a required partition filter
+ * (BQ_REQUIRE_PARTITION_FILTER) refuses queries without one, and these must read all of a partition's rows.
+ */
+const everyPartition = "_kafka_timestamp >= TIMESTAMP('0001-01-01')";
 
 /** Ranges per query: a thousand partitions cost a handful of aggregate queries, not a thousand. */
 const rangesPerQuery = 200;
@@ -74,7 +80,7 @@ export async function tableStatsByPartition(
         query: `SELECT _kafka_topic AS topic_, _kafka_partition AS partition_, COUNT(*) AS rows_,
                   COUNT(DISTINCT _kafka_offset) AS distinct_, MIN(_kafka_offset) AS min_, MAX(_kafka_offset) AS max_
                 FROM \`${target.dataset}.${target.table}\`
-                WHERE ${clauses.join('\n OR ')}
+                WHERE ${everyPartition} AND (${clauses.join('\n OR ')})
                 GROUP BY _kafka_topic, _kafka_partition`,
       });
       for (const r of rows as {

@@ -144,3 +144,27 @@ export async function kcatOffsets(
     .filter((l) => l.trim() !== '')
     .map(Number);
 }
+
+/**
+ * Python's confluent-kafka as the producer, with its schema-registry serializers (AvroSerializer,
+ * ProtobufSerializer, JSONSerializer) against the stack's registry: the wire format as real producers
+ * write it. `values` is a Python expression (a list literal; datetime, Decimal, UUID in scope).
+ */
+export async function pythonProduce(spec: {
+  topic: string;
+  format: 'avro' | 'protobuf' | 'json-schema' | 'raw-avro' | 'raw';
+  schema?: string;
+  message?: string;
+  values: string;
+  partition?: number;
+  registry?: string;
+}): Promise<number> {
+  const env = stackEnv() as unknown as Record<string, string>;
+  const out = await run(
+    stackValue('KBD_PYTHON'),
+    [join(import.meta.dirname, 'py', 'confluent_produce.py')],
+    JSON.stringify({ brokers: env.KAFKA_BROKERS, registry: env.SCHEMA_REGISTRY_URL, ...spec }),
+    120_000,
+  );
+  return Number(out.trim());
+}

@@ -278,3 +278,120 @@ describe('START_POSITION', () => {
     expect(() => parseConfig({ ...base, START_POSITION: value })).toThrow(/START_POSITION/);
   });
 });
+
+describe('value formats and the schema registry', () => {
+  const { BQ_SCHEMA_FILE: _file, ...noSchemaFile } = base;
+
+  test('JSON by default; Avro from the registry needs no schema file', () => {
+    expect(parseConfig(base).routes[0]).toMatchObject({
+      valueFormat: 'json',
+      valueSchemaFile: null,
+      valueSubject: null,
+    });
+    expect(parseConfig(base).schemaRegistry).toBeNull();
+    const config = parseConfig({
+      ...noSchemaFile,
+      VALUE_FORMAT: 'avro',
+      SCHEMA_REGISTRY_URL: 'https://registry.example:8081',
+      SCHEMA_REGISTRY_USERNAME: 'key',
+      SCHEMA_REGISTRY_PASSWORD: 'secret',
+      VALUE_SUBJECT: 'shop.Order',
+    });
+    expect(config.routes[0]).toMatchObject({
+      valueFormat: 'avro',
+      schemaFile: null,
+      valueSubject: 'shop.Order',
+    });
+    expect(config.schemaRegistry).toEqual({
+      url: 'https://registry.example:8081',
+      auth: 'basic',
+      username: 'key',
+      password: 'secret',
+    });
+  });
+
+  test("Google's registry takes the job's own token: no password", () => {
+    const url = 'https://managedkafka.googleapis.com/v1/projects/p/locations/r/schemaRegistries/reg';
+    const config = parseConfig({ ...noSchemaFile, VALUE_FORMAT: 'protobuf', SCHEMA_REGISTRY_URL: url });
+    expect(config.schemaRegistry).toMatchObject({ auth: 'google', username: null });
+  });
+
+  test('raw Avro with a schema file needs no registry', () => {
+    const config = parseConfig({ ...noSchemaFile, VALUE_FORMAT: 'avro', VALUE_SCHEMA_FILE: '/v.avsc' });
+    expect(config.routes[0]).toMatchObject({
+      valueFormat: 'avro',
+      valueSchemaFile: '/v.avsc',
+      schemaFile: null,
+    });
+  });
+
+  test.each([
+    ['VALUE_FORMAT', { ...base, VALUE_FORMAT: 'xml' }],
+    ['BQ_SCHEMA_FILE', noSchemaFile],
+    ['SCHEMA_REGISTRY_URL', { ...noSchemaFile, VALUE_FORMAT: 'avro' }],
+    ['SCHEMA_REGISTRY_URL', { ...base, VALUE_FORMAT: 'json-schema', SCHEMA_REGISTRY_URL: 'registry:8081' }],
+    [
+      'SCHEMA_REGISTRY_PASSWORD',
+      { ...base, VALUE_FORMAT: 'avro', SCHEMA_REGISTRY_URL: 'http://r', SCHEMA_REGISTRY_USERNAME: 'u' },
+    ],
+    ['SCHEMA_REGISTRY_USERNAME', { ...base, SCHEMA_REGISTRY_USERNAME: 'u' }],
+    [
+      'VALUE_SCHEMA_FILE',
+      { ...base, VALUE_FORMAT: 'protobuf', VALUE_SCHEMA_FILE: '/v.proto', SCHEMA_REGISTRY_URL: 'http://r' },
+    ],
+  ])('a bad combination names %s', (variable, env) => {
+    expect(() => parseConfig(env)).toThrow(ConfigError);
+    try {
+      parseConfig(env);
+    } catch (error) {
+      expect((error as ConfigError).variable).toBe(variable);
+    }
+  });
+});
+
+describe('table layout', () => {
+  test("today's layout by default: day partitions of the Kafka timestamp, clustered by origin", () => {
+    expect(parseConfig(base).routes[0]!.layout).toEqual({
+      partitionField: '_kafka_timestamp',
+      partitionType: 'DAY',
+      partitionExpirationDays: null,
+      requirePartitionFilter: false,
+      clustering: ['_kafka_topic', '_kafka_partition', '_kafka_offset'],
+    });
+  });
+
+  test('a user column, hourly, expiring, clustered by user columns', () => {
+    const config = parseConfig({
+      ...base,
+      BQ_PARTITION_FIELD: 'created_at',
+      BQ_PARTITION_TYPE: 'HOUR',
+      BQ_PARTITION_EXPIRATION_DAYS: '30',
+      BQ_CLUSTERING: 'customer_id, country',
+    });
+    expect(config.routes[0]!.layout).toEqual({
+      partitionField: 'created_at',
+      partitionType: 'HOUR',
+      partitionExpirationDays: 30,
+      requirePartitionFilter: false,
+      clustering: ['customer_id', 'country'],
+    });
+  });
+
+  test.each([
+    ['BQ_PARTITION_TYPE', { BQ_PARTITION_TYPE: 'WEEK' }],
+    ['BQ_CLUSTERING', { BQ_CLUSTERING: 'a,b,c,d,e' }],
+    ['BQ_PARTITION_EXPIRATION_DAYS', { BQ_PARTITION_EXPIRATION_DAYS: '0' }],
+    [
+      'BQ_REQUIRE_PARTITION_FILTER',
+      { BQ_PARTITION_FIELD: 'created_at', BQ_REQUIRE_PARTITION_FILTER: 'true' },
+    ],
+    ['BQ_PARTITION_FIELD', { BQ_PARTITION_FIELD: 'not a name' }],
+  ])('a bad layout names %s', (variable, env) => {
+    try {
+      parseConfig({ ...base, ...env });
+      throw new Error('expected a ConfigError');
+    } catch (error) {
+      expect((error as ConfigError).variable).toBe(variable);
+    }
+  });
+});

@@ -1,0 +1,450 @@
+/**
+ * What real producers write: Avro, Protobuf and JSON Schema in Confluent's wire format, serialized by
+ * Python's confluent-kafka against the stack's registry (Karapace when ../shared has it), and raw Avro
+ * with a schema file. The table's columns come from the registry subject's latest version; values are
+ * read back with the BigQuery client and compared exactly. Registry faults are not bad data.
+ */
+import { writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, test } from 'vitest';
+import type { GoogleClients } from '../../functions/job/clients.js';
+import { startFaultProxy } from '../support/fault-proxy.js';
+import {
+  checkpointsOf,
+  createPipeline,
+  deadLetterOffsets,
+  e2eClients,
+  errorsOf,
+  type Pipeline,
+  runJob,
+  tableOffsets,
+} from '../support/job.js';
+import { produce } from '../support/kafka.js';
+import { pythonProduce } from '../support/producers.js';
+import { stackEnv } from '../support/stack.js';
+
+const clients = await e2eClients();
+const registryUrl = (stackEnv() as unknown as Record<string, string>).SCHEMA_REGISTRY_URL!;
+
+/** A pipeline whose columns come from the values' schema: no BQ_SCHEMA_FILE. */
+async function valuesPipeline(env: Record<string, string>, partitions = 1): Promise<Pipeline> {
+  const pipeline = await createPipeline(clients, partitions, { BQ_WRITE_MODE: 'storage-write', ...env });
+  delete pipeline.env.BQ_SCHEMA_FILE;
+  return pipeline;
+}
+
+/** The table's rows as the BigQuery client reads them, in id order, without the metadata columns. */
+async function rowsOf(c: GoogleClients, pipeline: Pipeline, columns: string) {
+  const [rows] = await c.bigquery.query({
+    query: `SELECT ${columns} FROM \`${pipeline.dataset}.${pipeline.table}\` ORDER BY id`,
+  });
+  return JSON.parse(JSON.stringify(rows)) as Record<string, unknown>[];
+}
+
+async function columnsOf(c: GoogleClients, pipeline: Pipeline) {
+  const [metadata] = await c.bigquery.dataset(pipeline.dataset).table(pipeline.table).getMetadata();
+  return Object.fromEntries(
+    (metadata.schema.fields as { name: string; type: string; mode?: string }[]).map((f) => [
+      f.name,
+      `${f.type}/${f.mode ?? 'NULLABLE'}`,
+    ]),
+  );
+}
+
+async function setCompatibility(subject: string, level: string): Promise<void> {
+  const response = await fetch(`${registryUrl}/config/${encodeURIComponent(subject)}`, {
+    method: 'PUT',
+    headers: { 'content-type': 'application/vnd.schemaregistry.v1+json' },
+    body: JSON.stringify({ compatibility: level }),
+  });
+  expect(response.ok, await response.text()).toBe(true);
+}
+
+const orderV1 = {
+  type: 'record',
+  name: 'Order',
+  namespace: 'shop',
+  fields: [
+    { name: 'id', type: 'long' },
+    { name: 'price', type: { type: 'bytes', logicalType: 'decimal', precision: 12, scale: 3 } },
+    { name: 'big', type: { type: 'bytes', logicalType: 'decimal', precision: 40, scale: 12 } },
+    { name: 'at_ms', type: { type: 'long', logicalType: 'timestamp-millis' } },
+    { name: 'at_us', type: { type: 'long', logicalType: 'timestamp-micros' } },
+    { name: 'local_us', type: { type: 'long', logicalType: 'local-timestamp-micros' } },
+    { name: 'day', type: { type: 'int', logicalType: 'date' } },
+    { name: 't_ms', type: { type: 'int', logicalType: 'time-millis' } },
+    { name: 't_us', type: { type: 'long', logicalType: 'time-micros' } },
+    { name: 'uid', type: { type: 'string', logicalType: 'uuid' } },
+    { name: 'status', type: { type: 'enum', name: 'Status', symbols: ['NEW', 'PAID'] } },
+    { name: 'hash', type: { type: 'fixed', name: 'Hash', size: 4 } },
+    { name: 'tags', type: { type: 'array', items: 'string' } },
+    { name: 'attrs', type: { type: 'map', values: 'long' } },
+    {
+      name: 'address',
+      type: { type: 'record', name: 'Address', fields: [{ name: 'city', type: 'string' }] },
+    },
+    { name: 'note', type: ['null', 'string'], default: null },
+    { name: 'either', type: ['null', 'string', 'long'], default: null },
+  ],
+};
+const orderV2 = {
+  ...orderV1,
+  fields: [...orderV1.fields, { name: 'email', type: ['null', 'string'], default: null }],
+};
+
+/** Two orders per version, in Python (fastavro takes Decimal, datetime, date, time and UUID for the logical types). */
+function orders(first: number, email: boolean): string {
+  const order = (id: number) => `{
+    "id": ${id}, "price": Decimal("-123456789.125"), "big": Decimal("1234567890123456789012345678.123456789012"),
+    "at_ms": datetime(2024, 2, 29, 12, 30, 45, 123000, tzinfo=timezone.utc),
+    "at_us": datetime(1999, 12, 31, 23, 59, 59, 999999, tzinfo=timezone.utc),
+    "local_us": datetime(2024, 2, 29, 8, 0, 0, 1), "day": date(2024, 2, 29),
+    "t_ms": time(12, 34, 56, 789000), "t_us": time(23, 59, 59, 999999),
+    "uid": "0b7ac58c-9c57-4b5e-8e39-5c7a2b1d1e4f", "status": "PAID", "hash": b"abcd",
+    "tags": ["a", "b"], "attrs": {"x": 9007199254740993}, "address": {"city": "Oslo"},
+    "note": None, "either": ${id % 2 === 0 ? '"text"' : 7}${email ? `, "email": "u${id}@example.com"` : ''} }`;
+  return `[${order(first)}, ${order(first + 1)}]`;
+}
+
+describe('Avro through the registry', () => {
+  test('every logical type exact; a version added mid-topic adds its column and older records have NULL', async () => {
+    const pipeline = await valuesPipeline({ VALUE_FORMAT: 'avro' });
+    await pythonProduce({
+      topic: pipeline.topic,
+      format: 'avro',
+      schema: JSON.stringify(orderV1),
+      values: orders(1, false),
+      partition: 0,
+    });
+    const first = await runJob(pipeline.env);
+    expect(first.code, errorsOf(first.lines)).toBe(0);
+    expect(first.summary).toMatchObject({ stopReason: 'caught_up', rowsWritten: 2, deadLettered: 0 });
+    expect(await columnsOf(clients, pipeline)).toMatchObject({
+      id: 'INTEGER/REQUIRED',
+      price: 'NUMERIC/REQUIRED',
+      big: 'BIGNUMERIC/REQUIRED',
+      at_ms: 'TIMESTAMP/REQUIRED',
+      local_us: 'DATETIME/REQUIRED',
+      day: 'DATE/REQUIRED',
+      t_us: 'TIME/REQUIRED',
+      hash: 'BYTES/REQUIRED',
+      tags: 'STRING/REPEATED',
+      attrs: 'RECORD/REPEATED',
+      either: 'RECORD/NULLABLE',
+      note: 'STRING/NULLABLE',
+    });
+
+    // v2 (an optional field) registers under the same subject; its records and older ones follow.
+    await pythonProduce({
+      topic: pipeline.topic,
+      format: 'avro',
+      schema: JSON.stringify(orderV2),
+      values: orders(3, true),
+      partition: 0,
+    });
+    await pythonProduce({
+      topic: pipeline.topic,
+      format: 'avro',
+      schema: JSON.stringify(orderV1),
+      values: orders(5, false),
+      partition: 0,
+    });
+    const second = await runJob(pipeline.env);
+    expect(second.code, errorsOf(second.lines)).toBe(0);
+    expect(second.summary).toMatchObject({ stopReason: 'caught_up', rowsWritten: 4, deadLettered: 0 });
+    expect((await columnsOf(clients, pipeline)).email).toBe('STRING/NULLABLE');
+
+    const rows = await rowsOf(
+      clients,
+      pipeline,
+      `id, CAST(price AS STRING) AS price, CAST(big AS STRING) AS big, FORMAT_TIMESTAMP('%Y-%m-%dT%H:%M:%E6S', at_ms) AS at_ms,
+       FORMAT_TIMESTAMP('%Y-%m-%dT%H:%M:%E6S', at_us) AS at_us, CAST(local_us AS STRING) AS local_us, CAST(day AS STRING) AS day,
+       CAST(t_ms AS STRING) AS t_ms, CAST(t_us AS STRING) AS t_us, uid, status, TO_BASE64(hash) AS hash, tags,
+       (SELECT key FROM UNNEST(attrs)) AS attr_key, (SELECT CAST(value AS STRING) FROM UNNEST(attrs)) AS attr_value, address.city AS city, note, either.string AS either_string, either.long AS either_long, email`,
+    );
+    expect(rows.map((r) => r.id)).toEqual([1, 2, 3, 4, 5, 6]);
+    for (const row of rows) {
+      const id = Number(row.id);
+      expect(row).toEqual({
+        id,
+        price: '-123456789.125',
+        big: '1234567890123456789012345678.123456789012',
+        at_ms: '2024-02-29T12:30:45.123000',
+        at_us: '1999-12-31T23:59:59.999999',
+        local_us: '2024-02-29 08:00:00.000001',
+        day: '2024-02-29',
+        t_ms: '12:34:56.789000',
+        t_us: '23:59:59.999999',
+        uid: '0b7ac58c-9c57-4b5e-8e39-5c7a2b1d1e4f',
+        status: 'PAID',
+        hash: Buffer.from('abcd').toString('base64'),
+        tags: ['a', 'b'],
+        attr_key: 'x',
+        attr_value: '9007199254740993',
+        city: 'Oslo',
+        note: null,
+        either_string: id % 2 === 0 ? 'text' : null,
+        either_long: id % 2 === 0 ? null : 7,
+        email: id === 3 || id === 4 ? `u${id}@example.com` : null,
+      });
+    }
+  });
+
+  test('an incompatible version: its records are schema dead letters naming the field; the rest land', async () => {
+    const pipeline = await valuesPipeline({ VALUE_FORMAT: 'avro' });
+    const v1 = {
+      type: 'record',
+      name: 'User',
+      fields: [
+        { name: 'id', type: 'long' },
+        { name: 'name', type: 'string' },
+      ],
+    };
+    const changed = {
+      type: 'record',
+      name: 'User',
+      fields: [
+        { name: 'id', type: 'string' },
+        { name: 'name', type: 'string' },
+      ],
+    };
+    await pythonProduce({
+      topic: pipeline.topic,
+      format: 'avro',
+      schema: JSON.stringify(v1),
+      values: '[{"id": 1, "name": "a"}]',
+      partition: 0,
+    });
+    expect((await runJob(pipeline.env)).code).toBe(0); // the table, from v1
+    await setCompatibility(`${pipeline.topic}-value`, 'NONE');
+    await pythonProduce({
+      topic: pipeline.topic,
+      format: 'avro',
+      schema: JSON.stringify(changed),
+      values: '[{"id": "x", "name": "b"}, {"id": "y", "name": "c"}]',
+      partition: 0,
+    });
+    await pythonProduce({
+      topic: pipeline.topic,
+      format: 'avro',
+      schema: JSON.stringify(v1),
+      values: '[{"id": 4, "name": "d"}]',
+      partition: 0,
+    });
+    const run = await runJob(pipeline.env);
+    expect(run.code, errorsOf(run.lines)).toBe(0);
+    expect(run.summary).toMatchObject({ stopReason: 'caught_up', rowsWritten: 1, deadLettered: 2 });
+    expect((await tableOffsets(clients, pipeline)).get(0)).toEqual([0, 3]);
+    const { messages } = await deadLetterOffsets(clients, pipeline);
+    expect(messages.map((m) => [Number(m.attributes.source_offset), m.attributes.kind])).toEqual([
+      [1, 'schema'],
+      [2, 'schema'],
+    ]);
+    expect(messages[0]!.attributes.reason).toMatch(/field id is STRING but the table's column is INT64/);
+    // Said once per schema id, not per record.
+    expect(run.lines.filter((l) => l.event === 'schema_incompatible')).toHaveLength(1);
+  });
+
+  test('an unknown schema id and a value without the magic byte are decode dead letters', async () => {
+    const pipeline = await valuesPipeline({ VALUE_FORMAT: 'avro' });
+    const v1 = { type: 'record', name: 'User', fields: [{ name: 'id', type: 'long' }] };
+    await pythonProduce({
+      topic: pipeline.topic,
+      format: 'avro',
+      schema: JSON.stringify(v1),
+      values: '[{"id": 1}]',
+      partition: 0,
+    });
+    // kafkajs as the producer of bytes no serializer would write: id 999999 (unknown), and plain JSON.
+    await produce(pipeline.topic, [
+      { partition: 0, value: Buffer.from([0, 0, 0x0f, 0x42, 0x3f, 2]) },
+      { partition: 0, value: '{"id": 2}' },
+    ]);
+    const run = await runJob(pipeline.env);
+    expect(run.code, errorsOf(run.lines)).toBe(0);
+    expect(run.summary).toMatchObject({ rowsWritten: 1, deadLettered: 2 });
+    const { messages } = await deadLetterOffsets(clients, pipeline);
+    expect(messages.map((m) => [m.attributes.kind, m.attributes.reason])).toEqual([
+      ['decode', 'schema id 999999 is not in the schema registry'],
+      ['decode', expect.stringMatching(/magic byte 0/)],
+    ]);
+  });
+
+  test('a registry that fails mid-run (503s, then nothing): nothing dead-lettered, the partition waits, the next run drains all', async () => {
+    let failing = false;
+    const proxy = await startFaultProxy(registryUrl, (request) =>
+      failing && request.url.startsWith('/schemas/ids/') ? { status: 503 } : 'pass',
+    );
+    try {
+      const pipeline = await valuesPipeline({
+        VALUE_FORMAT: 'avro',
+        SCHEMA_REGISTRY_URL: proxy.url,
+        DRAIN_BUDGET_SECONDS: '30',
+      });
+      const v1 = { type: 'record', name: 'User', fields: [{ name: 'id', type: 'long' }] };
+      await pythonProduce({
+        topic: pipeline.topic,
+        format: 'avro',
+        schema: JSON.stringify(v1),
+        values: '[{"id": 1}, {"id": 2}]',
+        partition: 0,
+      });
+      failing = true; // the run reads the subject's columns, then every schema id asked fails
+      const down = await runJob(pipeline.env);
+      expect(down.code, errorsOf(down.lines)).toBe(0);
+      expect(down.summary).toMatchObject({ stopReason: 'stalled', rowsWritten: 0, deadLettered: 0 });
+      expect(String(down.summary.partitions[0]!.waiting)).toMatch(/schema registry did not give schema id/);
+      expect(proxy.counts.get('503')).toBeGreaterThanOrEqual(3);
+      expect((await checkpointsOf(clients, pipeline)).get(0) ?? 0).toBe(0);
+      failing = false;
+      const up = await runJob(pipeline.env);
+      expect(up.code, errorsOf(up.lines)).toBe(0);
+      expect(up.summary).toMatchObject({ stopReason: 'caught_up', rowsWritten: 2, deadLettered: 0 });
+      expect((await tableOffsets(clients, pipeline)).get(0)).toEqual([0, 1]);
+      expect((await deadLetterOffsets(clients, pipeline)).messages).toEqual([]);
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  test('raw Avro with a schema file, no registry (as Dataflow takes it)', async () => {
+    const schema = {
+      type: 'record',
+      name: 'Reading',
+      fields: [
+        { name: 'id', type: 'long' },
+        { name: 'value', type: { type: 'bytes', logicalType: 'decimal', precision: 9, scale: 4 } },
+      ],
+    };
+    const file = join(tmpdir(), `raw-avro-${Date.now()}.avsc`);
+    writeFileSync(file, JSON.stringify(schema));
+    const pipeline = await valuesPipeline({ VALUE_FORMAT: 'avro', VALUE_SCHEMA_FILE: file });
+    delete pipeline.env.SCHEMA_REGISTRY_URL;
+    await pythonProduce({
+      topic: pipeline.topic,
+      format: 'raw-avro',
+      schema: JSON.stringify(schema),
+      values: '[{"id": 1, "value": Decimal("12345.6789")}, {"id": 2, "value": Decimal("-0.0001")}]',
+      partition: 0,
+    });
+    const run = await runJob(pipeline.env);
+    expect(run.code, errorsOf(run.lines)).toBe(0);
+    expect(await rowsOf(clients, pipeline, 'id, CAST(value AS STRING) AS value')).toEqual([
+      { id: 1, value: '12345.6789' },
+      { id: 2, value: '-0.0001' },
+    ]);
+  });
+});
+
+describe('Protobuf through the registry', () => {
+  test('nested messages, maps, oneof, enums and Timestamp', async () => {
+    const pipeline = await valuesPipeline({ VALUE_FORMAT: 'protobuf' });
+    const proto = `syntax = "proto3";
+package shop;
+import "google/protobuf/timestamp.proto";
+message Order {
+  int64 id = 1;
+  google.protobuf.Timestamp at = 2;
+  map<string, int32> counts = 3;
+  oneof payment { string card = 4; int64 voucher = 5; }
+  Status status = 6;
+  repeated Line lines = 7;
+  message Line { string sku = 1; uint32 qty = 2; }
+}
+enum Status { NEW = 0; PAID = 1; }`;
+    await pythonProduce({
+      topic: pipeline.topic,
+      format: 'protobuf',
+      schema: proto,
+      message: 'Order',
+      partition: 0,
+      values: `[{"id": "1", "at": "2024-02-29T12:30:45.123456Z", "counts": {"a": 1}, "card": "visa", "status": "PAID", "lines": [{"sku": "s1", "qty": 2}]},
+                {"id": "2", "at": "1970-01-01T00:00:00Z", "voucher": "9007199254740993", "lines": []}]`,
+    });
+    const run = await runJob(pipeline.env);
+    expect(run.code, errorsOf(run.lines)).toBe(0);
+    expect(run.summary).toMatchObject({ rowsWritten: 2, deadLettered: 0 });
+    expect(
+      await rowsOf(
+        clients,
+        pipeline,
+        `id, FORMAT_TIMESTAMP('%Y-%m-%dT%H:%M:%E6S', at) AS at, counts, card, CAST(voucher AS STRING) AS voucher, status, lines`,
+      ),
+    ).toEqual([
+      {
+        id: 1,
+        at: '2024-02-29T12:30:45.123456',
+        counts: [{ key: 'a', value: 1 }],
+        card: 'visa',
+        voucher: null,
+        status: 'PAID',
+        lines: [{ sku: 's1', qty: 2 }],
+      },
+      {
+        id: 2,
+        at: '1970-01-01T00:00:00.000000',
+        counts: [],
+        card: null,
+        voucher: '9007199254740993',
+        status: 'NEW',
+        lines: [],
+      },
+    ]);
+  });
+});
+
+describe('JSON Schema through the registry', () => {
+  test('types and the formats date-time, date and time', async () => {
+    const pipeline = await valuesPipeline({ VALUE_FORMAT: 'json-schema' });
+    const schema = {
+      $schema: 'http://json-schema.org/draft-07/schema#',
+      title: 'Event',
+      type: 'object',
+      required: ['id', 'at'],
+      properties: {
+        id: { type: 'integer' },
+        at: { type: 'string', format: 'date-time' },
+        day: { type: 'string', format: 'date' },
+        time: { type: 'string', format: 'time' },
+        score: { type: ['number', 'null'] },
+        tags: { type: 'array', items: { type: 'string' } },
+        meta: { type: 'object' },
+      },
+    };
+    await pythonProduce({
+      topic: pipeline.topic,
+      format: 'json-schema',
+      schema: JSON.stringify(schema),
+      partition: 0,
+      values: `[{"id": 1, "at": "2024-02-29T12:30:45.123456Z", "day": "2024-02-29", "time": "12:34:56", "score": 1.5, "tags": ["a"], "meta": {"k": [1, 2]}},
+                {"id": 2, "at": "2024-03-01T00:00:00+02:00", "score": None, "tags": []}]`,
+    });
+    const run = await runJob(pipeline.env);
+    expect(run.code, errorsOf(run.lines)).toBe(0);
+    expect(await columnsOf(clients, pipeline)).toMatchObject({
+      id: 'INTEGER/REQUIRED',
+      at: 'TIMESTAMP/REQUIRED',
+      day: 'DATE/NULLABLE',
+      meta: 'JSON/NULLABLE',
+    });
+    expect(
+      await rowsOf(
+        clients,
+        pipeline,
+        `id, FORMAT_TIMESTAMP('%Y-%m-%dT%H:%M:%E6S', at) AS at, CAST(day AS STRING) AS day, CAST(time AS STRING) AS time, score, tags, TO_JSON_STRING(meta) AS meta`,
+      ),
+    ).toEqual([
+      {
+        id: 1,
+        at: '2024-02-29T12:30:45.123456',
+        day: '2024-02-29',
+        time: '12:34:56',
+        score: 1.5,
+        tags: ['a'],
+        meta: '{"k":[1,2]}',
+      },
+      { id: 2, at: '2024-02-29T22:00:00.000000', day: null, time: null, score: null, tags: [], meta: null },
+    ]);
+  });
+});

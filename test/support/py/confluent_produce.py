@@ -1,0 +1,96 @@
+"""Produces records as real producers do, with Python's confluent-kafka and its schema-registry serializers.
+
+Reads one JSON object on stdin:
+  brokers, topic, partition (optional), format: avro | protobuf | json-schema | raw-avro | raw,
+  registry (the registry's URL; not for raw-avro/raw), schema (Avro / JSON Schema text, or .proto text),
+  message (protobuf: the message's name), values (a Python expression: the list of values to send;
+  datetime, date, time, timezone, timedelta, Decimal and UUID are in scope; raw: a list of hex strings).
+Prints the number of records delivered.
+"""
+import importlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from datetime import date, datetime, time, timedelta, timezone  # noqa: F401 (the values' scope)
+from decimal import Decimal  # noqa: F401
+from uuid import UUID  # noqa: F401
+
+from confluent_kafka import Producer
+from confluent_kafka.serialization import MessageField, SerializationContext
+
+spec = json.load(sys.stdin)
+values = eval(spec["values"])  # the test's own literal list
+fmt = spec["format"]
+topic = spec["topic"]
+ctx = SerializationContext(topic, MessageField.VALUE)
+
+if fmt in ("avro", "protobuf", "json-schema"):
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+
+    client = SchemaRegistryClient({"url": spec["registry"]})
+
+if fmt == "avro":
+    from confluent_kafka.schema_registry.avro import AvroSerializer
+
+    serializer = AvroSerializer(client, spec["schema"])
+    serialize = lambda v: serializer(v, ctx)
+elif fmt == "json-schema":
+    from confluent_kafka.schema_registry.json_schema import JSONSerializer
+
+    serializer = JSONSerializer(spec["schema"], client)
+    serialize = lambda v: serializer(v, ctx)
+elif fmt == "protobuf":
+    from google.protobuf.json_format import ParseDict
+    from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
+
+    workdir = tempfile.mkdtemp()
+    name = spec.get("file", "produced.proto")
+    with open(os.path.join(workdir, name), "w") as f:
+        f.write(spec["schema"])
+    import grpc_tools
+
+    include = os.path.join(os.path.dirname(grpc_tools.__file__), "_proto")
+    subprocess.run(
+        [sys.executable, "-m", "grpc_tools.protoc", f"-I{workdir}", f"-I{include}", f"--python_out={workdir}", name],
+        check=True,
+    )
+    sys.path.insert(0, workdir)
+    module = importlib.import_module(name[: -len(".proto")].replace("/", ".") + "_pb2")
+    message_class = getattr(module, spec["message"])
+    serializer = ProtobufSerializer(message_class, client, {"use.deprecated.format": False})
+    serialize = lambda v: serializer(ParseDict(v, message_class()), ctx)
+elif fmt == "raw-avro":
+    import io
+
+    import fastavro
+
+    parsed = fastavro.parse_schema(json.loads(spec["schema"]))
+
+    def serialize(v):
+        out = io.BytesIO()
+        fastavro.schemaless_writer(out, parsed, v)
+        return out.getvalue()
+elif fmt == "raw":
+    serialize = bytes.fromhex
+else:
+    sys.exit(f"unknown format {fmt}")
+
+producer = Producer({"bootstrap.servers": spec["brokers"], "enable.idempotence": True})
+delivered = []
+failed = []
+
+
+def report(err, msg):
+    (failed if err is not None else delivered).append(err)
+
+
+for value in values:
+    kwargs = {"partition": spec["partition"]} if "partition" in spec else {}
+    producer.produce(topic, value=serialize(value), on_delivery=report, **kwargs)
+    producer.poll(0)
+producer.flush(30)
+if failed or len(delivered) != len(values):
+    sys.exit(f"delivered {len(delivered)} of {len(values)}: {failed[:3]}")
+print(len(delivered))
