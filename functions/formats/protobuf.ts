@@ -119,16 +119,18 @@ function addFile(root: protobuf.Root, text: string, name: string): string[] {
     try {
       const file = descriptor.FileDescriptorProto.decode(Buffer.from(trimmed, 'base64')) as unknown as {
         package?: string;
+        syntax?: string;
         messageType?: { name: string }[];
+        enumType?: unknown[];
       };
-      const set = descriptor.FileDescriptorSet.fromObject({ file: [file] });
-      const parsed = (
-        protobuf.Root as unknown as { fromDescriptor(d: unknown): protobuf.Root }
-      ).fromDescriptor(set);
-      // Into the shared root, package by package (another file may have the same package).
-      const from = file.package ? (parsed.lookup(file.package) as protobuf.Namespace) : parsed;
+      // As protobufjs's Root.fromDescriptor does, but into the shared root and without resolving yet:
+      // the file's imports (the well-known types, the references) are resolved with everything else.
+      const edition = file.syntax === 'proto3' ? 'proto3' : 'proto2';
       const into = file.package ? root.define(file.package) : root;
-      for (const nested of [...from.nestedArray]) into.add(nested);
+      const fromDescriptor = (kind: unknown) =>
+        (kind as { fromDescriptor(d: unknown, edition: string): protobuf.ReflectionObject }).fromDescriptor;
+      for (const m of file.messageType ?? []) into.add(fromDescriptor(protobuf.Type)(m, edition));
+      for (const e of file.enumType ?? []) into.add(fromDescriptor(protobuf.Enum)(e, edition));
       const prefix = file.package ? `${file.package}.` : '';
       return (file.messageType ?? []).map((m) => `${prefix}${m.name}`);
     } catch (error) {

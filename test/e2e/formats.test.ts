@@ -274,10 +274,13 @@ describe('Avro through the registry', () => {
     ]);
   });
 
-  test('a registry that fails mid-run (503s, then nothing): nothing dead-lettered, the partition waits, the next run drains all', async () => {
+  test.each([
+    ['answers 503', { status: 503 } as const, '503'],
+    ['resets every connection', 'reset' as const, 'reset'],
+  ])('a registry that %s mid-run: nothing dead-lettered, the partition waits, the next run drains all', async (_how, verdict, counted) => {
     let failing = false;
     const proxy = await startFaultProxy(registryUrl, (request) =>
-      failing && request.url.startsWith('/schemas/ids/') ? { status: 503 } : 'pass',
+      failing && request.url.startsWith('/schemas/ids/') ? verdict : 'pass',
     );
     try {
       const pipeline = await valuesPipeline({
@@ -298,7 +301,7 @@ describe('Avro through the registry', () => {
       expect(down.code, errorsOf(down.lines)).toBe(0);
       expect(down.summary).toMatchObject({ stopReason: 'stalled', rowsWritten: 0, deadLettered: 0 });
       expect(String(down.summary.partitions[0]!.waiting)).toMatch(/schema registry did not give schema id/);
-      expect(proxy.counts.get('503')).toBeGreaterThanOrEqual(3);
+      expect(proxy.counts.get(counted)).toBeGreaterThanOrEqual(3);
       expect((await checkpointsOf(clients, pipeline)).get(0) ?? 0).toBe(0);
       failing = false;
       const up = await runJob(pipeline.env);
