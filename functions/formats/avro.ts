@@ -2,6 +2,7 @@ import avro from 'avsc';
 import type { JsonValue } from '../drain/types.js';
 import type { SchemaField } from '../sinks/table-schema.js';
 import {
+  bigOf,
   type CompiledSchema,
   columnName,
   dateText,
@@ -314,16 +315,12 @@ const bytesMapping: Mapping = {
 const primitives: Record<string, Mapping> = {
   boolean: { type: 'BOOL', mode: 'REQUIRED', convert: (v) => v as boolean },
   int: { type: 'INT64', mode: 'REQUIRED', convert: (v) => v as number },
-  long: { type: 'INT64', mode: 'REQUIRED', convert: (v) => int64Value(v as number | bigint) },
+  long: { type: 'INT64', mode: 'REQUIRED', convert: int64Value },
   float: { type: 'FLOAT64', mode: 'REQUIRED', convert: (v) => floatValue(v as number) },
   double: { type: 'FLOAT64', mode: 'REQUIRED', convert: (v) => floatValue(v as number) },
   bytes: bytesMapping,
   string: { type: 'STRING', mode: 'REQUIRED', convert: (v) => v as string },
 };
-
-function bigOf(v: unknown): bigint {
-  return typeof v === 'bigint' ? v : BigInt(v as number);
-}
 
 /** The logical types BigQuery has a column for; others fall back to their underlying type. */
 function logicalMapping(schema: { type: AvroSchema; [key: string]: unknown }): Mapping | undefined {

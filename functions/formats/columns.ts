@@ -1,13 +1,5 @@
+import { modeOf, typeOf } from '../sinks/schema-evolution.js';
 import type { SchemaField } from '../sinks/table-schema.js';
-
-const aliases: Record<string, string> = {
-  INTEGER: 'INT64',
-  FLOAT: 'FLOAT64',
-  BOOLEAN: 'BOOL',
-  STRUCT: 'RECORD',
-};
-const typeOf = (f: SchemaField) => aliases[f.type.toUpperCase()] ?? f.type.toUpperCase();
-const modeOf = (f: SchemaField) => f.mode ?? 'NULLABLE';
 
 /**
  * How the columns of one schema version (the values' own) fit the table's: `missing` are columns the

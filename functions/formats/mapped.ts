@@ -1,4 +1,5 @@
 import type { JsonValue } from '../drain/types.js';
+import { decimalText } from '../records/validate.js';
 import type { SchemaField } from '../sinks/table-schema.js';
 
 /**
@@ -64,12 +65,9 @@ export function dateText(days: number): string {
   return text.startsWith('+') || text.startsWith('-') ? text.slice(0, 13) : text.slice(0, 10);
 }
 
-/** An unscaled integer and a scale → exact decimal text. */
+/** An unscaled integer and a scale → exact decimal text (the validator's own form). */
 export function scaledText(unscaled: bigint, scale: number): string {
-  if (scale <= 0) return (unscaled * 10n ** BigInt(-scale)).toString();
-  const sign = unscaled < 0n ? '-' : '';
-  const digits = (unscaled < 0n ? -unscaled : unscaled).toString().padStart(scale + 1, '0');
-  return `${sign}${digits.slice(0, -scale)}.${digits.slice(-scale)}`;
+  return decimalText({ unscaled, scale });
 }
 
 /** The BigQuery decimal type that holds precision and scale exactly; STRING when neither does. */
@@ -85,6 +83,19 @@ export function floatValue(v: number): JsonValue {
   return Number.isNaN(v) ? 'NaN' : v > 0 ? 'Infinity' : '-Infinity';
 }
 
-export function int64Value(v: number | bigint): JsonValue {
-  return typeof v === 'bigint' ? v.toString() : v;
+const MIN_SAFE = BigInt(Number.MIN_SAFE_INTEGER);
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+
+/** An integer as the decoders give it (number, bigint, decimal text, a protobufjs Long) → bigint. */
+export function bigOf(v: unknown): bigint {
+  if (typeof v === 'bigint') return v;
+  if (typeof v === 'number' || typeof v === 'string') return BigInt(v);
+  return BigInt((v as { toString(): string }).toString());
+}
+
+/** An INT64 column's value: a number where it is safe, else exact decimal text (never rounded). */
+export function int64Value(v: unknown): JsonValue {
+  if (typeof v === 'number') return v;
+  const n = bigOf(v);
+  return n >= MIN_SAFE && n <= MAX_SAFE ? Number(n) : n.toString();
 }

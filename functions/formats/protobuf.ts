@@ -3,9 +3,11 @@ import descriptor from 'protobufjs/ext/descriptor/index.js';
 import type { JsonValue } from '../drain/types.js';
 import type { SchemaField } from '../sinks/table-schema.js';
 import {
+  bigOf,
   type CompiledSchema,
   columnName,
   floatValue,
+  int64Value,
   joinPath,
   microsText,
   UnmappableSchemaError,
@@ -327,22 +329,6 @@ function modeOf(field: protobuf.Field): Mode {
   return field.required ? 'REQUIRED' : 'NULLABLE';
 }
 
-function bigOf(v: unknown): bigint {
-  if (typeof v === 'bigint') return v;
-  if (typeof v === 'number') return BigInt(v);
-  if (typeof v === 'string') return BigInt(v);
-  return BigInt((v as { toString(): string }).toString());
-}
-
-const MIN_SAFE = BigInt(Number.MIN_SAFE_INTEGER);
-const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
-
-function int64(v: unknown): JsonValue {
-  if (typeof v === 'number') return v;
-  const n = bigOf(v);
-  return n >= MIN_SAFE && n <= MAX_SAFE ? Number(n) : n.toString();
-}
-
 function scalar(type: string): Mapping {
   switch (type) {
     case 'double':
@@ -356,7 +342,7 @@ function scalar(type: string): Mapping {
     case 'int64':
     case 'sint64':
     case 'sfixed64':
-      return { type: 'INT64', convert: int64 };
+      return { type: 'INT64', convert: int64Value };
     case 'uint64':
     case 'fixed64':
       // Up to 2^64 - 1: beyond INT64, so an exact NUMERIC.

@@ -251,7 +251,7 @@ function exactDecimal(text: string): ExactDecimal | undefined {
 }
 
 /** Plain decimal text for an exact value: what BigQuery gets, whatever form the record used. */
-function decimalText({ unscaled, scale }: ExactDecimal): string {
+export function decimalText({ unscaled, scale }: ExactDecimal): string {
   if (scale <= 0) return (unscaled * 10n ** BigInt(-scale)).toString();
   const sign = unscaled < 0n ? '-' : '';
   const digits = (unscaled < 0n ? -unscaled : unscaled).toString().padStart(scale + 1, '0');

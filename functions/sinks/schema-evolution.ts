@@ -30,8 +30,9 @@ const typeAliases: Record<string, string> = {
   DECIMAL: 'NUMERIC',
   BIGDECIMAL: 'BIGNUMERIC',
 };
-const typeOf = (f: SchemaField) => typeAliases[f.type.toUpperCase()] ?? f.type.toUpperCase();
-const modeOf = (f: SchemaField) => (f.mode ?? 'NULLABLE').toUpperCase();
+/** A column's type and mode as BigQuery compares them (INTEGER is INT64, no mode is NULLABLE). */
+export const typeOf = (f: SchemaField) => typeAliases[f.type.toUpperCase()] ?? f.type.toUpperCase();
+export const modeOf = (f: SchemaField) => (f.mode ?? 'NULLABLE').toUpperCase();
 
 /** What it takes to go from the table's schema to the wanted one. Pure; column names compare as BigQuery does (case-insensitively). */
 export function compareSchemas(
