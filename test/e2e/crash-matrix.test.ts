@@ -97,16 +97,28 @@ describe.each([
     }
     const produced = await producer.stop();
 
+    // What the clean runs said, for the failure message if they never catch up (seen once in merge mode).
+    const cleanRuns: string[] = [];
     await waitFor(
       'clean runs to catch up',
       async () => {
         const { code, summary } = await runJob(pipeline.env);
         expect(code).toBe(0);
         const done = summary.partitions.filter((p) => p.skipped === undefined && p.lag === 0);
+        cleanRuns.push(
+          JSON.stringify({
+            stopReason: summary.stopReason,
+            durationMs: summary.durationMs,
+            recordsRead: summary.recordsRead,
+            partitions: summary.partitions.map((p) => [p.partition, p.lag, p.skipped, p.waiting]),
+          }),
+        );
         return done.length === partitions && summary.stopReason === 'caught_up';
       },
       300_000,
-    );
+    ).catch((error: unknown) => {
+      throw new Error(`${(error as Error).message}; the clean runs: ${cleanRuns.slice(-5).join(' | ')}`);
+    });
     watching = false;
     await watcher;
 
