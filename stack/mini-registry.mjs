@@ -36,66 +36,98 @@ function versionOf(subject, version) {
   return [200, { subject, version: n, id: s.id, ...wire(s) }];
 }
 
-function route(method, path, body) {
-  let m;
-  if (method === 'GET' && path === '/subjects') return [200, Object.keys(state.subjects)];
-  if (method === 'GET' && (m = /^\/schemas\/ids\/(\d+)$/.exec(path))) {
-    const s = state.schemas.find((x) => x.id === Number(m[1]));
-    return s === undefined ? [404, { error_code: 40403, message: 'Schema not found' }] : [200, wire(s)];
-  }
-  if (method === 'GET' && (m = /^\/subjects\/([^/]+)\/versions$/.exec(path))) {
-    const ids = state.subjects[decodeURIComponent(m[1])];
-    return ids === undefined
-      ? [404, { error_code: 40401, message: 'Subject not found.' }]
-      : [200, ids.map((_, i) => i + 1)];
-  }
-  if (method === 'GET' && (m = /^\/subjects\/([^/]+)\/versions\/([^/]+)$/.exec(path)))
-    return versionOf(decodeURIComponent(m[1]), m[2]);
-  if (method === 'POST' && (m = /^\/subjects\/([^/]+)\/versions$/.exec(path))) {
-    const subject = decodeURIComponent(m[1]);
-    let s = state.schemas.find((x) => same(x, body));
-    if (s === undefined) {
-      s = {
-        id: state.schemas.length + 1,
-        schemaType: type(body),
-        schema: body.schema,
-        references: body.references ?? [],
-      };
-      state.schemas.push(s);
-    }
-    const ids = (state.subjects[subject] ??= []);
-    if (!ids.includes(s.id)) ids.push(s.id);
-    save();
-    return [200, { id: s.id }];
-  }
-  if (method === 'POST' && (m = /^\/subjects\/([^/]+)$/.exec(path))) {
-    const subject = decodeURIComponent(m[1]);
-    const ids = state.subjects[subject] ?? [];
-    const i = ids.findIndex((id) =>
-      same(
-        state.schemas.find((x) => x.id === id),
-        body,
-      ),
-    );
-    return i < 0
-      ? [404, { error_code: 40403, message: 'Schema not found' }]
-      : versionOf(subject, String(i + 1));
-  }
-  if ((m = /^\/config(?:\/([^/]+))?$/.exec(path))) {
-    const key = m[1] === undefined ? '' : decodeURIComponent(m[1]);
-    if (method === 'PUT') {
-      state.config[key] = body.compatibility;
+const notFound = (code, message) => [404, { error_code: code, message }];
+
+/** The endpoints: method, path pattern, and what answers it (the pattern's groups, the request body). */
+const routes = [
+  ['GET', /^\/subjects$/, () => [200, Object.keys(state.subjects)]],
+  [
+    'GET',
+    /^\/schemas\/ids\/(\d+)$/,
+    ([id]) => {
+      const s = state.schemas.find((x) => x.id === Number(id));
+      return s === undefined ? notFound(40403, 'Schema not found') : [200, wire(s)];
+    },
+  ],
+  [
+    'GET',
+    /^\/subjects\/([^/]+)\/versions$/,
+    ([subject]) => {
+      const ids = state.subjects[subject];
+      return ids === undefined ? notFound(40401, 'Subject not found.') : [200, ids.map((_, i) => i + 1)];
+    },
+  ],
+  ['GET', /^\/subjects\/([^/]+)\/versions\/([^/]+)$/, ([subject, version]) => versionOf(subject, version)],
+  [
+    'POST',
+    /^\/subjects\/([^/]+)\/versions$/,
+    ([subject], body) => {
+      let s = state.schemas.find((x) => same(x, body));
+      if (s === undefined) {
+        s = {
+          id: state.schemas.length + 1,
+          schemaType: type(body),
+          schema: body.schema,
+          references: body.references ?? [],
+        };
+        state.schemas.push(s);
+      }
+      state.subjects[subject] ??= [];
+      if (!state.subjects[subject].includes(s.id)) state.subjects[subject].push(s.id);
+      save();
+      return [200, { id: s.id }];
+    },
+  ],
+  [
+    'POST',
+    /^\/subjects\/([^/]+)$/,
+    ([subject], body) => {
+      const ids = state.subjects[subject] ?? [];
+      const i = ids.findIndex((id) =>
+        same(
+          state.schemas.find((x) => x.id === id),
+          body,
+        ),
+      );
+      return i < 0 ? notFound(40403, 'Schema not found') : versionOf(subject, String(i + 1));
+    },
+  ],
+  [
+    'PUT',
+    /^\/config(?:\/([^/]+))?$/,
+    ([subject = ''], body) => {
+      state.config[subject] = body.compatibility;
       save();
       return [200, { compatibility: body.compatibility }];
-    }
-    return [200, { compatibilityLevel: state.config[key] ?? state.config[''] ?? 'BACKWARD' }];
+    },
+  ],
+  [
+    'GET',
+    /^\/config(?:\/([^/]+))?$/,
+    ([subject = '']) => [
+      200,
+      { compatibilityLevel: state.config[subject] ?? state.config[''] ?? 'BACKWARD' },
+    ],
+  ],
+];
+
+function route(method, path, body) {
+  for (const [verb, pattern, answer] of routes) {
+    const match = verb === method ? pattern.exec(path) : null;
+    if (match !== null)
+      return answer(
+        match.slice(1).map((g) => (g === undefined ? undefined : decodeURIComponent(g))),
+        body,
+      );
   }
-  return [404, { error_code: 404, message: `${method} ${path} is not offered by this minimal registry` }];
+  return notFound(404, `${method} ${path} is not offered by this minimal registry`);
 }
 
 createServer((req, res) => {
   let text = '';
-  req.on('data', (c) => (text += c));
+  req.on('data', (c) => {
+    text += c;
+  });
   req.on('end', () => {
     let status;
     let answer;
