@@ -25,6 +25,7 @@ import { PubSub } from '@google-cloud/pubsub';
 import kafkajs from 'kafkajs';
 import { stackEnv } from '../stack/stack-env.js';
 import { createTopic } from '../test/support/kafka.js';
+import { wideAvroSchema, wideAvroValue } from './avro-shape.js';
 import { shapeNamed } from './shapes.js';
 
 const root = join(import.meta.dirname, '..');
@@ -49,7 +50,24 @@ const run = `bench-${Date.now().toString(36)}`;
 const benchStarted = Date.now();
 const kafka = new kafkajs.Kafka({ brokers: [stack.KAFKA_BROKERS!], logLevel: kafkajs.logLevel.NOTHING });
 
-async function produce(topic: string, count: number, topicPartitions: number): Promise<void> {
+/** Registers the Avro form of the wide shape for the topic's subject; its schema id. */
+async function registerAvro(topic: string): Promise<number> {
+  const response = await fetch(`${stack.SCHEMA_REGISTRY_URL}/subjects/${topic}-value/versions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/vnd.schemaregistry.v1+json' },
+    body: JSON.stringify({ schema: JSON.stringify(wideAvroSchema) }),
+  });
+  if (!response.ok)
+    throw new Error(`registering the Avro schema: ${response.status} ${await response.text()}`);
+  return ((await response.json()) as { id: number }).id;
+}
+
+async function produce(
+  topic: string,
+  count: number,
+  topicPartitions: number,
+  value: (i: number) => string | Buffer = shape.value,
+): Promise<void> {
   // Waits until every partition has a leader (kafkajs's own wait gives up early on a topic of many).
   await createTopic(topic, topicPartitions);
   // Idempotent: a send retried while the broker brings up a new topic's partitions must not write twice.
@@ -60,7 +78,7 @@ async function produce(topic: string, count: number, topicPartitions: number): P
       key: `k${i + k}`,
       // Round robin by hand: every partition gets its share (keys alone could leave some empty).
       partition: (i + k) % topicPartitions,
-      value: shape.value(i + k),
+      value: value(i + k),
     }));
     await producer.send({ topic, messages });
   }
@@ -188,6 +206,13 @@ await produce(topic, records, partitions);
 await produce(topicQuad, 4 * records, partitions);
 await produce(topicTasks, records, 16);
 await produce(topicMerge, mergeRecords, partitions);
+// The same N records as Avro through the registry (wide shape only): the cost of the format.
+const topicAvro = `${run}-avro`;
+const withAvro = shape.name === 'wide';
+if (withAvro) {
+  const schemaId = await registerAvro(topicAvro);
+  await produce(topicAvro, records, partitions, (i) => wideAvroValue(i, schemaId));
+}
 for (const t of wide) await produce(t, wideRecords * widePartitions, widePartitions);
 await new PubSub({
   projectId: stack.GOOGLE_CLOUD_PROJECT,
@@ -206,6 +231,10 @@ const c4 = await variant('bigquery', topicQuad, 4 * records, `${run}-c4`, { BQ_W
 const idle = await variant('bigquery', topic, 0, `${run}-c`, { BQ_WRITE_MODE: 'storage-write' });
 const cInsert = await variant('bigquery', topic, records, `${run}-ci`, { BQ_WRITE_MODE: 'insert-all' });
 const cMerge = await variant('bigquery', topicMerge, mergeRecords, `${run}-cm`, { BQ_WRITE_MODE: 'merge' });
+// Avro: no schema file, the columns from the registry.
+const avroEnv = { VALUE_FORMAT: 'avro', BQ_SCHEMA_FILE: '', BQ_WRITE_MODE: 'storage-write' };
+const bAvro = withAvro ? await variant('null', topicAvro, records, `${run}-bavro`, avroEnv) : undefined;
+const cAvro = withAvro ? await variant('bigquery', topicAvro, records, `${run}-cavro`, avroEnv) : undefined;
 const executions = [];
 for (const tasks of [1, 2, 4]) executions.push(await execution(tasks, topicTasks, records));
 const wideSpread =
@@ -230,6 +259,12 @@ const rows = [
   ['(c) idle run (caught up), storage-write', idle],
   ['(c) drain → emulator, insert-all', cInsert],
   ['(c) drain → emulator, merge', cMerge],
+  ...(bAvro && cAvro
+    ? [
+        ['(b) drain, null sink, Avro via the registry', bAvro],
+        ['(c) drain → emulator, storage-write, Avro', cAvro],
+      ]
+    : []),
   ...(wideSpread && wideIdle
     ? [
         [`1,000 partitions: ${wideRecords} records each`, wideSpread],
@@ -280,6 +315,11 @@ const lines = [
   `one vCPU at the storage-write steady state: ${Math.round(perVcpu)} records/s, ${((perVcpu * bytesPerRecord) / 1e6).toFixed(1)} MB/s (Dataflow publishes 7.5 MB/s per vCPU: ${((perVcpu * bytesPerRecord) / 1e6 / 7.5).toFixed(2)}x)`,
   `rows/s into the emulator (drain time): storage-write ${drainRate(c)} vs official writer ${drainRate(w)} (goal: no lower), insert-all ${drainRate(cInsert)}, merge ${drainRate(cMerge)} (${mergeRecords})`,
   `peak RSS: null sink ${b.peakRssMb} MB at N, ${b4.peakRssMb} MB at 4N (goal <= 256 MB at 4N); storage-write ${c.peakRssMb} MB; raw ${a.peakRssMb} / ${a4.peakRssMb} MB`,
+  ...(bAvro && cAvro
+    ? [
+        `Avro through the registry vs the same records as JSON, CPU per record from the first fetch: null sink ${cpuPerRecord(bAvro).toFixed(1)} vs ${cpuPerRecord(b).toFixed(1)} µs, storage-write ${cpuPerRecord(cAvro).toFixed(1)} vs ${cpuPerRecord(c).toFixed(1)} µs; ${drainRate(cAvro)} vs ${drainRate(c)} rows/s`,
+      ]
+    : []),
   `start-up (process ready → first record): raw ${startupMs(a)} ms, drain ${startupMs(b)} ms`,
   `Firestore writes per 10k records: ${per10k(b.firestoreWrites, b)} (null sink, ${per10k(b.commits ?? 0, b)} commits per 10k at BATCH_MAX_RECORDS=${batch}), ${per10k(b4.firestoreWrites, b4)} at 4N: O(batches)`,
   `tasks (storage-write, 16 partitions, ${records} records): ${executions.map((x) => `${x.tasks} task(s) ${x.rate}/s [${x.perTask.join(', ')}]`).join(', ')} (2 cores here: expect it to flatten)`,
