@@ -21,6 +21,9 @@ import {
   type ValueFormat,
 } from './value-format.js';
 
+/** At the start of a run a registry that does not answer fails the run soon (the next run tries again). */
+const startRetry = { attempts: 3, initialDelayMs: 500, maxDelayMs: 2_000 };
+
 /** A route's values: the table's user columns, and how values become rows (none: JSON text). */
 export interface RouteValues {
   readonly columns: readonly SchemaField[];
@@ -99,7 +102,7 @@ export async function routeValues(
       );
     const subject = route.valueSubject ?? `${topic}-value`;
     const latest = await withRetry(
-      defaultRetryPolicy,
+      startRetry,
       () => registry!.subjectVersion(subject, 'latest'),
       (error, attempt) => logger.warn('the schema registry failed; retrying', { subject, error, attempt }),
     );
@@ -175,7 +178,15 @@ async function withTableColumns(
       `the values' schema has a field named like a metadata column (${metadataColumns.join(', ')})`,
     );
   try {
-    const [metadata] = await bigquery.dataset(route.dataset).table(route.table).getMetadata();
+    // At most 10 s: a BigQuery that does not answer must not hold the run before it looks (as the table
+    // checks do); making the table later finds out again.
+    let timer: NodeJS.Timeout | undefined;
+    const [metadata] = await Promise.race([
+      bigquery.dataset(route.dataset).table(route.table).getMetadata(),
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error('BigQuery did not answer within 10 s')), 10_000);
+      }),
+    ]).finally(() => clearTimeout(timer));
     const current = ((metadata.schema?.fields ?? []) as SchemaField[]).filter(
       (f) => !(metadataColumns as readonly string[]).includes(f.name),
     );
