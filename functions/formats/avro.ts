@@ -341,7 +341,7 @@ function logicalMapping(schema: { type: AvroSchema; [key: string]: unknown }): M
       return {
         type: decimalColumn(precision, scale),
         mode: 'REQUIRED',
-        convert: (v) => scaledText(twosComplement(v as Buffer), scale),
+        convert: (v) => decimalOf(v as Buffer, scale),
       };
     }
     case 'timestamp-millis':
@@ -377,11 +377,28 @@ function logicalMapping(schema: { type: AvroSchema; [key: string]: unknown }): M
 
 function timestampMapping(logicalType: string, micros: (v: unknown) => bigint): Mapping {
   const local = logicalType.startsWith('local-');
+  const perMicro = logicalType.endsWith('millis') ? 1000 : logicalType.endsWith('micros') ? 1 : 0;
   return {
     type: local ? 'DATETIME' : 'TIMESTAMP',
     mode: 'REQUIRED',
-    convert: (v) => (local ? microsText(micros(v)) : `${microsText(micros(v))}Z`),
+    convert: (v) => {
+      // The common case in plain numbers: a safe count of microseconds (isoMicros falls back outside
+      // years 0000-9999, where toISOString's width changes).
+      const text =
+        typeof v === 'number' && perMicro !== 0 && Number.isSafeInteger(v * perMicro)
+          ? isoMicros(v * perMicro)
+          : microsText(micros(v));
+      return local ? text : `${text}Z`;
+    },
   };
+}
+
+/** Microseconds since the epoch (a safe number in years 0000-9999) → `YYYY-MM-DDTHH:MM:SS.ffffff`. */
+function isoMicros(micros: number): string {
+  const ms = Math.floor(micros / 1000);
+  const iso = new Date(ms).toISOString();
+  if (iso.length !== 24) return microsText(BigInt(micros));
+  return `${iso.slice(0, 23)}${String(micros - ms * 1000).padStart(3, '0')}`;
 }
 
 function timeMapping(digits: 3 | 6, micros: (v: unknown) => bigint): Mapping {
@@ -402,6 +419,15 @@ function floorDiv(a: bigint, b: bigint): bigint {
 }
 
 /** Avro decimals: the unscaled value as big-endian two's complement. */
+/** Exact decimal text; up to 6 bytes (most amounts) in plain numbers, longer through a bigint. */
+function decimalOf(bytes: Buffer, scale: number): string {
+  if (bytes.length === 0 || bytes.length > 6) return scaledText(twosComplement(bytes), scale);
+  const n = bytes.readIntBE(0, bytes.length);
+  if (scale === 0) return String(n);
+  const digits = String(Math.abs(n)).padStart(scale + 1, '0');
+  return `${n < 0 ? '-' : ''}${digits.slice(0, -scale)}.${digits.slice(-scale)}`;
+}
+
 function twosComplement(bytes: Buffer): bigint {
   if (bytes.length === 0) return 0n;
   const unsigned = BigInt(`0x${bytes.toString('hex')}`);

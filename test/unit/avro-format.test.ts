@@ -220,3 +220,40 @@ describe('Avro → BigQuery', () => {
     expect(() => compileAvro('"string"')).toThrow(/not a record/);
   });
 });
+
+describe('timestamps in plain numbers and through bigints agree', () => {
+  test.each([
+    ['timestamp-millis', -62_135_596_800_000, '0001-01-01T00:00:00.000000Z'],
+    ['timestamp-millis', 253_402_300_799_999, '9999-12-31T23:59:59.999000Z'],
+    ['timestamp-micros', -1, '1969-12-31T23:59:59.999999Z'],
+    ['timestamp-micros', 1_709_209_845_123_456, '2024-02-29T12:30:45.123456Z'],
+    ['local-timestamp-millis', 1_709_209_845_123, '2024-02-29T12:30:45.123000'],
+  ])('%s %d → %s', (logicalType, value, text) => {
+    const schema = {
+      type: 'record',
+      name: 'R',
+      fields: [{ name: 't', type: { type: 'long', logicalType } }],
+    };
+    const bytes = avro.Type.forSchema(schema as avro.Schema).toBuffer({ t: value });
+    expect(compileAvro(JSON.stringify(schema)).decode(bytes)).toEqual({ t: text });
+  });
+
+  test('decimals of up to 6 bytes in plain numbers, longer ones exactly too', () => {
+    const schema = (size: number) => ({
+      type: 'record',
+      name: 'R',
+      fields: [
+        {
+          name: 'd',
+          type: { type: 'fixed', name: 'F', size, logicalType: 'decimal', precision: 30, scale: 4 },
+        },
+      ],
+    });
+    const of = (hex: string) =>
+      compileAvro(JSON.stringify(schema(hex.length / 2))).decode(Buffer.from(hex, 'hex'));
+    expect(of('ffffffffffff')).toEqual({ d: '-0.0001' });
+    expect(of('7fffffffffff')).toEqual({ d: '14073748835.5327' });
+    expect(of('00000000000000000001')).toEqual({ d: '0.0001' });
+    expect(of('0005')).toEqual({ d: '0.0005' });
+  });
+});
