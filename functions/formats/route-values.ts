@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import type { BigQuery } from '@google-cloud/bigquery';
 import { GoogleAuth } from 'google-auth-library';
 import type { SchemaRegistryConfig } from '../drain/config.js';
-import { ConfigError, DrainError } from '../drain/errors.js';
+import { ConfigError, DrainError, isRetriable } from '../drain/errors.js';
 import type { Logger } from '../drain/logger.js';
 import { defaultRetryPolicy, withRetry } from '../drain/retry.js';
 import type { Route } from '../drain/routes.js';
@@ -82,6 +82,8 @@ export async function routeValues(
   registry: SchemaRegistry | null,
   bigquery: BigQuery,
   logger: Logger,
+  /** The audit trail of versions whose records become dead letters (once per schema id). */
+  onIncompatible?: (schemaId: number, reason: string) => Promise<void>,
 ): Promise<RouteValues> {
   const fileColumns = route.schemaFile === null ? undefined : readUserSchema(route.schemaFile);
   if (route.valueFormat === 'json') return { columns: fileColumns!, followSchema: false };
@@ -101,18 +103,7 @@ export async function routeValues(
         `is required for ${route.dataset}.${route.table}: no topic to name the subject after`,
       );
     const subject = route.valueSubject ?? `${topic}-value`;
-    const latest = await withRetry(
-      startRetry,
-      () => registry!.subjectVersion(subject, 'latest'),
-      (error, attempt) => logger.warn('the schema registry failed; retrying', { subject, error, attempt }),
-    );
-    const compiled = await compileLatest(compile, latest, registry!, subject);
-    logger.info('table columns from the schema registry', {
-      subject,
-      version: latest.version,
-      schemaId: latest.id,
-    });
-    columns = await withTableColumns(bigquery, route, compiled, logger);
+    columns = await registryColumns(registry!, compile, subject, bigquery, route, logger);
   }
   return {
     columns,
@@ -125,8 +116,47 @@ export async function routeValues(
       columnsFollowSchema: fileColumns === undefined,
       retry: defaultRetryPolicy,
       logger,
+      ...(onIncompatible === undefined ? {} : { onIncompatible }),
     }),
   };
+}
+
+/**
+ * The subject's latest version's columns with the table's. A registry that does not answer at the start
+ * does not fail the run when the table exists: its columns as they are, and each partition then waits
+ * for the registry at its first batch (a registry fault is no bad data). With no table yet, it does.
+ */
+async function registryColumns(
+  registry: SchemaRegistry,
+  compile: SchemaCompiler,
+  subject: string,
+  bigquery: BigQuery,
+  route: Route,
+  logger: Logger,
+): Promise<readonly SchemaField[]> {
+  let latest: RegisteredSchema & { version: number };
+  try {
+    latest = await withRetry(
+      startRetry,
+      () => registry.subjectVersion(subject, 'latest'),
+      (error, attempt) => logger.warn('the schema registry failed; retrying', { subject, error, attempt }),
+    );
+  } catch (error) {
+    const current = isRetriable(error) ? await tableUserColumns(bigquery, route, logger) : undefined;
+    if (current === undefined || current.length === 0) throw error;
+    logger.warn('the schema registry does not answer; the table keeps its columns for this run', {
+      subject,
+      error,
+    });
+    return current;
+  }
+  const compiled = await compileLatest(compile, latest, registry, subject);
+  logger.info('table columns from the schema registry', {
+    subject,
+    version: latest.version,
+    schemaId: latest.id,
+  });
+  return withTableColumns(bigquery, route, compiled, logger);
 }
 
 async function compileLatest(
@@ -177,6 +207,17 @@ async function withTableColumns(
       'VALUE_SUBJECT',
       `the values' schema has a field named like a metadata column (${metadataColumns.join(', ')})`,
     );
+  const current = await tableUserColumns(bigquery, route, logger);
+  // As the table will be once evolved: new columns NULLABLE, older versions' columns kept.
+  return current === undefined ? columns : followedColumns(current, columns);
+}
+
+/** The table's user columns; undefined when it cannot be read (absent, or BigQuery silent for 10 s). */
+async function tableUserColumns(
+  bigquery: BigQuery,
+  route: Route,
+  logger: Logger,
+): Promise<SchemaField[] | undefined> {
   try {
     // At most 10 s: a BigQuery that does not answer must not hold the run before it looks (as the table
     // checks do); making the table later finds out again.
@@ -190,11 +231,10 @@ async function withTableColumns(
     const current = ((metadata.schema?.fields ?? []) as SchemaField[]).filter(
       (f) => !(metadataColumns as readonly string[]).includes(f.name),
     );
-    // As the table will be once evolved: new columns NULLABLE, older versions' columns kept.
-    return followedColumns(current, columns);
+    return current;
   } catch (error) {
     if ((error as { code?: number }).code !== 404)
-      logger.warn('reading the table’s columns failed; the values’ columns alone', { error });
-    return columns;
+      logger.warn('reading the table’s columns failed', { error });
+    return undefined;
   }
 }

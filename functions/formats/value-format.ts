@@ -59,6 +59,8 @@ export interface RegistryFormatOptions {
   readonly columnsFollowSchema: boolean;
   readonly retry: RetryPolicy;
   readonly logger: Logger;
+  /** Told once per run of each schema id whose records become dead letters (the audit trail). */
+  readonly onIncompatible?: (schemaId: number, reason: string) => Promise<void>;
 }
 
 export function createRegistryFormat(options: RegistryFormatOptions): ValueFormat {
@@ -123,6 +125,11 @@ export function createRegistryFormat(options: RegistryFormatOptions): ValueForma
       schemaId: id,
       reason: message,
     });
+    options
+      .onIncompatible?.(id, message)
+      .catch((error: unknown) =>
+        logger.warn('recording the incompatible schema in the audit trail failed', { error, schemaId: id }),
+      );
     return { kind: 'schema', message };
   }
 

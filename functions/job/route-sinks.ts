@@ -222,3 +222,23 @@ async function recordSchemaEvolution(
   }
   await batch.commit();
 }
+
+/**
+ * A schema version whose records become dead letters, in the audit trail once per table and schema id
+ * (the document's id says which: a later run that meets it again finds it there and adds nothing).
+ */
+export async function recordIncompatibleSchema(
+  clients: GoogleClients,
+  pipelineId: string,
+  runId: string,
+  table: string,
+  schemaId: number,
+  reason: string,
+): Promise<void> {
+  const doc = clients.firestore.doc(`pipelines/${pipelineId}/audit/schema_incompatible~${table}~${schemaId}`);
+  await doc
+    .create({ action: 'schema_incompatible', table, schemaId, reason, actor: runId, at: new Date() })
+    .catch((error: unknown) => {
+      if ((error as { code?: number }).code !== 6) throw error; // ALREADY_EXISTS: recorded before
+    });
+}

@@ -14,7 +14,7 @@ import type { Checkpoints, RunSummary, Sink, Source } from '../drain/types.js';
 import { checkBrokerCertificate, kafkaClientOptions } from '../sources/kafka-client.js';
 import { createGoogleClients, type GoogleClients } from './clients.js';
 import { callDeadlinesMs, closeWithin, cutOffLateCalls } from './deadline.js';
-import { createRouteSinks } from './route-sinks.js';
+import { createRouteSinks, recordIncompatibleSchema } from './route-sinks.js';
 import { routeTopics } from './routing.js';
 import {
   checkRouteFiles,
@@ -139,7 +139,14 @@ async function routeTargets(
     // Each route's drain leases as an owner of its own (its staging tables are its own too).
     const runId = several ? `${run.runId}-r${index}` : run.runId;
     const routeLogger = several ? logger.child({ table }) : logger;
-    const values = await routeValues(r.route, r.topics, registry, run.clients.bigquery, routeLogger);
+    const values = await routeValues(
+      r.route,
+      r.topics,
+      registry,
+      run.clients.bigquery,
+      routeLogger,
+      (id, reason) => recordIncompatibleSchema(run.clients, config.pipelineId, runId, table, id, reason),
+    );
     const userSchema = values.columns;
     targets.push({
       routed: r,

@@ -245,8 +245,15 @@ describe('Avro through the registry', () => {
     expect(messages[0]!.attributes.error_message).toMatch(
       /field id is STRING but the table's column is INT64/,
     );
-    // Said once per schema id, not per record.
+    // Said once per schema id, not per record: in the log, and in the audit trail.
     expect(run.lines.filter((l) => l.event === 'schema_incompatible')).toHaveLength(1);
+    const audit = await clients.firestore
+      .collection(`pipelines/${pipeline.id}/audit`)
+      .where('action', '==', 'schema_incompatible')
+      .get();
+    expect(audit.docs.map((d) => d.get('reason'))).toEqual([
+      expect.stringMatching(/field id is STRING but the table's column is INT64/),
+    ]);
   });
 
   test('an unknown schema id and a value without the magic byte are decode dead letters', async () => {
@@ -309,6 +316,47 @@ describe('Avro through the registry', () => {
       expect(up.summary).toMatchObject({ stopReason: 'caught_up', rowsWritten: 2, deadLettered: 0 });
       expect((await tableOffsets(clients, pipeline)).get(0)).toEqual([0, 1]);
       expect((await deadLetterOffsets(clients, pipeline)).messages).toEqual([]);
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  test('a registry down at the start of a run, the table there: the run keeps its columns, the partition waits', async () => {
+    let down = false;
+    const proxy = await startFaultProxy(registryUrl, () => (down ? 'reset' : 'pass'));
+    try {
+      const pipeline = await valuesPipeline({
+        VALUE_FORMAT: 'avro',
+        SCHEMA_REGISTRY_URL: proxy.url,
+        DRAIN_BUDGET_SECONDS: '30',
+      });
+      const v1 = { type: 'record', name: 'User', fields: [{ name: 'id', type: 'long' }] };
+      await pythonProduce({
+        topic: pipeline.topic,
+        format: 'avro',
+        schema: JSON.stringify(v1),
+        values: '[{"id": 1}]',
+        partition: 0,
+        registry: registryUrl,
+      });
+      expect((await runJob(pipeline.env)).code).toBe(0); // the table, from v1
+      await pythonProduce({
+        topic: pipeline.topic,
+        format: 'avro',
+        schema: JSON.stringify(v1),
+        values: '[{"id": 2}]',
+        partition: 0,
+        registry: registryUrl,
+      });
+      down = true;
+      const run = await runJob(pipeline.env);
+      expect(run.code, errorsOf(run.lines)).toBe(0);
+      expect(run.summary).toMatchObject({ stopReason: 'stalled', rowsWritten: 0, deadLettered: 0 });
+      expect(run.lines.some((l) => /the table keeps its columns/.test(String(l.message)))).toBe(true);
+      down = false;
+      const after = await runJob(pipeline.env);
+      expect(after.summary).toMatchObject({ stopReason: 'caught_up', rowsWritten: 1, deadLettered: 0 });
+      expect((await tableOffsets(clients, pipeline)).get(0)).toEqual([0, 1]);
     } finally {
       await proxy.close();
     }
