@@ -119,13 +119,14 @@ export function createRegistryFormat(options: RegistryFormatOptions): ValueForma
   }
 
   /** A version the table cannot take: said once per schema id, its records dead letters. */
-  function refused(id: number, message: string): Known {
+  async function refused(id: number, message: string): Promise<Known> {
     logger.warn('records of this schema version become dead letters', {
       event: 'schema_incompatible',
       schemaId: id,
       reason: message,
     });
-    options
+    // Awaited (once per schema id and run): the record is there before its records are dead letters.
+    await options
       .onIncompatible?.(id, message)
       .catch((error: unknown) =>
         logger.warn('recording the incompatible schema in the audit trail failed', { error, schemaId: id }),
