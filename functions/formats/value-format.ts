@@ -66,6 +66,7 @@ export interface RegistryFormatOptions {
 export function createRegistryFormat(options: RegistryFormatOptions): ValueFormat {
   const { registry, logger } = options;
   const known = new Map<number, Known>();
+  const loading = new Map<number, Promise<Known>>();
 
   async function load(id: number, signal?: AbortSignal): Promise<Known> {
     let registered: RegisteredSchema;
@@ -146,9 +147,14 @@ export function createRegistryFormat(options: RegistryFormatOptions): ValueForma
         }
       }
       for (const id of wanted) {
-        const result = await load(id, signal);
-        // A version waiting for its columns is asked again next run; faults above were never kept.
-        known.set(id, result);
+        // One load per id however many partitions' batches name it at once (said once, audited once).
+        let pending = loading.get(id);
+        if (pending === undefined) {
+          pending = load(id, signal).finally(() => loading.delete(id));
+          loading.set(id, pending);
+        }
+        // Registry faults throw and are not kept: the next batch asks again.
+        known.set(id, await pending);
       }
       for (const record of records) {
         const value = record.value;
