@@ -4,7 +4,7 @@
  * with a schema file. The table's columns come from the registry subject's latest version; values are
  * read back with the BigQuery client and compared exactly. Registry faults are not bad data.
  */
-import { writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
@@ -21,10 +21,12 @@ import {
   tableOffsets,
 } from '../support/job.js';
 import { produce } from '../support/kafka.js';
+import { metadataServerForFile } from '../support/metadata-server.js';
 import { pythonProduce } from '../support/producers.js';
 import { stackEnv } from '../support/stack.js';
 
 const clients = await e2eClients();
+const metadata = metadataServerForFile();
 const registryUrl = (stackEnv() as unknown as Record<string, string>).SCHEMA_REGISTRY_URL!;
 
 /** A pipeline whose columns come from the values' schema: no BQ_SCHEMA_FILE. */
@@ -554,5 +556,46 @@ describe('table layout', () => {
       .getMetadata();
     expect(filteredMetadata.requirePartitionFilter).toBe(true);
     expect((await tableOffsets(clients, filtered)).get(0)).toEqual([0]);
+  });
+});
+
+describe("Google's schema registry: a bearer token from the job's own credentials", () => {
+  test('every registry request carries a token the metadata server issued; no secret is set', async () => {
+    const seen: string[] = [];
+    // Google's registry stands in here as a proxy in front of Karapace that takes only issued tokens.
+    const proxy = await startFaultProxy(registryUrl, (request) => {
+      const authorization = String(request.headers.authorization ?? '');
+      seen.push(authorization);
+      return metadata.issued.some((token) => authorization === `Bearer ${token}`) ? 'pass' : { status: 401 };
+    });
+    try {
+      const stack = stackEnv() as unknown as Record<string, string>;
+      const pipeline = await valuesPipeline({
+        VALUE_FORMAT: 'avro',
+        SCHEMA_REGISTRY_URL: proxy.url,
+        SCHEMA_REGISTRY_AUTH: 'google',
+        GCE_METADATA_HOST: stack.KBD_METADATA_HOST!,
+        METADATA_SERVER_DETECTION: 'ping-only',
+        // No gcloud credentials of this machine's user may stand in for the job's.
+        HOME: mkdtempSync(join(tmpdir(), 'kbd-home-')),
+      });
+      const v1 = { type: 'record', name: 'User', fields: [{ name: 'id', type: 'long' }] };
+      await pythonProduce({
+        topic: pipeline.topic,
+        format: 'avro',
+        schema: JSON.stringify(v1),
+        values: '[{"id": 1}]',
+        partition: 0,
+      });
+      const run = await runJob(pipeline.env);
+      expect(run.code, errorsOf(run.lines)).toBe(0);
+      expect(run.summary).toMatchObject({ stopReason: 'caught_up', rowsWritten: 1, deadLettered: 0 });
+      // The subject's latest version at the start, then the record's schema id: both with a token.
+      expect(seen.length).toBeGreaterThanOrEqual(2);
+      expect(seen.every((a) => a.startsWith('Bearer '))).toBe(true);
+      expect(proxy.counts.get('401') ?? 0).toBe(0);
+    } finally {
+      await proxy.close();
+    }
   });
 });

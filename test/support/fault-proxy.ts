@@ -13,6 +13,7 @@ export interface ProxiedRequest {
   readonly method: string;
   readonly url: string;
   readonly body: string;
+  readonly headers: IncomingMessage['headers'];
 }
 
 export type FaultRule = (request: ProxiedRequest) => Verdict;
@@ -50,7 +51,12 @@ export async function startFaultProxy(target: string, rule: FaultRule = passAll)
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
       const body = Buffer.concat(chunks);
-      const verdict = current({ method: req.method ?? 'GET', url: req.url ?? '/', body: body.toString() });
+      const verdict = current({
+        method: req.method ?? 'GET',
+        url: req.url ?? '/',
+        body: body.toString(),
+        headers: req.headers,
+      });
       count(verdict);
       if (verdict === 'reset') {
         req.socket.resetAndDestroy();
