@@ -44,6 +44,19 @@ async function rowsOf(c: GoogleClients, pipeline: Pipeline, columns: string) {
   return JSON.parse(JSON.stringify(rows)) as Record<string, unknown>[];
 }
 
+/** The one-field `User` schema, as Python's AvroSerializer writes it (registered directly, never through a proxy). */
+const user = { type: 'record', name: 'User', fields: [{ name: 'id', type: 'long' }] };
+function produceUsers(pipeline: Pipeline, values: string): Promise<number> {
+  return pythonProduce({
+    topic: pipeline.topic,
+    format: 'avro',
+    schema: JSON.stringify(user),
+    values,
+    partition: 0,
+    registry: registryUrl,
+  });
+}
+
 async function columnsOf(c: GoogleClients, pipeline: Pipeline) {
   const [metadata] = await c.bigquery.dataset(pipeline.dataset).table(pipeline.table).getMetadata();
   return Object.fromEntries(
@@ -260,14 +273,7 @@ describe('Avro through the registry', () => {
 
   test('an unknown schema id and a value without the magic byte are decode dead letters', async () => {
     const pipeline = await valuesPipeline({ VALUE_FORMAT: 'avro' });
-    const v1 = { type: 'record', name: 'User', fields: [{ name: 'id', type: 'long' }] };
-    await pythonProduce({
-      topic: pipeline.topic,
-      format: 'avro',
-      schema: JSON.stringify(v1),
-      values: '[{"id": 1}]',
-      partition: 0,
-    });
+    await produceUsers(pipeline, '[{"id": 1}]');
     // kafkajs as the producer of bytes no serializer would write: id 999999 (unknown), and plain JSON.
     await produce(pipeline.topic, [
       { partition: 0, value: Buffer.from([0, 0, 0x0f, 0x42, 0x3f, 2]) },
@@ -297,14 +303,7 @@ describe('Avro through the registry', () => {
         SCHEMA_REGISTRY_URL: proxy.url,
         DRAIN_BUDGET_SECONDS: '30',
       });
-      const v1 = { type: 'record', name: 'User', fields: [{ name: 'id', type: 'long' }] };
-      await pythonProduce({
-        topic: pipeline.topic,
-        format: 'avro',
-        schema: JSON.stringify(v1),
-        values: '[{"id": 1}, {"id": 2}]',
-        partition: 0,
-      });
+      await produceUsers(pipeline, '[{"id": 1}, {"id": 2}]');
       failing = true; // the run reads the subject's columns, then every schema id asked fails
       const down = await runJob(pipeline.env);
       expect(down.code, errorsOf(down.lines)).toBe(0);
@@ -332,24 +331,9 @@ describe('Avro through the registry', () => {
         SCHEMA_REGISTRY_URL: proxy.url,
         DRAIN_BUDGET_SECONDS: '30',
       });
-      const v1 = { type: 'record', name: 'User', fields: [{ name: 'id', type: 'long' }] };
-      await pythonProduce({
-        topic: pipeline.topic,
-        format: 'avro',
-        schema: JSON.stringify(v1),
-        values: '[{"id": 1}]',
-        partition: 0,
-        registry: registryUrl,
-      });
+      await produceUsers(pipeline, '[{"id": 1}]');
       expect((await runJob(pipeline.env)).code).toBe(0); // the table, from v1
-      await pythonProduce({
-        topic: pipeline.topic,
-        format: 'avro',
-        schema: JSON.stringify(v1),
-        values: '[{"id": 2}]',
-        partition: 0,
-        registry: registryUrl,
-      });
+      await produceUsers(pipeline, '[{"id": 2}]');
       down = true;
       const run = await runJob(pipeline.env);
       expect(run.code, errorsOf(run.lines)).toBe(0);
@@ -579,14 +563,7 @@ describe("Google's schema registry: a bearer token from the job's own credential
         // No gcloud credentials of this machine's user may stand in for the job's.
         HOME: mkdtempSync(join(tmpdir(), 'kbd-home-')),
       });
-      const v1 = { type: 'record', name: 'User', fields: [{ name: 'id', type: 'long' }] };
-      await pythonProduce({
-        topic: pipeline.topic,
-        format: 'avro',
-        schema: JSON.stringify(v1),
-        values: '[{"id": 1}]',
-        partition: 0,
-      });
+      await produceUsers(pipeline, '[{"id": 1}]');
       const run = await runJob(pipeline.env);
       expect(run.code, errorsOf(run.lines)).toBe(0);
       expect(run.summary).toMatchObject({ stopReason: 'caught_up', rowsWritten: 1, deadLettered: 0 });
