@@ -3,7 +3,7 @@
  * BigQuery, Pub/Sub and Firestore. Every child is tracked: a test that leaves one running fails.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { appendFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, expect } from 'vitest';
@@ -120,6 +120,13 @@ export function startJob(env: Record<string, string>): JobProcess {
     }
   });
   child.stderr!.on('data', (chunk: Buffer) => stderr.push(chunk.toString()));
+  // Opt-in, for chasing a rare failure: every job's output kept, one file per process.
+  const logDir = process.env.KBD_JOB_LOG_DIR;
+  if (logDir) {
+    const file = join(logDir, `job-${Date.now()}-${child.pid}.log`);
+    child.stdout!.on('data', (chunk: Buffer) => appendFileSync(file, chunk));
+    child.stderr!.on('data', (chunk: Buffer) => appendFileSync(file, chunk));
+  }
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
     child.on('exit', (code, signal) => {
       children.delete(child);
