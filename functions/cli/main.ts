@@ -295,6 +295,7 @@ async function verify(env: NodeJS.ProcessEnv, json: boolean): Promise<number> {
         ...(config.bigquery.writeMode !== 'insert-all'
           ? { deadLetterTable: deadLetterTableName(route.table) }
           : {}),
+        ...(config.bigquery.writeMode === 'cdc' ? { changes: true } : {}),
       });
       verdicts.push(...found.map((v) => ({ table: tableName(route), ...v })));
     }

@@ -195,7 +195,9 @@ export async function seek(deps: OperationsDeps, args: OperatorArgs): Promise<nu
             ? `: records [${to}, ${from}) will be read again; merge mode inserts none of them twice`
             : deps.writeMode === 'storage-write'
               ? `: records [${to}, ${from}) will be read again; those the tables still hold are not written again`
-              : `: records [${to}, ${from}) will be read again; in ${deps.writeMode} mode those already in the table will be there twice`;
+              : deps.writeMode === 'cdc'
+                ? `: records [${to}, ${from}) will be read again; a replayed change never undoes a later one (sequence numbers)`
+                : `: records [${to}, ${from}) will be read again; in ${deps.writeMode} mode those already in the table will be there twice`;
       } else if (direction === 'forwards') {
         note = `: records [${from}, ${to}) will never be drained`;
       }

@@ -1,11 +1,13 @@
 import type { CallTracker } from '../drain/calls.js';
 import type { DrainConfig } from '../drain/config.js';
+import { ConfigError } from '../drain/errors.js';
 import type { Logger } from '../drain/logger.js';
 import { onceUntilFailure } from '../drain/once.js';
 import { defaultRetryPolicy } from '../drain/retry.js';
 import type { Route } from '../drain/routes.js';
 import type { ErrorTable, Sink, StreamSink } from '../drain/types.js';
 import { createInsertAllSink, ensureTargetTable, insertAllLimits } from '../sinks/bigquery-sink.js';
+import { type ChangeSink, cdcSourceFields, createCdcSink, ensureCdcTable } from '../sinks/cdc-sink.js';
 import { createMergeErrorTable } from '../sinks/error-table.js';
 import { createMergeSink } from '../sinks/merge-sink.js';
 import { evolveTable, type SchemaEvolution } from '../sinks/schema-evolution.js';
@@ -22,6 +24,8 @@ interface Made {
   readonly sink: Sink;
   readonly streams?: StreamSink;
   readonly errorTable?: ErrorTable;
+  readonly changes?: ChangeSink;
+  readonly ready?: (primaryKey: readonly string[]) => Promise<void>;
   close(): Promise<void>;
 }
 
@@ -38,6 +42,8 @@ function eagerSinks(
   sink: Sink;
   streams?: StreamSink;
   errorTable?: ErrorTable;
+  changes?: ChangeSink;
+  ready?: (primaryKey: readonly string[]) => Promise<void>;
   /** The first making, settled: undefined if it worked or failed for a reason a later write may outlive. */
   firstError: Promise<unknown>;
   close(): Promise<void>;
@@ -79,6 +85,15 @@ function eagerSinks(
           } satisfies StreamSink,
         }
       : {}),
+    ...(mode === 'cdc'
+      ? {
+          changes: {
+            apply: async (rows, letters, at) => (await get()).changes!.apply(rows, letters, at),
+            close: () => {},
+          } satisfies ChangeSink,
+          ready: async (primaryKey: readonly string[]) => (await get()).ready!(primaryKey),
+        }
+      : {}),
     firstError,
     async close() {
       const settled = await ready;
@@ -113,6 +128,7 @@ export function createRouteSinks(options: RouteSinksOptions): RouteSinks {
   return eagerSinks(
     tracked(async () => {
       const target = { dataset: route.dataset, table: route.table, location: config.bigquery.location };
+      if (mode === 'cdc') return cdcSinks(options);
       const table = await ensureTargetTable(
         clients.bigquery,
         { ...target, metadata: route.metadata, layout: route.layout },
@@ -196,8 +212,68 @@ export function writerPorts(
   tracked: <T extends object>(port: T) => T,
 ): WriterPorts {
   if (mode === 'storage-write') return { mode, streams: tracked(made.streams!) };
+  if (mode === 'cdc') return { mode, changes: tracked(made.changes!), ready: made.ready! };
   if (mode === 'merge') return { mode, sink: tracked(made.sink), errorTable: tracked(made.errorTable!) };
   return { mode, sink: tracked(made.sink) };
+}
+
+/**
+ * cdc mode: the change sink on the default streams. The table is made (with its primary key, clustered by
+ * it, with its max staleness) or checked once the key is known: at the first batch, since Debezium's key
+ * may come from the records themselves; then its columns follow the schema file as in every mode.
+ */
+async function cdcSinks(options: RouteSinksOptions): Promise<Made> {
+  const { config, route, clients, userSchema, logger, runId, fault } = options;
+  const cdc = config.bigquery.cdc!;
+  const target = { dataset: route.dataset, table: route.table, location: config.bigquery.location };
+  const fields = targetTableSchema(
+    [...userSchema, ...(cdc.sourceColumns ? cdcSourceFields : [])],
+    route.metadata,
+  );
+  const changes = createCdcSink({
+    bigquery: clients.bigquery,
+    writer: clients.bigqueryWriter(),
+    project: config.project,
+    ...target,
+    schema: fields,
+    maxStaleness: cdc.maxStaleness,
+    logger,
+    fault,
+  });
+  let made: { key: string; done: Promise<void> } | undefined;
+  const ready = (primaryKey: readonly string[]) => {
+    const key = primaryKey.join(',');
+    if (made?.key !== key) {
+      const done = (async () => {
+        const missing = primaryKey.filter((k) => !fields.some((f) => f.name === k));
+        if (userSchema.length > 0 && missing.length > 0)
+          throw new ConfigError(
+            'BQ_PRIMARY_KEY',
+            `names ${missing.join(', ')}, which the table's schema has not`,
+          );
+        await ensureCdcTable(clients.bigquery, target, route.table, fields, {
+          primaryKey,
+          maxStaleness: cdc.maxStaleness,
+        });
+        const evolution = await evolveTable(clients.bigquery, target, fields, logger);
+        if (evolution.changes.length > 0)
+          await recordSchemaEvolution(clients, config.pipelineId, runId, evolution).catch((error: unknown) =>
+            logger.warn('recording the schema change in the audit trail failed', { error }),
+          );
+      })();
+      done.catch(() => {
+        if (made?.done === done) made = undefined;
+      });
+      made = { key, done };
+    }
+    return made.done;
+  };
+  const unsupported: Sink = {
+    write: async () => {
+      throw new ConfigError('BQ_WRITE_MODE', 'replaying dead letters is not supported in cdc mode yet');
+    },
+  };
+  return { sink: unsupported, changes, ready, close: async () => changes.close() };
 }
 
 /** Every schema change applied is kept under `pipelines/{pipeline}/audit/`, as operators' actions are. */

@@ -142,6 +142,7 @@ export function routeDrainPorts(
       },
       leaseTtlMs: config.leaseTtlSeconds * 1000,
       flushMaxBytes: config.batchMaxBytes * 4,
+      cdc: config.bigquery.cdc,
       logger,
       now: Date.now,
       ...(shared.fault === undefined ? {} : { fault: shared.fault }),

@@ -52,29 +52,48 @@ export function toRow(
   shape?: RowShape,
   format?: ValueFormat,
 ): RowToWrite | DeadLetter {
-  if (record.value === null) return { record, kind: 'decode', message: 'record value is null (tombstone)' };
+  const decoded = decodeValue(record, format);
+  if (decoded.letter !== undefined) return decoded.letter;
+  return finishRow(record, decoded.value, ingestedAt, shape);
+}
+
+/** A value decoded, or the dead letter its record is. */
+export type Decoded =
+  | { readonly value: JsonValue; readonly letter?: undefined }
+  | { readonly letter: DeadLetter };
+
+/** A record's value, decoded (JSON text, or the route's value format), or the dead letter it is. */
+export function decodeValue(record: KafkaRecord, format?: ValueFormat): Decoded {
+  const letter = (kind: DeadLetter['kind'], message: string) => ({ letter: { record, kind, message } });
+  if (record.value === null) return letter('decode', 'record value is null (tombstone)');
   if (record.value.length > maxRecordBytes) {
     // BigQuery takes at most 10 MB per insert request and per row: such a record can never be a row.
-    return {
-      record,
-      kind: 'oversize',
-      message: `value of ${record.value.length} bytes is over the ${maxRecordBytes}-byte limit of a row`,
-    };
+    return letter(
+      'oversize',
+      `value of ${record.value.length} bytes is over the ${maxRecordBytes}-byte limit of a row`,
+    );
   }
-  let parsed: JsonValue;
   if (format !== undefined) {
     const decoded = format.decode(record.value);
-    if (!decoded.ok) return { record, kind: decoded.kind, message: decoded.message };
-    parsed = decoded.value;
-  } else
-    try {
-      // Strict: invalid UTF-8 is refused (the check is native and fast; the decoder says why).
-      const text = isUtf8(record.value) ? record.value.toString('utf8') : strictUtf8.decode(record.value);
-      parsed = JSON.parse(text) as JsonValue;
-    } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
-      return { record, kind: 'decode', message: `value is not UTF-8 JSON: ${message}` };
-    }
+    return decoded.ok ? { value: decoded.value } : letter(decoded.kind, decoded.message);
+  }
+  try {
+    // Strict: invalid UTF-8 is refused (the check is native and fast; the decoder says why).
+    const text = isUtf8(record.value) ? record.value.toString('utf8') : strictUtf8.decode(record.value);
+    return { value: JSON.parse(text) as JsonValue };
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    return letter('decode', `value is not UTF-8 JSON: ${message}`);
+  }
+}
+
+/** A decoded value → the row (validated against the shape, metadata columns added), or its dead letter. */
+export function finishRow(
+  record: KafkaRecord,
+  parsed: JsonValue,
+  ingestedAt: Date,
+  shape?: RowShape,
+): RowToWrite | DeadLetter {
   if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
     return { record, kind: 'decode', message: 'value is not a JSON object' };
   }

@@ -11,13 +11,13 @@
  */
 import type { BigQuery } from '@google-cloud/bigquery';
 import { adapt, managedwriter } from '@google-cloud/bigquery-storage';
-import { chunksOf } from '../drain/chunks.js';
 import { DrainError } from '../drain/errors.js';
 import type { Logger } from '../drain/logger.js';
 import { onceUntilFailure } from '../drain/once.js';
 import type { DeadLetter, PartitionRef, Row, StreamSink, StreamState } from '../drain/types.js';
 import { grpcError } from '../google/grpc-errors.js';
 import { maxRecordBytes } from '../records/records.js';
+import { appendRefusing } from './append-rows.js';
 import { ensureTable } from './bigquery-sink.js';
 import { compileRowEncoder, type RowEncoder } from './row-encoder.js';
 import {
@@ -32,9 +32,6 @@ import { offsetsHeld, tableStats } from './table-stats.js';
 export function storageWriteError(error: unknown, what: string): Error {
   return grpcError('bigquery storage write', error, what);
 }
-
-/** One AppendRows request stays well under BigQuery's 10 MB. */
-const maxAppendBytes = 5 * 1024 * 1024;
 
 export interface StorageWriteSinkOptions {
   readonly bigquery: BigQuery;
@@ -107,43 +104,11 @@ export function createStorageWriteSink(options: StorageWriteSinkOptions): Stream
       options.logger.debug('storage write connection error', { error }),
     );
     const writer = new managedwriter.Writer({ connection, protoDescriptor: format.descriptor });
-    const refused = new Map<number, string>();
     try {
-      let offset = 0;
-      const indexed = encoded.map((bytes, at) => ({ bytes, at }));
-      for (const chunk of chunksOf(indexed, 10_000, maxAppendBytes, (r) => r.bytes.length + 16)) {
-        let left = chunk;
-        while (left.length > 0) {
-          const serializedRows = left.map((r) => r.bytes);
-          const result = await writer.appendRows({ serializedRows }, offset).getResult();
-          // Row errors first: BigQuery sends them with the request's error status, and nothing was appended.
-          const rowErrors = result.rowErrors ?? [];
-          if (rowErrors.length > 0) {
-            const before = left.length;
-            const bad = new Set<number>();
-            for (const e of rowErrors) {
-              const i = Number(e.index ?? -1);
-              if (i < 0 || i >= left.length) continue;
-              bad.add(i);
-              refused.set(left[i]!.at, e.message ?? 'refused by BigQuery');
-            }
-            left = left.filter((_, i) => !bad.has(i));
-            if (left.length === before) {
-              throw new DrainError(
-                `bigquery storage write: an append to ${table} at offset ${offset} was refused with row errors naming no row of it`,
-                { retriable: false, code: 'row_error' },
-              );
-            }
-            continue;
-          }
-          if (result.error) {
-            // In-band errors (offsets) come back as a resolved result, not a rejection.
-            throw storageWriteError(result.error, `append to ${table} at offset ${offset}`);
-          }
-          offset += left.length;
-          break;
-        }
-      }
+      const { appended: offset, refused } = await appendRefusing(writer, encoded, table, {
+        offsets: true,
+        error: storageWriteError,
+      });
       if (offset === 0) {
         // Every row was refused: the stream holds nothing and is never committed (it expires).
         return { stream: undefined, refused };

@@ -91,6 +91,8 @@ export interface PartitionVerdict {
   /** storage-write mode: rows of the error table in the range, and how many of them repeat an offset. */
   errorTableRows?: number;
   errorTableDuplicates?: number;
+  /** cdc mode: rows whose last change lies at or beyond the checkpoint (written, never committed). */
+  beyondCheckpoint?: number;
   ok: boolean;
 }
 
@@ -100,6 +102,11 @@ export function reconcile(
   table: TableStats,
   /** The error table's stats, where it holds each dead letter once (storage-write mode). */
   errorTable?: TableStats,
+  /**
+   * cdc mode: the table holds each key's last change, not a row per offset, so rows cannot be counted
+   * against the ledger; instead no two rows may come from one offset, and none from beyond the checkpoint.
+   */
+  changes?: { readonly beyondCheckpoint: number },
 ): PartitionVerdict {
   // Entries are in commit order; after an operator's reset only what follows it is reconciled.
   const lastReset = ledger.findLastIndex((e) => e.reset === true);
@@ -119,7 +126,7 @@ export function reconcile(
   const sum = (pick: (e: LedgerEntry) => number) => sorted.reduce((n, e) => n + pick(e), 0);
   const ledgerRows = sum((e) => e.rows);
   const duplicates = table.rows - table.distinctOffsets;
-  const missingRows = Math.max(0, ledgerRows - table.distinctOffsets);
+  const missingRows = changes === undefined ? Math.max(0, ledgerRows - table.distinctOffsets) : 0;
   const lost = sum((e) => (e.lost ? e.to - e.from : (e.lostOffsets ?? 0)));
   const deadLetters = sum((e) => e.deadLetters);
   const lettersOk =
@@ -148,11 +155,14 @@ export function reconcile(
           errorTableRows: errorTable.rows,
           errorTableDuplicates: errorTable.rows - errorTable.distinctOffsets,
         }),
+    ...(changes === undefined ? {} : { beyondCheckpoint: changes.beyondCheckpoint }),
     ok:
       gaps.length === 0 &&
       duplicates === 0 &&
       missingRows === 0 &&
-      table.distinctOffsets === ledgerRows &&
+      (changes === undefined
+        ? table.distinctOffsets === ledgerRows
+        : table.distinctOffsets <= ledgerRows && changes.beyondCheckpoint === 0) &&
       lettersOk,
   };
 }

@@ -20,6 +20,8 @@ export async function verifyPipeline(
     topics: readonly string[];
     /** storage-write mode: the error table holds each dead letter once, and is reconciled too. */
     deadLetterTable?: string;
+    /** cdc mode: the table holds each key's last change (see reconcile). */
+    changes?: boolean;
   },
 ): Promise<PartitionVerdict[]> {
   const partitions = await partitionsOf(clients.firestore, target.pipelineId).get();
@@ -49,6 +51,13 @@ export async function verifyPipeline(
           if (/not found/i.test((error as Error).message)) return new Map<string, TableStats>();
           throw error;
         });
+  const beyond = target.changes
+    ? await tableStatsByPartition(
+        clients.bigquery,
+        target,
+        ranges.map((r) => ({ ...r, from: r.to, to: Number.MAX_SAFE_INTEGER })),
+      )
+    : undefined;
   const none: TableStats = { rows: 0, distinctOffsets: 0, minOffset: null, maxOffset: null };
   return found
     .map(({ range, checkpoint, ledger }) => {
@@ -58,6 +67,7 @@ export async function verifyPipeline(
         ledger,
         rows.get(id)!,
         letters === undefined ? undefined : (letters.get(id) ?? none),
+        beyond === undefined ? undefined : { beyondCheckpoint: (beyond.get(id) ?? none).rows },
       );
     })
     .sort((a, b) => a.topic.localeCompare(b.topic) || a.partition - b.partition);

@@ -96,12 +96,34 @@ export async function startTcpFaultProxy(target: string): Promise<TcpFaultProxy>
  * the faults): per partition, per offset, whether the value is malformed (not JSON).
  */
 export async function readTopic(topic: string): Promise<Map<number, Map<number, boolean>>> {
+  const log = new Map<number, Map<number, boolean>>();
+  for (const [partition, records] of await readTopicRecords(topic)) {
+    const offsets = new Map<number, boolean>();
+    for (const r of records) {
+      let malformed = true;
+      try {
+        JSON.parse(r.value?.toString() ?? '');
+        malformed = false;
+      } catch {}
+      offsets.set(r.offset, malformed);
+    }
+    log.set(partition, offsets);
+  }
+  return log;
+}
+
+/** Every record the topic holds, per partition in offset order, read back with kafkajs (committed only). */
+export async function readTopicRecords(
+  topic: string,
+): Promise<Map<number, { offset: number; key: Buffer | null; value: Buffer | null }[]>> {
   const kafka = testKafka();
   const admin = kafka.admin();
   await admin.connect();
   const ends = await admin.fetchTopicOffsets(topic);
   await admin.disconnect();
-  const log = new Map<number, Map<number, boolean>>(ends.map((e) => [e.partition, new Map()]));
+  const log = new Map<number, { offset: number; key: Buffer | null; value: Buffer | null }[]>(
+    ends.map((e) => [e.partition, []]),
+  );
   const remaining = new Set(ends.filter((e) => Number(e.high) > Number(e.low)).map((e) => e.partition));
   if (remaining.size === 0) return log;
   const high = new Map(ends.map((e) => [e.partition, Number(e.high)]));
@@ -113,12 +135,7 @@ export async function readTopic(topic: string): Promise<Map<number, Map<number, 
       .run({
         eachMessage: async ({ partition, message }) => {
           const offset = Number(message.offset);
-          let malformed = true;
-          try {
-            JSON.parse(message.value?.toString() ?? '');
-            malformed = false;
-          } catch {}
-          log.get(partition)!.set(offset, malformed);
+          log.get(partition)!.push({ offset, key: message.key, value: message.value });
           if (offset + 1 >= high.get(partition)!) {
             remaining.delete(partition);
             if (remaining.size === 0) resolve();
@@ -128,5 +145,6 @@ export async function readTopic(topic: string): Promise<Map<number, Map<number, 
       .catch(reject);
   });
   await consumer.disconnect();
+  for (const records of log.values()) records.sort((a, b) => a.offset - b.offset);
   return log;
 }

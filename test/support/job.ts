@@ -3,7 +3,7 @@
  * BigQuery, Pub/Sub and Firestore. Every child is tracked: a test that leaves one running fails.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { appendFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, expect } from 'vitest';
@@ -123,6 +123,7 @@ export function startJob(env: Record<string, string>): JobProcess {
   // Opt-in, for chasing a rare failure: every job's output kept, one file per process.
   const logDir = process.env.KBD_JOB_LOG_DIR;
   if (logDir) {
+    mkdirSync(logDir, { recursive: true });
     const file = join(logDir, `job-${Date.now()}-${child.pid}.log`);
     child.stdout!.on('data', (chunk: Buffer) => appendFileSync(file, chunk));
     child.stderr!.on('data', (chunk: Buffer) => appendFileSync(file, chunk));

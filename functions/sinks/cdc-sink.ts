@@ -1,0 +1,247 @@
+/**
+ * `cdc` mode's BigQuery side: change data capture through the Storage Write API's `_default` stream.
+ * Each row carries `_CHANGE_TYPE` and `_CHANGE_SEQUENCE_NUMBER`; BigQuery applies them by primary key. The
+ * default stream is at least once (an append retried after a lost answer may land twice), which changes
+ * nothing here: a change applied twice, or after a later one, leaves the key's latest change in place.
+ * Dead letters go to the error table the same way, keyed by their origin (topic, partition, offset), so
+ * that a replayed letter replaces itself instead of doubling.
+ * https://cloud.google.com/bigquery/docs/change-data-capture
+ */
+import type { BigQuery } from '@google-cloud/bigquery';
+import { adapt, managedwriter } from '@google-cloud/bigquery-storage';
+import { DrainError } from '../drain/errors.js';
+import type { Logger } from '../drain/logger.js';
+import { onceUntilFailure } from '../drain/once.js';
+import type { DeadLetter, Row, RowToWrite } from '../drain/types.js';
+import { changeSequenceColumn, changeTypeColumn, sequenceNumber } from '../records/changes.js';
+import { maxRecordBytes } from '../records/records.js';
+import { appendRefusing } from './append-rows.js';
+import { bigQueryError } from './bigquery-sink.js';
+import { compileRowEncoder } from './row-encoder.js';
+import { storageWriteError } from './storage-write-sink.js';
+import {
+  deadLetterRow,
+  deadLetterTableName,
+  deadLetterTableSchema,
+  type SchemaField,
+} from './table-schema.js';
+
+/** The error table's primary key in cdc mode: a dead letter's origin. */
+export const deadLetterKey = ['_kafka_topic', '_kafka_partition', '_kafka_offset'];
+
+/** The optional columns of a change's source (CDC_SOURCE_COLUMNS=true; Debezium's `op`, `source`). */
+export const cdcSourceFields: readonly SchemaField[] = [
+  {
+    name: '_cdc_op',
+    type: 'STRING',
+    mode: 'NULLABLE',
+    description: "Debezium's op of the last change: c, r, u",
+  },
+  {
+    name: '_cdc_source_ts',
+    type: 'TIMESTAMP',
+    mode: 'NULLABLE',
+    description: 'when the source made the change (source.ts_ms)',
+  },
+  {
+    name: '_cdc_source_position',
+    type: 'STRING',
+    mode: 'NULLABLE',
+    description: "the change's position in the source's log (JSON)",
+  },
+];
+
+const pseudoColumns: readonly SchemaField[] = [
+  { name: changeTypeColumn, type: 'STRING', mode: 'NULLABLE' },
+  { name: changeSequenceColumn, type: 'STRING', mode: 'NULLABLE' },
+];
+
+export interface ChangeSink {
+  /**
+   * Applies the changes to the target table and the dead letters to the error table. A row BigQuery
+   * refuses is left out and becomes a `rejected` dead letter with BigQuery's message. Resolves once
+   * every append is acknowledged.
+   */
+  apply(rows: readonly RowToWrite[], letters: readonly DeadLetter[], ingestedAt: Date): Promise<DeadLetter[]>;
+  close(): void;
+}
+
+export interface CdcTableOptions {
+  readonly primaryKey: readonly string[];
+  /** BigQuery's max_staleness, as its INTERVAL text (`0-0 0 0:15:0`), or null for none. */
+  readonly maxStaleness: string | null;
+}
+
+/** A CDC table's metadata: its primary key (NOT ENFORCED, as every BigQuery key), clustered by it. */
+export function cdcTableMetadata(options: CdcTableOptions) {
+  return {
+    tableConstraints: { primaryKey: { columns: [...options.primaryKey] } },
+    clustering: { fields: options.primaryKey.slice(0, 4) },
+    ...(options.maxStaleness === null ? {} : { maxStaleness: options.maxStaleness }),
+  };
+}
+
+/** Creates a CDC table if missing; an existing table must have the same primary key. */
+export async function ensureCdcTable(
+  bigquery: BigQuery,
+  target: { dataset: string; location: string | null },
+  name: string,
+  fields: readonly SchemaField[],
+  options: CdcTableOptions,
+): Promise<void> {
+  const dataset = bigquery.dataset(target.dataset);
+  const table = dataset.table(name);
+  try {
+    const [datasetExists] = await dataset.exists();
+    if (!datasetExists)
+      await dataset.create(target.location === null ? {} : { location: target.location }).catch(conflictOk);
+    const [exists] = await table.exists();
+    if (!exists) {
+      await dataset
+        .createTable(name, { schema: { fields: [...fields] }, ...cdcTableMetadata(options) } as never)
+        .catch(conflictOk);
+      return;
+    }
+    const [metadata] = await table.getMetadata();
+    const key: string[] = metadata.tableConstraints?.primaryKey?.columns ?? [];
+    if (key.join(',') !== options.primaryKey.join(',')) {
+      throw new DrainError(
+        `table ${target.dataset}.${name} has primary key (${key.join(', ') || 'none'}), not (${options.primaryKey.join(', ')}): ` +
+          'cdc mode needs the table keyed as BQ_PRIMARY_KEY says (ALTER TABLE ... ADD PRIMARY KEY (...) NOT ENFORCED, or a new table)',
+        { retriable: false, code: 'primary_key' },
+      );
+    }
+  } catch (error) {
+    throw bigQueryError(error, `ensure the cdc table ${name}`);
+  }
+}
+
+function conflictOk(error: unknown): void {
+  if ((error as { code?: unknown }).code !== 409) throw error;
+}
+
+export interface CdcSinkOptions {
+  readonly bigquery: BigQuery;
+  readonly writer: managedwriter.WriterClient;
+  readonly project: string;
+  readonly dataset: string;
+  readonly table: string;
+  readonly location: string | null;
+  /** The target table's schema, metadata columns included. */
+  readonly schema: readonly SchemaField[];
+  readonly maxStaleness: string | null;
+  readonly logger: Logger;
+  readonly fault?: (point: string) => void;
+}
+
+export function createCdcSink(options: CdcSinkOptions): ChangeSink {
+  const errorTable = deadLetterTableName(options.table);
+  const connections = new Map<string, Promise<managedwriter.Writer>>();
+  const formatOf = (fields: readonly SchemaField[]) => {
+    // A DELETE carries only the key: no column may be required of the message (the table keeps its modes).
+    const all = [...fields, ...pseudoColumns].map((f) =>
+      f.mode === 'REQUIRED' ? { ...f, mode: 'NULLABLE' as const } : f,
+    );
+    return {
+      descriptor: adapt.convertStorageSchemaToProto2Descriptor(
+        adapt.convertBigQuerySchemaToStorageTableSchema({ fields: all as never }),
+        'root',
+      ),
+      encode: compileRowEncoder(all),
+    };
+  };
+  const formats = {
+    [options.table]: formatOf(options.schema),
+    [errorTable]: formatOf(deadLetterTableSchema),
+  };
+  const errorTableReady = onceUntilFailure(() =>
+    ensureCdcTable(options.bigquery, options, errorTable, deadLetterTableSchema, {
+      primaryKey: deadLetterKey,
+      maxStaleness: options.maxStaleness,
+    }),
+  );
+
+  /** One connection to a table's `_default` stream, kept for the run; forgotten when it fails. */
+  function connectionTo(table: string): Promise<managedwriter.Writer> {
+    let made = connections.get(table);
+    if (made === undefined) {
+      made = (async () => {
+        const streamId = `projects/${options.project}/datasets/${options.dataset}/tables/${table}/streams/_default`;
+        const connection = await options.writer
+          .createStreamConnection({ streamId })
+          .catch((error: unknown) => {
+            throw storageWriteError(error, `connect to ${table}'s default stream`);
+          });
+        connection.on('error', (error: unknown) => {
+          options.logger.debug('storage write connection error', { error });
+          connections.delete(table);
+        });
+        return new managedwriter.Writer({ connection, protoDescriptor: formats[table]!.descriptor });
+      })();
+      made.catch(() => connections.delete(table));
+      connections.set(table, made);
+    }
+    return made;
+  }
+
+  async function append(table: string, rows: readonly Row[]): Promise<Map<number, string>> {
+    const encoded = formats[table]!.encode.many(rows);
+    const writer = await connectionTo(table);
+    try {
+      const { refused } = await appendRefusing(writer, encoded, table, {
+        offsets: false,
+        error: storageWriteError,
+      });
+      return refused;
+    } catch (error) {
+      // The connection may be broken: the next append opens a new one.
+      connections.delete(table);
+      writer.close();
+      throw error;
+    }
+  }
+
+  return {
+    async apply(rows, letters, ingestedAt) {
+      const rejected: DeadLetter[] = [];
+      if (rows.length > 0) {
+        const refused = await append(
+          options.table,
+          rows.map((r) => r.row),
+        );
+        options.fault?.('after-append');
+        for (const [at, message] of refused)
+          rejected.push({
+            record: rows[at]!.record,
+            kind: 'rejected',
+            message: `BigQuery refused the row: ${message}`,
+          });
+      }
+      const toErrorTable = [...letters, ...rejected];
+      if (toErrorTable.length > 0) {
+        await errorTableReady();
+        const refused = await append(
+          errorTable,
+          toErrorTable.map((l) => ({
+            ...deadLetterRow(l, ingestedAt, maxRecordBytes),
+            [changeTypeColumn]: 'UPSERT',
+            [changeSequenceColumn]: sequenceNumber(l.record.offset),
+          })),
+        );
+        if (refused.size > 0) {
+          const [at, message] = [...refused][0]!;
+          const r = toErrorTable[at]!.record;
+          throw new DrainError(
+            `bigquery storage write: the error table refused the dead letter of ${r.topic}:${r.partition}:${r.offset}: ${message}`,
+            { retriable: false, code: 'row_error' },
+          );
+        }
+      }
+      return rejected;
+    },
+    close() {
+      for (const made of connections.values()) void made.then((w) => w.close()).catch(() => {});
+      options.writer.close();
+    },
+  };
+}

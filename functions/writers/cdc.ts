@@ -1,0 +1,59 @@
+import { DrainError } from '../drain/errors.js';
+import type { DeadLetters, Writer } from '../drain/types.js';
+import { type ChangePolicy, classifyChanges, primaryKeyOfKey } from '../records/changes.js';
+import type { ChangeSink } from '../sinks/cdc-sink.js';
+import { publishDeadLetters } from './dead-letters.js';
+
+/** The cdc sink, and the table made ready for a primary key (created with it, or checked). */
+export interface ChangePorts {
+  readonly changes: ChangeSink;
+  /** Called once a primary key is known, before the first append; idempotent. */
+  readonly ready: (primaryKey: readonly string[]) => Promise<void>;
+}
+
+export interface CdcWriterOptions extends ChangePorts {
+  readonly deadLetters: DeadLetters;
+  /** `primaryKey` empty: taken from the first keyed record (Debezium: the key's fields). */
+  readonly policy: ChangePolicy;
+  readonly now: () => number;
+  readonly fault?: (point: string) => void;
+}
+
+/**
+ * `cdc` mode (exactly once in effect): each batch's changes go to the table's default stream as upserts
+ * and deletes by primary key, sequenced by offset, its dead letters to the error table (keyed by origin)
+ * and then to Pub/Sub; the drain then commits. Nothing to recover and nothing to look up on a replay: a
+ * change written again carries the sequence number it had, and BigQuery keeps each key's latest.
+ */
+export function createCdcWriter(options: CdcWriterOptions): Writer {
+  let primaryKey = options.policy.primaryKey;
+  return {
+    recover: async () => ({}),
+    begin: async () => {},
+    async write(batch) {
+      if (primaryKey.length === 0) {
+        const keyed = batch.records.find((r) => r.key !== null);
+        const derived = keyed === undefined ? undefined : primaryKeyOfKey(keyed.key);
+        if (derived === undefined && batch.records.some((r) => r.value !== null))
+          throw new DrainError(
+            'cdc mode: BQ_PRIMARY_KEY is not set and the records carry no JSON key to take it from; set BQ_PRIMARY_KEY',
+            { retriable: false, code: 'primary_key' },
+          );
+        primaryKey = derived ?? [];
+      }
+      if (primaryKey.length > 0) await options.ready(primaryKey);
+      const ingestedAt = new Date(options.now());
+      const { rows, letters, tombstones } = await classifyChanges(
+        batch.records,
+        { ...options.policy, primaryKey },
+        ingestedAt,
+      );
+      const rejected = await options.changes.apply(rows, letters, ingestedAt);
+      const all = [...letters, ...rejected];
+      options.fault?.('after-error-table');
+      await publishDeadLetters(all, options.deadLetters);
+      options.fault?.('after-dead-letter-before-commit');
+      return { rows: rows.length - rejected.length, deadLetters: all.length, tombstones };
+    },
+  };
+}

@@ -1,0 +1,251 @@
+/**
+ * `cdc` mode end to end, on the real CLI, against the local stack's patched BigQuery emulator (its change
+ * data capture: stack/bigquery-emulator/cdc.patch). Keyed records written by kcat (a producer no one here
+ * wrote), upserts and tombstones; Debezium envelopes as Kafka Connect's JSON converter writes them. The
+ * table must end equal to the last change of every key, whatever crashes and replays came between.
+ */
+import { writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, test } from 'vitest';
+import type { GoogleClients } from '../../functions/job/clients.js';
+import { readTopicRecords } from '../support/faults.js';
+import {
+  checkpointsOf,
+  createPipeline,
+  e2eClients,
+  leasesFree,
+  type Pipeline,
+  runCli,
+  runJob,
+  runVerify,
+  startJob,
+  waitFor,
+} from '../support/job.js';
+import { kcatProduceKeyed } from '../support/producers.js';
+
+const clients: GoogleClients = await e2eClients();
+afterAll(async () => {
+  await clients.close();
+});
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+const upsertSchema = [
+  { name: 'id', type: 'STRING', mode: 'REQUIRED' },
+  { name: 'v', type: 'INT64', mode: 'NULLABLE' },
+  { name: 'note', type: 'STRING', mode: 'NULLABLE' },
+];
+
+async function cdcPipeline(partitions: number, fields: object[], env: Record<string, string>) {
+  const pipeline = await createPipeline(clients, partitions, {
+    BQ_WRITE_MODE: 'cdc',
+    BQ_MAX_STALENESS: '0',
+    DRAIN_BUDGET_SECONDS: '20',
+    ...env,
+  });
+  const schemaFile = join(tmpdir(), `${pipeline.id}.cdc.schema.json`);
+  writeFileSync(schemaFile, JSON.stringify(fields));
+  pipeline.env.BQ_SCHEMA_FILE = schemaFile;
+  return pipeline;
+}
+
+/** The table, as id → the other columns (JSON text), read with BigQuery's own client. */
+async function tableState(pipeline: Pipeline, columns: string[]): Promise<Map<string, string>> {
+  const [rows] = await clients.bigquery.query(
+    `SELECT id, ${columns.join(', ')} FROM \`${pipeline.dataset}.${pipeline.table}\``,
+  );
+  const state = new Map<string, string>();
+  for (const row of rows as Record<string, unknown>[]) {
+    expect(state.has(String(row.id)), `id ${row.id} twice in the table`).toBe(false);
+    state.set(String(row.id), JSON.stringify(columns.map((c) => normalise(row[c]))));
+  }
+  return state;
+}
+
+function normalise(v: unknown): unknown {
+  if (v === null || v === undefined) return null;
+  if (typeof v === 'object' && 'value' in (v as object)) return String((v as { value: unknown }).value);
+  if (typeof v === 'object' && v.constructor?.name === 'Big') return String(v);
+  return typeof v === 'number' ? v : String(v);
+}
+
+/** What the table must hold: each key's last change in the topic (a null value deletes the key). */
+async function expectedUpserts(pipeline: Pipeline): Promise<Map<string, string>> {
+  const state = new Map<string, string>();
+  for (const records of (await readTopicRecords(pipeline.topic)).values()) {
+    for (const r of records) {
+      const id = r.key!.toString();
+      if (r.value === null) state.delete(id);
+      else {
+        const v = JSON.parse(r.value.toString()) as { v: number; note?: string };
+        state.set(id, JSON.stringify([v.v, v.note ?? null]));
+      }
+    }
+  }
+  return state;
+}
+
+/** kcat, keyed: key i always to partition i % partitions (a key's changes live in one partition). */
+async function produceChanges(
+  pipeline: Pipeline,
+  partitions: number,
+  changes: { id: number; v: number | null }[],
+) {
+  for (let p = 0; p < partitions; p++) {
+    const mine = changes.filter((c) => c.id % partitions === p);
+    if (mine.length === 0) continue;
+    await kcatProduceKeyed(
+      pipeline.topic,
+      p,
+      mine.map((c) => ({
+        key: `k${c.id}`,
+        value: c.v === null ? null : JSON.stringify({ id: `k${c.id}`, v: c.v, note: `v${c.v}` }),
+      })),
+    );
+  }
+}
+
+function randomChanges(count: number, keys: number, start: number) {
+  return Array.from({ length: count }, (_, i) => ({
+    id: Math.floor(Math.random() * keys),
+    v: Math.random() < 0.15 ? null : start + i,
+  }));
+}
+
+const seekToStart = (pipeline: Pipeline) =>
+  runCli(
+    ['seek', '--topic', pipeline.topic, '--partition', '0', '--offset', '0', '--reason', 'replay test'],
+    pipeline.env,
+  );
+
+async function untilCaughtUp(pipeline: Pipeline) {
+  // A killed run's leases block its partitions until they expire: a run that skips them all is no proof.
+  await waitFor('leases of the killed runs to expire', () => leasesFree(clients, pipeline), 30_000);
+  for (let i = 0; i < 20; i++) {
+    const run = await runJob(pipeline.env);
+    if (run.code === 0 && run.summary.stopReason === 'caught_up' && run.summary.lag === 0) return i + 1;
+  }
+  throw new Error('the drain did not catch up in 20 runs');
+}
+
+describe('cdc mode: keyed upserts and tombstones', () => {
+  test('the table ends equal to each key’s last change; a second run is idle; verify passes', async () => {
+    const pipeline = await cdcPipeline(2, upsertSchema, { CHANGE_FORMAT: 'upsert', BQ_PRIMARY_KEY: 'id' });
+    await produceChanges(pipeline, 2, [
+      { id: 1, v: 1 },
+      { id: 2, v: 2 },
+      { id: 3, v: 3 },
+      { id: 1, v: 11 },
+      { id: 2, v: null },
+      { id: 4, v: 4 },
+      { id: 4, v: null },
+      { id: 4, v: 44 },
+    ]);
+    const first = await runJob(pipeline.env);
+    expect(first.code).toBe(0);
+    expect(first.summary.stopReason).toBe('caught_up');
+    expect(await tableState(pipeline, ['v', 'note'])).toEqual(await expectedUpserts(pipeline));
+    expect([...(await tableState(pipeline, ['v'])).keys()].sort()).toEqual(['k1', 'k3', 'k4']);
+
+    await produceChanges(pipeline, 2, [
+      { id: 3, v: null },
+      { id: 1, v: 111 },
+    ]);
+    expect((await runJob(pipeline.env)).code).toBe(0);
+    expect(await tableState(pipeline, ['v', 'note'])).toEqual(await expectedUpserts(pipeline));
+    const idle = await runJob(pipeline.env);
+    expect(idle.summary.recordsRead).toBe(0);
+    const verify = await runVerify(pipeline.env);
+    expect(verify.code, JSON.stringify(verify.verdicts)).toBe(0);
+  }, 120_000);
+
+  test('SIGKILLs at random instants under a live producer: the final state is exact', async () => {
+    const partitions = 3;
+    const pipeline = await cdcPipeline(partitions, upsertSchema, {
+      CHANGE_FORMAT: 'upsert',
+      BQ_PRIMARY_KEY: 'id',
+      BATCH_MAX_RECORDS: '20',
+      LEASE_TTL_SECONDS: '3',
+    });
+    let produced = 0;
+    let producing = true;
+    const producer = (async () => {
+      while (producing) {
+        await produceChanges(pipeline, partitions, randomChanges(30, 40, produced));
+        produced += 30;
+        await sleep(150);
+      }
+    })();
+    const kills: number[] = [];
+    for (let i = 0; i < 8; i++) {
+      const job = startJob(pipeline.env);
+      const after = 800 + Math.floor(Math.random() * 3_000);
+      await sleep(after);
+      job.child.kill('SIGKILL');
+      await job.exited;
+      kills.push(after);
+    }
+    producing = false;
+    await producer;
+    const runs = await untilCaughtUp(pipeline);
+    expect(await tableState(pipeline, ['v', 'note'])).toEqual(await expectedUpserts(pipeline));
+    const verify = await runVerify(pipeline.env);
+    expect(verify.code, JSON.stringify(verify.verdicts)).toBe(0);
+    console.log(
+      `cdc under SIGKILLs: ${produced} changes, ${kills.length} kills (${kills.join(', ')} ms), caught up in ${runs} run(s)`,
+    );
+  }, 240_000);
+
+  test('a backward seek replays changes without undoing later ones', async () => {
+    const pipeline = await cdcPipeline(1, upsertSchema, { CHANGE_FORMAT: 'upsert', BQ_PRIMARY_KEY: 'id' });
+    await produceChanges(pipeline, 1, [
+      { id: 1, v: 1 },
+      { id: 2, v: 2 },
+      { id: 1, v: 3 },
+      { id: 2, v: null },
+      { id: 5, v: 5 },
+    ]);
+    expect((await runJob(pipeline.env)).code).toBe(0);
+    const before = await tableState(pipeline, ['v', 'note']);
+    expect(before).toEqual(await expectedUpserts(pipeline));
+    const seek = await seekToStart(pipeline);
+    expect(seek.code, seek.stderr).toBe(0);
+    const replay = await runJob(pipeline.env);
+    expect(replay.code).toBe(0);
+    expect(replay.summary.recordsRead).toBe(5);
+    expect(await tableState(pipeline, ['v', 'note'])).toEqual(before);
+    expect((await checkpointsOf(clients, pipeline)).get(0)).toBe(5);
+    const verify = await runVerify(pipeline.env);
+    expect(verify.code, JSON.stringify(verify.verdicts)).toBe(0);
+  }, 120_000);
+
+  test('a row BigQuery would refuse and a value that is no JSON become dead letters; the rest is applied', async () => {
+    const fields = [...upsertSchema, { name: 'j', type: 'JSON', mode: 'NULLABLE' }];
+    const pipeline = await cdcPipeline(1, fields, { CHANGE_FORMAT: 'upsert', BQ_PRIMARY_KEY: 'id' });
+    await kcatProduceKeyed(pipeline.topic, 0, [
+      { key: 'a', value: JSON.stringify({ id: 'a', v: 1, j: '{"ok":true}' }) },
+      { key: 'b', value: JSON.stringify({ id: 'b', v: 2, j: '{broken' }) },
+      { key: 'c', value: JSON.stringify({ id: 'c', v: 3 }) },
+      { key: 'd', value: 'not json' },
+    ]);
+    const run = await runJob(pipeline.env);
+    expect(run.code).toBe(0);
+    expect(run.summary.stopReason).toBe('caught_up');
+    expect([...(await tableState(pipeline, ['v'])).keys()].sort()).toEqual(['a', 'c']);
+    const [letters] = await clients.bigquery.query(
+      `SELECT _kafka_offset AS o, error_kind AS kind, error_message AS message FROM \`${pipeline.dataset}.${pipeline.table}_dead_letters\` ORDER BY o`,
+    );
+    expect(letters.map((l: { o: number; kind: string }) => [Number(l.o), l.kind])).toEqual([
+      [1, 'schema'], // JSON text that does not parse: refused up front, as BigQuery would
+      [3, 'decode'],
+    ]);
+    // Read again from the start: the error table is keyed by origin, nothing doubles.
+    expect((await seekToStart(pipeline)).code).toBe(0);
+    expect((await runJob(pipeline.env)).code).toBe(0);
+    const [again] = await clients.bigquery.query(
+      `SELECT COUNT(*) AS n FROM \`${pipeline.dataset}.${pipeline.table}_dead_letters\``,
+    );
+    expect(Number(again[0].n)).toBe(2);
+  }, 120_000);
+});
