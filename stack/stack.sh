@@ -32,6 +32,12 @@ REGISTRY_PORT=${KBD_REGISTRY_PORT:-18081}
 KARAPACE=${KBD_KARAPACE:-$ROOT/../shared/tools/karapace/karapace.sh}
 # Python's confluent-kafka (its Avro, Protobuf and JSON serializers): producers no one here wrote.
 PY_PRODUCERS=$CACHE_DIR/py-confluent-kafka-2.16.1
+# PostgreSQL 15 from Debian (installed on the machine), initialised here with wal_level=logical, as a
+# source for Debezium's PostgreSQL connector on Kafka Connect (jars from Maven Central, stack/connect/pom.xml;
+# the tests start Connect standalone themselves, one worker per test).
+POSTGRES_PORT=${KBD_POSTGRES_PORT:-15432}
+PG_BIN=${KBD_PG_BIN:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)}
+CONNECT_LIBS=$CACHE_DIR/connect-$(sha256sum "$ROOT/stack/connect/pom.xml" | cut -c1-8)
 
 KAFKA_VERSION=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$ROOT/stack/kafka/pom.xml")
 BQ_EMULATOR_VERSION=$(sed -n 's:^require github.com/goccy/bigquery-emulator \(.*\)$:\1:p' "$ROOT/stack/bigquery-emulator/go.mod")
@@ -62,7 +68,7 @@ TLS_DIR=$STACK_DIR/tls
 SCRAM_USER=kbd-drain
 LOGS=$STACK_DIR/logs
 PIDS=$STACK_DIR/pids
-SERVICES=(kafka firestore pubsub bigquery registry)
+SERVICES=(kafka firestore pubsub bigquery registry postgres)
 
 say() { printf '[stack] %s\n' "$*" >&2; }
 die() { printf '[stack] error: %s\n' "$*" >&2; exit 1; }
@@ -71,12 +77,14 @@ port_of() {
   case $1 in
     kafka) echo "$KAFKA_PORT" ;; firestore) echo "$FIRESTORE_PORT" ;;
     pubsub) echo "$PUBSUB_PORT" ;; bigquery) echo "$BIGQUERY_PORT" ;; registry) echo "$REGISTRY_PORT" ;;
+    postgres) echo "$POSTGRES_PORT" ;;
   esac
 }
 port_var_of() {
   case $1 in
     kafka) echo KBD_KAFKA_PORT ;; firestore) echo KBD_FIRESTORE_PORT ;;
     pubsub) echo KBD_PUBSUB_PORT ;; bigquery) echo KBD_BIGQUERY_PORT ;; registry) echo KBD_REGISTRY_PORT ;;
+    postgres) echo KBD_POSTGRES_PORT ;;
   esac
 }
 
@@ -100,6 +108,31 @@ install_kafka() {
     "$KAFKA_LIBS/kafka_2.13-$KAFKA_VERSION.jar" \
     || die "kafka_2.13-$KAFKA_VERSION.jar has no kafka.Kafka main class"
   touch "$KAFKA_LIBS/.complete"
+}
+
+# Kafka Connect (at the broker's version) and Debezium's PostgreSQL connector, for the CDC tests.
+install_connect() {
+  if [[ -f $CONNECT_LIBS/.complete ]]; then return; fi
+  say "fetching Kafka Connect and Debezium's PostgreSQL connector from Maven Central into $CONNECT_LIBS"
+  rm -rf "$CONNECT_LIBS" && mkdir -p "$CONNECT_LIBS"
+  mvn -q -B -f "$ROOT/stack/connect/pom.xml" dependency:copy-dependencies \
+    -DoutputDirectory="$CONNECT_LIBS" -DincludeScope=runtime >"$LOGS/install-connect.log" 2>&1 \
+    || { tail -n 30 "$LOGS/install-connect.log" >&2; die "could not fetch the Connect and Debezium jars (log: $LOGS/install-connect.log)"; }
+  touch "$CONNECT_LIBS/.complete"
+}
+
+# PostgreSQL refuses to run as root: as root, the cluster belongs to the `postgres` user Debian made.
+as_pg() { if [[ $(id -u) == 0 ]]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+
+# A cluster of our own (trust on loopback only: it holds test data), logical decoding on for Debezium.
+init_postgres() {
+  local data=$STACK_DIR/postgres
+  [[ -f $data/PG_VERSION ]] && return
+  [[ -x $PG_BIN/initdb ]] || die "PostgreSQL not found (no initdb under /usr/lib/postgresql/*/bin; install Debian's postgresql, or set KBD_PG_BIN)"
+  mkdir -p "$data" "$STACK_DIR/postgres-run"
+  [[ $(id -u) == 0 ]] && chown postgres "$data" "$STACK_DIR/postgres-run"
+  as_pg "$PG_BIN/initdb" -D "$data" -U postgres --auth=trust -E UTF8 >"$LOGS/install-postgres.log" 2>&1 \
+    || { tail -n 20 "$LOGS/install-postgres.log" >&2; die "initdb failed (log: $LOGS/install-postgres.log)"; }
 }
 
 # The OAUTHBEARER listener's token check, compiled against the broker's own jars with the machine's JDK.
@@ -298,6 +331,14 @@ start_registry() {
   fi
 }
 
+start_postgres() {
+  init_postgres
+  local as=(); [[ $(id -u) == 0 ]] && as=(runuser -u postgres --)
+  spawn postgres "${as[@]}" "$PG_BIN/postgres" -D "$STACK_DIR/postgres" -c listen_addresses=127.0.0.1 \
+    -c port="$POSTGRES_PORT" -c unix_socket_directories="$STACK_DIR/postgres-run" -c wal_level=logical \
+    -c max_replication_slots=32 -c max_wal_senders=32 -c fsync=off
+}
+
 install_python_producers() {
   "$PY_PRODUCERS/bin/python" -c 'import confluent_kafka.schema_registry.avro, confluent_kafka.schema_registry.protobuf, confluent_kafka.schema_registry.json_schema, grpc_tools' 2>/dev/null && return 0
   say "installing Python's confluent-kafka 2.16.1 (serializers) into $PY_PRODUCERS"
@@ -315,6 +356,7 @@ healthy() {
     pubsub) curl -sf "http://127.0.0.1:$PUBSUB_PORT/v1/projects/$PROJECT/topics" >/dev/null 2>&1 ;;
     bigquery) curl -sf "http://127.0.0.1:$BIGQUERY_PORT/bigquery/v2/projects/$PROJECT/datasets" >/dev/null 2>&1 ;;
     registry) curl -sf "http://127.0.0.1:$REGISTRY_PORT/subjects" >/dev/null 2>&1 ;;
+    postgres) "$PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$POSTGRES_PORT" ;;
   esac
 }
 
@@ -355,6 +397,9 @@ GOOGLE_CLOUD_PROJECT=$PROJECT
 SCHEMA_REGISTRY_URL=http://127.0.0.1:$REGISTRY_PORT
 KBD_REGISTRY_KIND=$(cat "$PIDS/registry.kind" 2>/dev/null || echo unknown)
 KBD_PYTHON=$PY_PRODUCERS/bin/python
+KBD_POSTGRES_PORT=$POSTGRES_PORT
+KBD_PG_BIN=$PG_BIN
+KBD_CONNECT_LIBS=$CONNECT_LIBS
 EOF
 }
 
@@ -366,6 +411,7 @@ up() {
   install_bigquery
   install_kcat
   install_python_producers
+  install_connect
   make_tls
   local started=()
   # A BigQuery emulator started from another build (before the patch changed) is replaced.
