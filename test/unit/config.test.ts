@@ -94,6 +94,42 @@ describe('parseConfig', () => {
     [{ KAFKA_SASL_MECHANISM: 'plain' }, 'KAFKA_SASL_USERNAME', 'is required'],
     [{ KAFKA_SASL_USERNAME: 'u' }, 'KAFKA_SASL_USERNAME', 'KAFKA_SASL_MECHANISM is not'],
     [{ BQ_WRITE_MODE: 'upsert' }, 'BQ_WRITE_MODE', 'is not one of'],
+    [{ BQ_WRITE_MODE: 'cdc' }, 'CHANGE_FORMAT', 'is required with BQ_WRITE_MODE=cdc'],
+    [{ BQ_WRITE_MODE: 'cdc', CHANGE_FORMAT: 'maxwell' }, 'CHANGE_FORMAT', 'is not one of'],
+    [
+      { BQ_WRITE_MODE: 'cdc', CHANGE_FORMAT: 'upsert' },
+      'BQ_PRIMARY_KEY',
+      'is required with CHANGE_FORMAT=upsert',
+    ],
+    [
+      { BQ_WRITE_MODE: 'cdc', CHANGE_FORMAT: 'debezium', BQ_PRIMARY_KEY: 'a,b-c' },
+      'BQ_PRIMARY_KEY',
+      'is not valid',
+    ],
+    [
+      {
+        BQ_WRITE_MODE: 'cdc',
+        CHANGE_FORMAT: 'debezium',
+        BQ_PRIMARY_KEY: Array.from({ length: 17 }, (_, i) => `c${i}`).join(','),
+      },
+      'BQ_PRIMARY_KEY',
+      'at most 16',
+    ],
+    [
+      { BQ_WRITE_MODE: 'cdc', CHANGE_FORMAT: 'debezium', BQ_MAX_STALENESS: '15 minutes' },
+      'BQ_MAX_STALENESS',
+      'not a duration',
+    ],
+    [
+      { BQ_WRITE_MODE: 'cdc', CHANGE_FORMAT: 'debezium', BQ_MAX_STALENESS: '25h' },
+      'BQ_MAX_STALENESS',
+      'at most 24h',
+    ],
+    [
+      { BQ_WRITE_MODE: 'cdc', CHANGE_FORMAT: 'debezium', CDC_SOURCE_COLUMNS: 'yes' },
+      'CDC_SOURCE_COLUMNS',
+      'is not one of',
+    ],
     [{ BQ_DATASET: 'my-ds' }, 'BQ_DATASET', 'is not valid'],
     [{ BIGQUERY_API_ENDPOINT: '127.0.0.1:9050' }, 'BIGQUERY_API_ENDPOINT', 'not an http(s) URL'],
     [{ FIRESTORE_EMULATOR_HOST: 'http://x:1' }, 'FIRESTORE_EMULATOR_HOST', 'is not valid'],
@@ -152,6 +188,34 @@ describe('parseConfig', () => {
     expect((thrown as ConfigError).variable).toBe(variable);
     expect((thrown as ConfigError).message).toContain(variable);
     expect((thrown as ConfigError).message).toContain(fragment);
+  });
+});
+
+describe('cdc mode', () => {
+  test('the defaults: the key from the records (Debezium), 15 minutes of staleness, no source columns', () => {
+    expect(parseConfig({ ...base, BQ_WRITE_MODE: 'cdc', CHANGE_FORMAT: 'debezium' }).bigquery.cdc).toEqual({
+      changeFormat: 'debezium',
+      primaryKey: [],
+      maxStaleness: '0-0 0 0:15:0',
+      sourceColumns: false,
+    });
+    expect(parseConfig(base).bigquery.cdc).toBeNull();
+  });
+  test.each([
+    ['0', null],
+    ['90s', '0-0 0 0:1:30'],
+    ['2h', '0-0 0 2:0:0'],
+    ['24h', '0-0 0 24:0:0'],
+    ['45', '0-0 0 0:0:45'],
+  ])('BQ_MAX_STALENESS=%s is %s', (text, interval) => {
+    const config = parseConfig({
+      ...base,
+      BQ_WRITE_MODE: 'cdc',
+      CHANGE_FORMAT: 'upsert',
+      BQ_PRIMARY_KEY: 'tenant, id',
+      BQ_MAX_STALENESS: text,
+    });
+    expect(config.bigquery.cdc).toMatchObject({ primaryKey: ['tenant', 'id'], maxStaleness: interval });
   });
 });
 
