@@ -12,6 +12,7 @@ import type { DrainContext } from '../drain/run-state.js';
 import { mergeRunSummaries } from '../drain/run-summary.js';
 import type { Checkpoints, RunSummary, Sink, Source } from '../drain/types.js';
 import { checkBrokerCertificate, kafkaClientOptions } from '../sources/kafka-client.js';
+import { checkPartitionCounts } from './cdc-partitions.js';
 import { createGoogleClients, type GoogleClients } from './clients.js';
 import { callDeadlinesMs, closeWithin, cutOffLateCalls } from './deadline.js';
 import { createRouteSinks, recordIncompatibleSchema } from './route-sinks.js';
@@ -62,6 +63,12 @@ export async function runJob(config: DrainConfig, io: JobIo): Promise<RunSummary
     await checkBrokerCertificate(kafkaOptions);
     targets.push(...(await routeTargets(config, io, { kafka, clients, calls, runId, logger })));
     await failOnBadSchema(targets, io.signal);
+    if (config.bigquery.writeMode === 'cdc') {
+      const topics = targets.flatMap((t) => t.routed.topics);
+      await calls.track('kafka', 'check the cdc topics’ partition counts', () =>
+        checkPartitionCounts({ kafka, firestore: clients.firestore, logger }, config.pipelineId, topics),
+      );
+    }
 
     const checkpoints = (io.observeCheckpoints ?? ((c) => c))(
       trackedPort(calls, 'firestore', createFirestoreCheckpoints(clients.firestore, config.pipelineId), {

@@ -22,6 +22,7 @@ import {
   startJob,
   waitFor,
 } from '../support/job.js';
+import { testKafka } from '../support/kafka.js';
 import { kcatProduceKeyed } from '../support/producers.js';
 
 const clients: GoogleClients = await e2eClients();
@@ -247,5 +248,24 @@ describe('cdc mode: keyed upserts and tombstones', () => {
       `SELECT COUNT(*) AS n FROM \`${pipeline.dataset}.${pipeline.table}_dead_letters\``,
     );
     expect(Number(again[0].n)).toBe(2);
+  }, 120_000);
+
+  test('a topic given more partitions stops the run before it reads anything, naming it', async () => {
+    const pipeline = await cdcPipeline(2, upsertSchema, { CHANGE_FORMAT: 'upsert', BQ_PRIMARY_KEY: 'id' });
+    await produceChanges(pipeline, 2, [
+      { id: 1, v: 1 },
+      { id: 2, v: 2 },
+    ]);
+    expect((await runJob(pipeline.env)).code).toBe(0);
+    const admin = testKafka().admin();
+    await admin.connect();
+    await admin.createPartitions({ topicPartitions: [{ topic: pipeline.topic, count: 4 }] });
+    await admin.disconnect();
+    await produceChanges(pipeline, 4, [{ id: 3, v: 3 }]);
+    const refused = await runJob(pipeline.env);
+    expect(refused.code).toBe(1);
+    expect(String(refused.summary.error)).toContain(`topic ${pipeline.topic} had 2 partitions`);
+    expect(refused.summary.recordsRead ?? 0).toBe(0);
+    expect([...(await tableState(pipeline, ['v'])).keys()].sort()).toEqual(['k1', 'k2']);
   }, 120_000);
 });
