@@ -182,7 +182,12 @@ describe("Debezium's and Kafka Connect's logical types", () => {
       Buffer.from('0de0b6b3a7640000', 'hex').toString('base64'),
       '1000000000000000000',
     ],
-    ['Decimal, zero bytes', as('org.apache.kafka.connect.data.Decimal', 'bytes', { scale: '3' }), '', '0.000'],
+    [
+      'Decimal, zero bytes',
+      as('org.apache.kafka.connect.data.Decimal', 'bytes', { scale: '3' }),
+      '',
+      '0.000',
+    ],
     [
       'VariableScaleDecimal',
       { type: 'struct', name: 'io.debezium.data.VariableScaleDecimal' },
