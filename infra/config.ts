@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { dirname, relative, resolve } from 'node:path';
 import * as pulumi from '@pulumi/pulumi';
+import { stalenessOf } from '../functions/drain/config.js';
 import {
   defaultTableLayout,
   parseRoutes,
@@ -90,7 +91,19 @@ export interface InfraConfig {
   readonly routesFile: { readonly name: string } | undefined;
   /** BQ_DATASET: the dataset of the single table, and the default of routes naming a table alone. */
   readonly dataset: string;
-  readonly writeMode: 'storage-write' | 'merge' | 'insert-all';
+  readonly writeMode: 'storage-write' | 'merge' | 'insert-all' | 'cdc';
+  /**
+   * cdc mode: the change format, the tables' primary key (required here: Pulumi makes the table with it;
+   * the drain checks the table has it), max staleness (`15m` by default) and the optional source columns.
+   */
+  readonly cdc:
+    | {
+        readonly changeFormat: 'debezium' | 'upsert';
+        readonly primaryKey: readonly string[];
+        readonly maxStaleness: string;
+        readonly sourceColumns: boolean;
+      }
+    | undefined;
   /** Optional metadata columns: `_kafka_headers` and `_kafka_key_text` (BQ_HEADERS_COLUMN, BQ_KEY_TEXT_COLUMN). */
   readonly metadataColumns: { readonly headers: boolean; readonly keyText: boolean };
   readonly schedule: string;
@@ -111,8 +124,8 @@ export function readInfraConfig(): InfraConfig {
   const gcp = new pulumi.Config('gcp');
   const config = new pulumi.Config();
   const writeMode = config.get('writeMode') ?? 'storage-write';
-  if (writeMode !== 'storage-write' && writeMode !== 'merge' && writeMode !== 'insert-all') {
-    throw new Error(`writeMode must be storage-write, merge or insert-all, not ${writeMode}`);
+  if (!['storage-write', 'merge', 'insert-all', 'cdc'].includes(writeMode)) {
+    throw new Error(`writeMode must be storage-write, merge, insert-all or cdc, not ${writeMode}`);
   }
   const budgetSeconds = config.getNumber('budgetSeconds') ?? 240;
   const mechanism = config.get('kafkaSaslMechanism');
@@ -180,7 +193,8 @@ export function readInfraConfig(): InfraConfig {
     routes,
     routesFile: routesFile === undefined ? undefined : { name: routesFile.split('/').pop()! },
     dataset,
-    writeMode,
+    writeMode: writeMode as InfraConfig['writeMode'],
+    cdc: writeMode === 'cdc' ? cdcOf(config) : undefined,
     metadataColumns,
     values: {
       format: valueFormat,
@@ -249,6 +263,24 @@ function routesOf(
     metadataColumns: r.metadata,
     layout: r.layout,
   }));
+}
+
+/** cdc mode's settings: changeFormat, primaryKey, maxStaleness, sourceColumns. */
+function cdcOf(config: pulumi.Config): NonNullable<InfraConfig['cdc']> {
+  const changeFormat = config.require('changeFormat');
+  if (changeFormat !== 'debezium' && changeFormat !== 'upsert')
+    throw new Error(`changeFormat must be debezium or upsert, not ${changeFormat}`);
+  const primaryKey = config.requireObject<string[]>('primaryKey');
+  if (!Array.isArray(primaryKey) || primaryKey.length === 0 || primaryKey.length > 16)
+    throw new Error('primaryKey must list 1 to 16 columns (the table is made with it)');
+  const maxStaleness = config.get('maxStaleness') ?? '15m';
+  stalenessOf(maxStaleness); // refused here as the drain would refuse it
+  return {
+    changeFormat,
+    primaryKey,
+    maxStaleness,
+    sourceColumns: config.getBoolean('cdcSourceColumns') ?? false,
+  };
 }
 
 /** partitionField, partitionType, partitionExpirationDays, requirePartitionFilter, clustering. */

@@ -179,6 +179,14 @@ export class DrainJob extends pulumi.ComponentResource {
       ...(values.subject === undefined ? {} : { VALUE_SUBJECT: values.subject }),
       ...(values.registryUrl === undefined ? {} : { SCHEMA_REGISTRY_URL: values.registryUrl }),
       BQ_WRITE_MODE: config.writeMode,
+      ...(config.cdc === undefined
+        ? {}
+        : {
+            CHANGE_FORMAT: config.cdc.changeFormat,
+            BQ_PRIMARY_KEY: config.cdc.primaryKey.join(','),
+            BQ_MAX_STALENESS: config.cdc.maxStaleness,
+            CDC_SOURCE_COLUMNS: String(config.cdc.sourceColumns),
+          }),
       BQ_LOCATION: config.region,
       BQ_HEADERS_COLUMN: String(config.metadataColumns.headers),
       BQ_KEY_TEXT_COLUMN: String(config.metadataColumns.keyText),

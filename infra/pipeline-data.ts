@@ -1,6 +1,9 @@
 import * as gcp from '@pulumi/gcp';
 import * as pulumi from '@pulumi/pulumi';
+import { stalenessOf } from '../functions/drain/config.js';
 import {
+  cdcSourceFields,
+  deadLetterKey,
   deadLetterTableName,
   deadLetterTableSchema,
   readUserSchema,
@@ -77,6 +80,8 @@ export class PipelineData extends pulumi.ComponentResource {
     this.tables = config.routes.map((route, index) => {
       const suffix = index === 0 ? '' : `-${route.dataset}-${route.table}`;
       const dataset = datasets.get(route.dataset)!;
+      const cdc = config.cdc;
+      const userFields = route.schemaFile === null ? [] : readUserSchema(route.schemaFile);
       const target = new gcp.bigquery.Table(
         `${name}-target${suffix}`,
         {
@@ -84,19 +89,14 @@ export class PipelineData extends pulumi.ComponentResource {
           tableId: route.table,
           schema: JSON.stringify(
             targetTableSchema(
-              route.schemaFile === null ? [] : readUserSchema(route.schemaFile),
+              cdc?.sourceColumns ? [...userFields, ...cdcSourceFields] : userFields,
               route.metadataColumns,
             ),
           ),
-          timePartitioning: {
-            type: route.layout.partitionType,
-            field: route.layout.partitionField,
-            ...(route.layout.partitionExpirationDays === null
-              ? {}
-              : { expirationMs: Math.round(route.layout.partitionExpirationDays * 86_400_000) }),
-          },
-          ...(route.layout.clustering.length === 0 ? {} : { clusterings: [...route.layout.clustering] }),
-          ...(route.layout.requirePartitionFilter ? { requirePartitionFilter: true } : {}),
+          // cdc mode: a change table, keyed and clustered by its primary key, with its max staleness.
+          ...(cdc === undefined
+            ? tableLayoutInputs(route.layout)
+            : cdcTableInputs(cdc.primaryKey, cdc.maxStaleness)),
           deletionProtection: true,
         },
         // Columns from a registry are the drain's to add as the subject evolves: a deploy leaves them.
@@ -113,8 +113,13 @@ export class PipelineData extends pulumi.ComponentResource {
           ...(drainWritesErrors
             ? {
                 schema: JSON.stringify(deadLetterTableSchema),
-                timePartitioning: { type: 'DAY', field: '_kafka_timestamp' },
-                clusterings: ['_kafka_topic', '_kafka_partition', '_kafka_offset'],
+                // cdc mode writes its dead letters as changes too, keyed by origin.
+                ...(config.cdc === undefined
+                  ? {
+                      timePartitioning: { type: 'DAY', field: '_kafka_timestamp' },
+                      clusterings: ['_kafka_topic', '_kafka_partition', '_kafka_offset'],
+                    }
+                  : cdcTableInputs(deadLetterKey, config.cdc.maxStaleness)),
               }
             : {
                 schema: JSON.stringify(errorTableSchema),
@@ -191,4 +196,29 @@ export class PipelineData extends pulumi.ComponentResource {
       { ...parent, dependsOn: [agentWrites] },
     );
   }
+}
+
+/** The table layout as Pulumi takes it: time partitioning, clustering, a required partition filter. */
+function tableLayoutInputs(layout: InfraConfig['routes'][number]['layout']) {
+  return {
+    timePartitioning: {
+      type: layout.partitionType,
+      field: layout.partitionField,
+      ...(layout.partitionExpirationDays === null
+        ? {}
+        : { expirationMs: Math.round(layout.partitionExpirationDays * 86_400_000) }),
+    },
+    ...(layout.clustering.length === 0 ? {} : { clusterings: [...layout.clustering] }),
+    ...(layout.requirePartitionFilter ? { requirePartitionFilter: true } : {}),
+  };
+}
+
+/** A change table (cdc mode): its primary key, clustered by it, its max staleness (none for `0`). */
+function cdcTableInputs(primaryKey: readonly string[], maxStaleness: string) {
+  const interval = stalenessOf(maxStaleness);
+  return {
+    tableConstraints: { primaryKey: { columns: [...primaryKey] } },
+    clusterings: primaryKey.slice(0, 4),
+    ...(interval === null ? {} : { maxStaleness: interval }),
+  };
 }

@@ -133,3 +133,28 @@ export function targetTableSchema(
     ...(metadata.keyText ? [keyTextField] : []),
   ];
 }
+
+/** The error table's primary key in cdc mode: a dead letter's origin. */
+export const deadLetterKey: readonly string[] = ['_kafka_topic', '_kafka_partition', '_kafka_offset'];
+
+/** The optional columns of a change's source (CDC_SOURCE_COLUMNS=true; Debezium's `op`, `source`). */
+export const cdcSourceFields: readonly SchemaField[] = [
+  {
+    name: '_cdc_op',
+    type: 'STRING',
+    mode: 'NULLABLE',
+    description: "Debezium's op of the last change: c, r, u",
+  },
+  {
+    name: '_cdc_source_ts',
+    type: 'TIMESTAMP',
+    mode: 'NULLABLE',
+    description: 'when the source made the change (source.ts_ms)',
+  },
+  {
+    name: '_cdc_source_position',
+    type: 'STRING',
+    mode: 'NULLABLE',
+    description: "the change's position in the source's log (JSON)",
+  },
+];
