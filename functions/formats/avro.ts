@@ -1,5 +1,6 @@
 import avro from 'avsc';
 import type { JsonValue } from '../drain/types.js';
+import { convertValue } from '../records/debezium.js';
 import type { SchemaField } from '../sinks/table-schema.js';
 import {
   bigOf,
@@ -127,6 +128,8 @@ class AvroMapper {
     }
     const logical = typeof schema.logicalType === 'string' ? logicalMapping(schema) : undefined;
     if (logical !== undefined) return logical;
+    const semantic = typeof schema['connect.name'] === 'string' ? connectMapping(schema) : undefined;
+    if (semantic !== undefined && typeof schema.name !== 'string') return semantic;
     const kind = schema.type;
     if (
       typeof kind !== 'string' ||
@@ -145,6 +148,7 @@ class AvroMapper {
       this.named.set(fullName, schema);
       if (!fullName.includes('.')) this.named.set(schema.name, schema);
       inner = fullName.includes('.') ? fullName.slice(0, fullName.lastIndexOf('.')) : '';
+      if (semantic !== undefined) return semantic; // a named semantic type (VariableScaleDecimal)
       if (kind === 'record' || kind === 'error') {
         this.mapping.add(fullName);
         try {
@@ -374,6 +378,46 @@ function logicalMapping(schema: { type: AvroSchema; [key: string]: unknown }): M
       return undefined;
   }
 }
+
+/**
+ * Kafka Connect's and Debezium's semantic types, as Connect's Avro converter writes them: the plain Avro
+ * type with a `connect.name` (Debezium's `io.debezium.time.*`, `Json`, `Uuid`, `VariableScaleDecimal`);
+ * Connect's own logical types also carry an Avro `logicalType`, taken above.
+ */
+function connectMapping(schema: { type: AvroSchema; [key: string]: unknown }): Mapping | undefined {
+  const name = schema['connect.name'] as string;
+  const column = connectColumns[name];
+  if (column === undefined) return undefined;
+  const connect = { type: typeof schema.type === 'string' ? schema.type : 'struct', name };
+  return {
+    type: column,
+    mode: 'REQUIRED',
+    convert: (v) => convertValue(connectJson(v), connect),
+  };
+}
+
+/** A value as avsc decodes it → the JSON converter's form, which convertValue reads (bytes as base64). */
+function connectJson(v: unknown): JsonValue {
+  if (typeof v === 'bigint') return Number(v);
+  if (Buffer.isBuffer(v)) return v.toString('base64');
+  if (v !== null && typeof v === 'object' && !Array.isArray(v))
+    return Object.fromEntries(Object.entries(v).map(([k, inner]) => [k, connectJson(inner)]));
+  return v as JsonValue;
+}
+
+const connectColumns: Record<string, string> = {
+  'io.debezium.time.Date': 'DATE',
+  'io.debezium.time.Time': 'TIME',
+  'io.debezium.time.MicroTime': 'TIME',
+  'io.debezium.time.NanoTime': 'TIME',
+  'io.debezium.time.Timestamp': 'DATETIME',
+  'io.debezium.time.MicroTimestamp': 'DATETIME',
+  'io.debezium.time.NanoTimestamp': 'DATETIME',
+  'io.debezium.time.ZonedTimestamp': 'TIMESTAMP',
+  'io.debezium.data.Json': 'JSON',
+  'io.debezium.data.Uuid': 'STRING',
+  'io.debezium.data.VariableScaleDecimal': 'BIGNUMERIC',
+};
 
 function timestampMapping(logicalType: string, micros: (v: unknown) => bigint): Mapping {
   const local = logicalType.startsWith('local-');

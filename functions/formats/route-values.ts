@@ -84,16 +84,21 @@ export async function routeValues(
   logger: Logger,
   /** The audit trail of versions whose records become dead letters (once per schema id). */
   onIncompatible?: (schemaId: number, reason: string) => Promise<void>,
+  /** cdc mode with Debezium: the values are envelopes, and the table's columns are their `after` row's. */
+  envelope?: 'debezium',
 ): Promise<RouteValues> {
   const fileColumns = route.schemaFile === null ? undefined : readUserSchema(route.schemaFile);
   if (route.valueFormat === 'json') return { columns: fileColumns!, followSchema: false };
   if (route.valueSchemaFile !== null) {
     const text = readFileSync(route.valueSchemaFile, 'utf8');
+    const raw = rawAvroColumns(route.valueSchemaFile);
     const columns =
-      fileColumns ?? (await withTableColumns(bigquery, route, rawAvroColumns(route.valueSchemaFile), logger));
+      fileColumns ??
+      (await withTableColumns(bigquery, route, envelope === 'debezium' ? afterFields(raw) : raw, logger));
     return { columns, followSchema: false, format: createRawAvroFormat(text) };
   }
-  const compile = schemaCompilers[route.valueFormat];
+  const compile =
+    envelope === 'debezium' ? afterRow(schemaCompilers[route.valueFormat]) : schemaCompilers[route.valueFormat];
   let columns: readonly SchemaField[] | undefined = fileColumns;
   if (columns === undefined) {
     const topic = topics[0] ?? namedTopics(route)[0];
@@ -175,6 +180,22 @@ async function compileLatest(
       );
     throw error;
   }
+}
+
+/** A compiler whose columns are those of the envelope's `after` row (decoding still gives the envelope). */
+function afterRow(compile: SchemaCompiler): SchemaCompiler {
+  return async (schema, registry) => {
+    const compiled = await compile(schema, registry);
+    return { ...compiled, fields: afterFields(compiled.fields) };
+  };
+}
+
+/** A Debezium envelope's row columns: its `after` record's fields. */
+export function afterFields(fields: readonly SchemaField[]): SchemaField[] {
+  const after = fields.find((f) => f.name === 'after');
+  if (after?.type !== 'RECORD' || after.fields === undefined)
+    throw new UnmappableSchemaError('the schema is no Debezium envelope: it has no "after" record');
+  return after.fields;
 }
 
 function rawAvroColumns(path: string): readonly SchemaField[] {

@@ -153,6 +153,7 @@ async function routeTargets(
       run.clients.bigquery,
       routeLogger,
       (id, reason) => recordIncompatibleSchema(run.clients, config.pipelineId, runId, table, id, reason),
+      config.bigquery.cdc?.changeFormat === 'debezium' ? 'debezium' : undefined,
     );
     const userSchema = values.columns;
     targets.push({

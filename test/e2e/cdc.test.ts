@@ -4,7 +4,7 @@
  * wrote), upserts and tombstones; Debezium envelopes as Kafka Connect's JSON converter writes them. The
  * table must end equal to the last change of every key, whatever crashes and replays came between.
  */
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
@@ -23,7 +23,8 @@ import {
   waitFor,
 } from '../support/job.js';
 import { testKafka } from '../support/kafka.js';
-import { kcatProduceKeyed } from '../support/producers.js';
+import { kcatProduceKeyed, pythonProduce } from '../support/producers.js';
+import { root } from '../support/stack.js';
 
 const clients: GoogleClients = await e2eClients();
 afterAll(async () => {
@@ -267,5 +268,67 @@ describe('cdc mode: keyed upserts and tombstones', () => {
     expect(String(refused.summary.error)).toContain(`topic ${pipeline.topic} had 2 partitions`);
     expect(refused.summary.recordsRead ?? 0).toBe(0);
     expect([...(await tableState(pipeline, ['v'])).keys()].sort()).toEqual(['k1', 'k2']);
+  }, 120_000);
+
+  test("Debezium events as Avro through the registry (Python's serializer): columns from the after row", async () => {
+    const pipeline = await cdcPipeline(1, upsertSchema, {
+      CHANGE_FORMAT: 'debezium',
+      BQ_PRIMARY_KEY: 'id',
+      VALUE_FORMAT: 'avro',
+    });
+    delete pipeline.env.BQ_SCHEMA_FILE; // the columns come from the subject's latest version
+    const schema = readFileSync(
+      join(root, 'test', 'fixtures', 'debezium', 'customers-envelope.avsc'),
+      'utf8',
+    );
+    const row = (id: number, name: string) =>
+      `{'id': ${id}, 'name': '${name}', 'balance': Decimal('${id}.25'), 'born': 7306, 'created': 1583020859654321, ` +
+      `'seen_at': '2024-05-01T09:00:00.123456Z', 'alarm': 45296789012, 'meta': '{"n": ${id}}', ` +
+      `'uid': 'c4ca4238-a0b9-2382-0dcc-509a6f75849b', 'ratio': {'scale': 3, 'value': b'09'}, 'active': True}`;
+    const source = `{'version': '3.6.1.Final', 'connector': 'postgresql', 'name': 'dbserver1', 'ts_ms': 1700000000000, 'db': 'd', 'schema': 'public', 'table': 'customers', 'txId': 7, 'lsn': 99}`;
+    const event = (op: string, before: string, after: string) =>
+      `{'before': ${before}, 'after': ${after}, 'source': ${source}, 'op': '${op}', 'ts_ms': 1}`;
+    await pythonProduce({
+      topic: pipeline.topic,
+      format: 'avro',
+      schema,
+      values: `[${[
+        event('r', 'None', row(1, 'ann')),
+        event('c', 'None', row(2, 'bob')),
+        event('u', row(1, 'ann'), row(1, 'ann v2')),
+        event('d', row(2, 'bob'), 'None'),
+        event('c', 'None', row(3, 'cy')),
+      ].join(', ')}]`,
+    });
+    const run = await runJob(pipeline.env);
+    expect(run.code, JSON.stringify(run.summary)).toBe(0);
+    expect(run.summary.deadLettered).toBe(0);
+    const [rows] = await clients.bigquery.query(
+      `SELECT id, name, CAST(balance AS STRING) AS balance, CAST(born AS STRING) AS born, CAST(created AS STRING) AS created,
+              CAST(alarm AS STRING) AS alarm, CAST(ratio AS STRING) AS ratio, active
+         FROM \`${pipeline.dataset}.${pipeline.table}\` ORDER BY id`,
+    );
+    expect(rows).toEqual([
+      {
+        id: 1,
+        name: 'ann v2',
+        balance: '1.25',
+        born: '1990-01-02',
+        created: '2020-03-01 00:00:59.654321',
+        alarm: '12:34:56.789012',
+        ratio: '12.345',
+        active: true,
+      },
+      {
+        id: 3,
+        name: 'cy',
+        balance: '3.25',
+        born: '1990-01-02',
+        created: '2020-03-01 00:00:59.654321',
+        alarm: '12:34:56.789012',
+        ratio: '12.345',
+        active: true,
+      },
+    ]);
   }, 120_000);
 });

@@ -6,8 +6,11 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import avro from 'avsc';
 import { describe, expect, test } from 'vitest';
 import type { JsonValue, KafkaRecord } from '../../functions/drain/types.js';
+import { compileAvro } from '../../functions/formats/avro.js';
+import { afterFields } from '../../functions/formats/route-values.js';
 import {
   classifyChanges,
   keyObject,
@@ -287,5 +290,87 @@ describe('upsert format and sequence numbers', () => {
       ['schema', 'primary key column(s) id missing'],
       ['schema', expect.stringContaining('v')],
     ]);
+  });
+});
+
+describe('Debezium over Avro (Kafka Connect’s Avro converter: semantic types as connect.name)', () => {
+  const schemaText = readFileSync(
+    join(import.meta.dirname, '..', 'fixtures', 'debezium', 'customers-envelope.avsc'),
+    'utf8',
+  );
+  const writer = avro.Type.forSchema(JSON.parse(schemaText) as avro.Schema);
+  const source = {
+    version: '3.6.1.Final',
+    connector: 'postgresql',
+    name: 'dbserver1',
+    ts_ms: 1_700_000_000_000,
+    db: 'd',
+    schema: 'public',
+    table: 'customers',
+    txId: 7,
+    lsn: 99,
+  };
+  const row = {
+    id: 1,
+    name: 'ann',
+    balance: Buffer.from([0x04, 0x01]), // 1025, scale 2
+    born: 7306,
+    created: 1_583_020_859_654_321,
+    seen_at: '2024-05-01T09:00:00.123456Z',
+    alarm: 45_296_789_012,
+    meta: '{"n": 1}',
+    uid: 'c4ca4238-a0b9-2382-0dcc-509a6f75849b',
+    ratio: { scale: 3, value: Buffer.from([0x30, 0x39]) }, // 12345, scale 3
+    active: true,
+  };
+
+  test("the columns are the after row's, each semantic type with its BigQuery type", () => {
+    const compiled = compileAvro(schemaText);
+    expect(afterFields(compiled.fields).map((f) => [f.name, f.type, f.mode])).toEqual([
+      ['id', 'INT64', 'REQUIRED'],
+      ['name', 'STRING', 'NULLABLE'],
+      ['balance', 'NUMERIC', 'NULLABLE'],
+      ['born', 'DATE', 'NULLABLE'],
+      ['created', 'DATETIME', 'NULLABLE'],
+      ['seen_at', 'TIMESTAMP', 'NULLABLE'],
+      ['alarm', 'TIME', 'NULLABLE'],
+      ['meta', 'JSON', 'NULLABLE'],
+      ['uid', 'STRING', 'NULLABLE'],
+      ['ratio', 'BIGNUMERIC', 'NULLABLE'],
+      ['active', 'BOOL', 'NULLABLE'],
+    ]);
+  });
+
+  test('an update decodes to the change, every value in the form BigQuery takes', () => {
+    const compiled = compileAvro(schemaText);
+    const payload = writer.toBuffer({
+      before: { ...row, name: 'old' },
+      after: row,
+      source,
+      op: 'u',
+      ts_ms: 1,
+    });
+    expect(debeziumChange(compiled.decode(payload) as JsonValue, ['id'])).toEqual({
+      kind: 'upsert',
+      row: {
+        id: 1,
+        name: 'ann',
+        balance: '10.25',
+        born: '1990-01-02',
+        created: '2020-03-01T00:00:59.654321',
+        seen_at: '2024-05-01T09:00:00.123456Z',
+        alarm: '12:34:56.789012',
+        meta: '{"n": 1}',
+        uid: 'c4ca4238-a0b9-2382-0dcc-509a6f75849b',
+        ratio: '12.345',
+        active: true,
+      },
+      event: { op: 'u', sourceTsMs: 1_700_000_000_000, position: '{"lsn":99,"txId":7}' },
+    });
+    const deleted = writer.toBuffer({ before: row, after: null, source, op: 'd', ts_ms: 2 });
+    expect(debeziumChange(compiled.decode(deleted) as JsonValue, ['id'])).toMatchObject({
+      kind: 'delete',
+      row: { id: 1 },
+    });
   });
 });
