@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { dirname, relative, resolve } from 'node:path';
 import * as pulumi from '@pulumi/pulumi';
-import { stalenessOf } from '../functions/drain/config.js';
+import { stalenessOf } from '../functions/drain/cdc-config.js';
 import {
   defaultTableLayout,
   parseRoutes,

@@ -1,6 +1,6 @@
 import * as gcp from '@pulumi/gcp';
 import * as pulumi from '@pulumi/pulumi';
-import { stalenessOf } from '../functions/drain/config.js';
+import { stalenessOf } from '../functions/drain/cdc-config.js';
 import {
   cdcSourceFields,
   deadLetterKey,

@@ -98,7 +98,9 @@ export async function routeValues(
     return { columns, followSchema: false, format: createRawAvroFormat(text) };
   }
   const compile =
-    envelope === 'debezium' ? afterRow(schemaCompilers[route.valueFormat]) : schemaCompilers[route.valueFormat];
+    envelope === 'debezium'
+      ? afterRow(schemaCompilers[route.valueFormat])
+      : schemaCompilers[route.valueFormat];
   let columns: readonly SchemaField[] | undefined = fileColumns;
   if (columns === undefined) {
     const topic = topics[0] ?? namedTopics(route)[0];

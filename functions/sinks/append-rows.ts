@@ -1,6 +1,7 @@
 import type { managedwriter } from '@google-cloud/bigquery-storage';
 import { chunksOf } from '../drain/chunks.js';
 import { DrainError } from '../drain/errors.js';
+import type { DeadLetter, RowToWrite } from '../drain/types.js';
 
 /** One AppendRows request stays well under BigQuery's 10 MB. */
 export const maxAppendBytes = 5 * 1024 * 1024;
@@ -56,4 +57,29 @@ export async function appendRefusing(
     }
   }
   return { appended: offset, refused };
+}
+
+/** Rows BigQuery refused (by index in `rows`) → `rejected` dead letters carrying its message. */
+export function rejectedLetters(
+  rows: readonly RowToWrite[],
+  refused: ReadonlyMap<number, string>,
+): DeadLetter[] {
+  return [...refused].map(([at, message]) => ({
+    record: rows[at]!.record,
+    kind: 'rejected' as const,
+    message: `BigQuery refused the row: ${message}`,
+  }));
+}
+
+/** The error table's rows are ours (strings, bytes, its own schema): a refusal there is a bug. */
+export function errorTableRefusal(
+  letters: readonly DeadLetter[],
+  refused: ReadonlyMap<number, string>,
+): DrainError {
+  const [at, message] = [...refused][0]!;
+  const r = letters[at]!.record;
+  return new DrainError(
+    `bigquery storage write: the error table refused the dead letter of ${r.topic}:${r.partition}:${r.offset}: ${message}`,
+    { retriable: false, code: 'row_error' },
+  );
 }

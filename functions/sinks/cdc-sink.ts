@@ -15,7 +15,7 @@ import { onceUntilFailure } from '../drain/once.js';
 import type { DeadLetter, Row, RowToWrite } from '../drain/types.js';
 import { changeSequenceColumn, changeTypeColumn, sequenceNumber } from '../records/changes.js';
 import { maxRecordBytes } from '../records/records.js';
-import { appendRefusing } from './append-rows.js';
+import { appendRefusing, errorTableRefusal, rejectedLetters } from './append-rows.js';
 import { bigQueryError } from './bigquery-sink.js';
 import { compileRowEncoder } from './row-encoder.js';
 import { storageWriteError } from './storage-write-sink.js';
@@ -188,12 +188,7 @@ export function createCdcSink(options: CdcSinkOptions): ChangeSink {
           rows.map((r) => r.row),
         );
         options.fault?.('after-append');
-        for (const [at, message] of refused)
-          rejected.push({
-            record: rows[at]!.record,
-            kind: 'rejected',
-            message: `BigQuery refused the row: ${message}`,
-          });
+        rejected.push(...rejectedLetters(rows, refused));
       }
       const toErrorTable = [...letters, ...rejected];
       if (toErrorTable.length > 0) {
@@ -206,14 +201,7 @@ export function createCdcSink(options: CdcSinkOptions): ChangeSink {
             [changeSequenceColumn]: sequenceNumber(l.record.offset),
           })),
         );
-        if (refused.size > 0) {
-          const [at, message] = [...refused][0]!;
-          const r = toErrorTable[at]!.record;
-          throw new DrainError(
-            `bigquery storage write: the error table refused the dead letter of ${r.topic}:${r.partition}:${r.offset}: ${message}`,
-            { retriable: false, code: 'row_error' },
-          );
-        }
+        if (refused.size > 0) throw errorTableRefusal(toErrorTable, refused);
       }
       return rejected;
     },

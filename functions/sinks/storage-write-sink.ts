@@ -17,7 +17,7 @@ import { onceUntilFailure } from '../drain/once.js';
 import type { DeadLetter, PartitionRef, Row, StreamSink, StreamState } from '../drain/types.js';
 import { grpcError } from '../google/grpc-errors.js';
 import { maxRecordBytes } from '../records/records.js';
-import { appendRefusing } from './append-rows.js';
+import { appendRefusing, errorTableRefusal, rejectedLetters } from './append-rows.js';
 import { ensureTable } from './bigquery-sink.js';
 import { compileRowEncoder, type RowEncoder } from './row-encoder.js';
 import {
@@ -141,13 +141,7 @@ export function createStorageWriteSink(options: StorageWriteSinkOptions): Stream
           rows.map((r) => r.row),
         );
         if (written.stream !== undefined) streams.push(written.stream);
-        for (const [at, message] of written.refused) {
-          rejected.push({
-            record: rows[at]!.record,
-            kind: 'rejected',
-            message: `BigQuery refused the row: ${message}`,
-          });
-        }
+        rejected.push(...rejectedLetters(rows, written.refused));
       }
       const toErrorTable = [...letters, ...rejected];
       if (toErrorTable.length > 0) {
@@ -157,14 +151,7 @@ export function createStorageWriteSink(options: StorageWriteSinkOptions): Stream
           deadLetterTableSchema,
           toErrorTable.map((l) => deadLetterRow(l, ingestedAt, maxRecordBytes) as Row),
         );
-        if (written.refused.size > 0) {
-          // The error table's rows are ours (strings, bytes, its own schema): a refusal there is a bug.
-          const [at, message] = [...written.refused][0]!;
-          throw new DrainError(
-            `bigquery storage write: the error table refused the dead letter of ${toErrorTable[at]!.record.topic}:${toErrorTable[at]!.record.partition}:${toErrorTable[at]!.record.offset}: ${message}`,
-            { retriable: false, code: 'row_error' },
-          );
-        }
+        if (written.refused.size > 0) throw errorTableRefusal(toErrorTable, written.refused);
         streams.push(written.stream!);
       }
       return { streams, rejected };
