@@ -192,6 +192,7 @@ describe('Debezium PostgreSQL → Kafka → cdc mode → BigQuery', () => {
       DRAIN_BUDGET_SECONDS: '20',
       BATCH_MAX_RECORDS: '10',
       KAFKA_TOPICS: topic,
+      CDC_SOURCE_COLUMNS: 'true',
     });
     const schemaFile = join(tmpdir(), `${pipeline.id}.customers.json`);
     writeFileSync(schemaFile, JSON.stringify(fields));
@@ -237,5 +238,16 @@ describe('Debezium PostgreSQL → Kafka → cdc mode → BigQuery', () => {
     expect(await tableRows(pipeline)).toEqual(await sourceRows(database));
     const verify = await runVerify(pipeline.env);
     expect(verify.code, JSON.stringify(verify.verdicts)).toBe(0);
+    // The optional source columns: each row's last change, where Debezium made it.
+    const [ops] = await clients.bigquery.query(
+      `SELECT id, _cdc_op AS op, _cdc_source_position AS position FROM \`${pipeline.dataset}.${pipeline.table}\` WHERE id IN (3, 500, 501, 1000, 4) ORDER BY id`,
+    );
+    expect(ops.map((r: { id: number; op: string }) => [r.id, r.op])).toEqual([
+      [3, 'u'],
+      [4, 'u'],
+      [501, 'c'],
+      [1000, 'c'],
+    ]);
+    for (const r of ops as { position: string }[]) expect(JSON.parse(r.position)).toHaveProperty('lsn');
   }, 300_000);
 });

@@ -374,3 +374,29 @@ describe('Debezium over Avro (Kafka Connect’s Avro converter: semantic types a
     });
   });
 });
+
+describe('the optional source columns (CDC_SOURCE_COLUMNS=true)', () => {
+  test("Debezium's op, source.ts_ms and log position go with each change", async () => {
+    const classified = await classifyChanges(
+      [record(fixture[0]!.key, fixture[0]!.value, 0), record(fixture[2]!.key, fixture[2]!.value, 1)],
+      { format: 'debezium', primaryKey: ['id'], sourceColumns: true },
+      new Date(0),
+    );
+    const [read, deleted] = classified.rows.map((r) => r.row);
+    expect(read).toMatchObject({ _cdc_op: 'r' });
+    // PostgreSQL's position: the change's lsn, its transaction, and Debezium's [last commit, current] pair.
+    expect(Object.keys(JSON.parse(String(read!._cdc_source_position)))).toEqual(['lsn', 'txId', 'sequence']);
+    expect(Date.parse(String(read!._cdc_source_ts))).toBe(
+      (JSON.parse(fixture[0]!.value!) as { payload: { source: { ts_ms: number } } }).payload.source.ts_ms,
+    );
+    expect(deleted).toMatchObject({ _cdc_op: 'd', _CHANGE_TYPE: 'DELETE' });
+  });
+  test('switched off, no such column is written', async () => {
+    const classified = await classifyChanges(
+      [record(fixture[0]!.key, fixture[0]!.value, 0)],
+      { format: 'debezium', primaryKey: ['id'] },
+      new Date(0),
+    );
+    expect(Object.keys(classified.rows[0]!.row).filter((k) => k.startsWith('_cdc_'))).toEqual([]);
+  });
+});
