@@ -128,7 +128,14 @@ as_pg() { if [[ $(id -u) == 0 ]]; then runuser -u postgres -- "$@"; else "$@"; f
 init_postgres() {
   local data=$STACK_DIR/postgres
   [[ -f $data/PG_VERSION ]] && return
-  [[ -x $PG_BIN/initdb ]] || die "PostgreSQL not found (no initdb under /usr/lib/postgresql/*/bin; install Debian's postgresql, or set KBD_PG_BIN)"
+  if [[ ! -x $PG_BIN/initdb ]]; then
+    # Debian's PostgreSQL (the machine has it; a machine without it gets it from Debian's packages).
+    command -v apt-get >/dev/null || die "PostgreSQL not found (no initdb under /usr/lib/postgresql/*/bin) and apt-get is not available to install it; set KBD_PG_BIN"
+    say "installing PostgreSQL from Debian's packages"
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql; } >"$LOGS/install-postgres.log" 2>&1 \
+      || { tail -n 20 "$LOGS/install-postgres.log" >&2; die "could not install PostgreSQL (log: $LOGS/install-postgres.log)"; }
+    PG_BIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
+  fi
   mkdir -p "$data" "$STACK_DIR/postgres-run"
   [[ $(id -u) == 0 ]] && chown postgres "$data" "$STACK_DIR/postgres-run"
   as_pg "$PG_BIN/initdb" -D "$data" -U postgres --auth=trust -E UTF8 >"$LOGS/install-postgres.log" 2>&1 \
