@@ -1,4 +1,6 @@
 import { DrainError } from '../drain/errors.js';
+import type { Logger } from '../drain/logger.js';
+import { defaultRetryPolicy, type RetryPolicy, withRetry } from '../drain/retry.js';
 import type { DeadLetters, Writer } from '../drain/types.js';
 import { type ChangePolicy, classifyChanges, primaryKeyOfKey } from '../records/changes.js';
 import type { ChangeSink } from '../sinks/cdc-sink.js';
@@ -16,6 +18,9 @@ export interface CdcWriterOptions extends ChangePorts {
   /** `primaryKey` empty: taken from the first keyed record (Debezium: the key's fields). */
   readonly policy: ChangePolicy;
   readonly now: () => number;
+  readonly logger: Logger;
+  /** Transient failures of the appends and of making the table (default: defaultRetryPolicy). */
+  readonly retry?: RetryPolicy;
   readonly fault?: (point: string) => void;
 }
 
@@ -30,7 +35,10 @@ export function createCdcWriter(options: CdcWriterOptions): Writer {
   return {
     recover: async () => ({}),
     begin: async () => {},
-    async write(batch) {
+    async write(batch, signal) {
+      const retry = options.retry ?? defaultRetryPolicy;
+      const again = (what: string) => (error: unknown, attempt: number, delayMs: number) =>
+        options.logger.warn(`${what} failed; again`, { error, attempt, delayMs });
       if (primaryKey.length === 0) {
         const keyed = batch.records.find((r) => r.key !== null);
         const derived = keyed === undefined ? undefined : primaryKeyOfKey(keyed.key);
@@ -41,14 +49,21 @@ export function createCdcWriter(options: CdcWriterOptions): Writer {
           );
         primaryKey = derived ?? [];
       }
-      if (primaryKey.length > 0) await options.ready(primaryKey);
+      if (primaryKey.length > 0)
+        await withRetry(retry, () => options.ready(primaryKey), again('making the cdc table ready'), signal);
       const ingestedAt = new Date(options.now());
       const { rows, letters, tombstones } = await classifyChanges(
         batch.records,
         { ...options.policy, primaryKey },
         ingestedAt,
       );
-      const rejected = await options.changes.apply(rows, letters, ingestedAt);
+      // Applying again is harmless: the same changes with the same sequence numbers, letters keyed by origin.
+      const rejected = await withRetry(
+        retry,
+        () => options.changes.apply(rows, letters, ingestedAt),
+        again('applying the changes'),
+        signal,
+      );
       const all = [...letters, ...rejected];
       options.fault?.('after-error-table');
       await publishDeadLetters(all, options.deadLetters);

@@ -33,6 +33,7 @@ export function createWriter(ports: WriterPorts, options: CommonWriterOptions): 
         ready: ports.ready,
         deadLetters: options.deadLetters,
         now: options.now,
+        logger: options.logger,
         ...(options.fault === undefined ? {} : { fault: options.fault }),
         policy: {
           format: cdc.changeFormat,

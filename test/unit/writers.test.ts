@@ -4,6 +4,7 @@
  * checkpoint moves past all of it.
  */
 import { describe, expect, test } from 'vitest';
+import { DrainError } from '../../functions/drain/errors.js';
 import { createMemoryLogger } from '../../functions/drain/logger.js';
 import type { DeadLetter, KafkaRecord, RowToWrite } from '../../functions/drain/types.js';
 import { createCdcWriter } from '../../functions/writers/cdc.js';
@@ -144,6 +145,7 @@ describe('the cdc writer', () => {
       ...sink.ports,
       deadLetters,
       now: Date.now,
+      logger: createMemoryLogger(),
       policy: { format: 'upsert', primaryKey: ['id'] },
     });
     const records = Array.from({ length: 9 }, (_, o) => keyed(o, `k${o % 4}`, { id: `k${o % 4}`, n: o }));
@@ -173,6 +175,7 @@ describe('the cdc writer', () => {
       ...sink.ports,
       deadLetters: createMemoryDeadLetters(),
       now: Date.now,
+      logger: createMemoryLogger(),
       policy: { format: 'debezium', primaryKey: [] },
     });
     const event = (op: string, before: object | null, after: object | null) => ({ op, before, after });
@@ -197,5 +200,31 @@ describe('the cdc writer', () => {
     expect(sink.table.get('a')?.row.n).toBe(2);
     expect(sink.table.get('b')?.row).toEqual({});
     expect(sink.readyFor[0]).toEqual(['id']);
+  });
+
+  test('a transient failure of the appends is tried again (harmless: the same changes, the same numbers)', async () => {
+    const sink = changeSink(() => undefined);
+    let failures = 2;
+    const apply = sink.ports.changes.apply;
+    sink.ports.changes.apply = async (rows, letters) => {
+      if (failures-- > 0) throw new DrainError('bigquery storage write: UNAVAILABLE', { retriable: true });
+      return apply(rows, letters);
+    };
+    const logger = createMemoryLogger();
+    const writer = createCdcWriter({
+      ...sink.ports,
+      deadLetters: createMemoryDeadLetters(),
+      now: Date.now,
+      logger,
+      retry: { attempts: 5, initialDelayMs: 1, maxDelayMs: 1 },
+      policy: { format: 'upsert', primaryKey: ['id'] },
+    });
+    const written = await writer.write(
+      batch([keyed(0, 'k', { id: 'k', n: 1 })]),
+      new AbortController().signal,
+    );
+    expect(written.rows).toBe(1);
+    expect(sink.table.get('k')?.row.n).toBe(1);
+    expect(logger.lines.filter((l) => l.message === 'applying the changes failed; again')).toHaveLength(2);
   });
 });
