@@ -38,6 +38,13 @@ PY_PRODUCERS=$CACHE_DIR/py-confluent-kafka-2.16.1
 POSTGRES_PORT=${KBD_POSTGRES_PORT:-15432}
 PG_BIN=${KBD_PG_BIN:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)}
 CONNECT_LIBS=$CACHE_DIR/connect-$(sha256sum "$ROOT/stack/connect/pom.xml" | cut -c1-8)
+# Run as root, the cluster belongs to the `postgres` user, who may not reach the stack directory (a clone
+# under /root, say): its data then lives under /tmp, one directory per stack directory.
+if [[ $(id -u) == 0 ]]; then
+  PG_DATA=${KBD_PG_DATA:-/tmp/kafka-bigquery-drain-postgres-$(printf '%s' "$STACK_DIR" | sha256sum | cut -c1-8)}
+else
+  PG_DATA=${KBD_PG_DATA:-$STACK_DIR/postgres}
+fi
 
 KAFKA_VERSION=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$ROOT/stack/kafka/pom.xml")
 BQ_EMULATOR_VERSION=$(sed -n 's:^require github.com/goccy/bigquery-emulator \(.*\)$:\1:p' "$ROOT/stack/bigquery-emulator/go.mod")
@@ -126,7 +133,7 @@ as_pg() { if [[ $(id -u) == 0 ]]; then runuser -u postgres -- "$@"; else "$@"; f
 
 # A cluster of our own (trust on loopback only: it holds test data), logical decoding on for Debezium.
 init_postgres() {
-  local data=$STACK_DIR/postgres
+  local data=$PG_DATA/data
   [[ -f $data/PG_VERSION ]] && return
   if [[ ! -x $PG_BIN/initdb ]]; then
     # Debian's PostgreSQL (the machine has it; a machine without it gets it from Debian's packages).
@@ -136,8 +143,8 @@ init_postgres() {
       || { tail -n 20 "$LOGS/install-postgres.log" >&2; die "could not install PostgreSQL (log: $LOGS/install-postgres.log)"; }
     PG_BIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
   fi
-  mkdir -p "$data" "$STACK_DIR/postgres-run"
-  [[ $(id -u) == 0 ]] && chown postgres "$data" "$STACK_DIR/postgres-run"
+  mkdir -p "$data" "$PG_DATA/run"
+  [[ $(id -u) == 0 ]] && chown postgres "$PG_DATA" "$data" "$PG_DATA/run"
   as_pg "$PG_BIN/initdb" -D "$data" -U postgres --auth=trust -E UTF8 >"$LOGS/install-postgres.log" 2>&1 \
     || { tail -n 20 "$LOGS/install-postgres.log" >&2; die "initdb failed (log: $LOGS/install-postgres.log)"; }
 }
@@ -341,8 +348,8 @@ start_registry() {
 start_postgres() {
   init_postgres
   local as=(); [[ $(id -u) == 0 ]] && as=(runuser -u postgres --)
-  spawn postgres "${as[@]}" "$PG_BIN/postgres" -D "$STACK_DIR/postgres" -c listen_addresses=127.0.0.1 \
-    -c port="$POSTGRES_PORT" -c unix_socket_directories="$STACK_DIR/postgres-run" -c wal_level=logical \
+  spawn postgres "${as[@]}" "$PG_BIN/postgres" -D "$PG_DATA/data" -c listen_addresses=127.0.0.1 \
+    -c port="$POSTGRES_PORT" -c unix_socket_directories="$PG_DATA/run" -c wal_level=logical \
     -c max_replication_slots=32 -c max_wal_senders=32 -c fsync=off
 }
 
