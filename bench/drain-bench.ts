@@ -8,7 +8,8 @@
  * - (a) a bare kafkajs consumer that `JSON.parse`s each value (the least any JSON drain does);
  * - (w) a bare Storage Write API writer with the official `JSONWriter` (one PENDING stream, 500-row
  *   appends, the same rows with metadata columns), no Kafka;
- * - (b) our drain with a null sink, on N and on 4N records (does memory follow the batch, or the input?);
+ * - (b) our drain with a null sink, on N and on 4N records (does memory follow the batch, or the input?),
+ *   and on N with the sink taking 1 ms a row (what waiting on a slow BigQuery costs in CPU);
  * - (c) our drain into the BigQuery emulator once per write mode (storage-write and insert-all on the N
  *   records; merge on M, as the emulator's MERGE is quadratic), and an idle run (start-up alone);
  * - 1, 2 and 4 tasks of one execution (separate processes) on N records of a 16-partition topic, each
@@ -225,6 +226,8 @@ const w = await variant('writer', topic, records, `${run}-w`);
 const b = await variant('null', topic, records, `${run}-b`);
 const a4 = await variant('raw', topicQuad, 4 * records, `${run}-a4`);
 const b4 = await variant('null', topicQuad, 4 * records, `${run}-b4`);
+// The null sink taking as long per row as the emulator does (1 ms): what waiting on BigQuery costs.
+const bPaced = await variant('null', topic, records, `${run}-bp`, { BENCH_PACED_US_PER_ROW: '1000' });
 const c = await variant('bigquery', topic, records, `${run}-c`, { BQ_WRITE_MODE: 'storage-write' });
 const c4 = await variant('bigquery', topicQuad, 4 * records, `${run}-c4`, { BQ_WRITE_MODE: 'storage-write' });
 // The same pipeline again: everything is caught up, so this is start-up and shut-down alone.
@@ -254,6 +257,7 @@ const rows = [
   ['(b) drain, null sink', b],
   ['(a) raw kafkajs + JSON.parse, 4N', a4],
   ['(b) drain, null sink, 4N', b4],
+  ['(b) drain, null sink paced at 1 ms a row', bPaced],
   ['(c) drain → emulator, storage-write', c],
   ['(c) drain → emulator, storage-write, 4N', c4],
   ['(c) idle run (caught up), storage-write', idle],
@@ -314,6 +318,7 @@ const lines = [
   `net of the idle run (${(idle.cpuUs / 1e6).toFixed(2)} s CPU): storage-write ${netCpuPerRecord(c).toFixed(1)} µs, insert-all ${netCpuPerRecord(cInsert).toFixed(1)} µs, merge ${netCpuPerRecord(cMerge).toFixed(1)} µs a record`,
   `one vCPU at the storage-write steady state: ${Math.round(perVcpu)} records/s, ${((perVcpu * bytesPerRecord) / 1e6).toFixed(1)} MB/s (Dataflow publishes 7.5 MB/s per vCPU: ${((perVcpu * bytesPerRecord) / 1e6 / 7.5).toFixed(2)}x)`,
   `rows/s into the emulator (drain time): storage-write ${drainRate(c)} vs official writer ${drainRate(w)} (goal: no lower), insert-all ${drainRate(cInsert)}, merge ${drainRate(cMerge)} (${mergeRecords})`,
+  `waiting: the null sink paced at 1 ms a row ${cpuPerRecord(bPaced).toFixed(1)} vs ${cpuPerRecord(b).toFixed(1)} µs a record (drain ${(drainMs(bPaced) / 1000).toFixed(1)} vs ${(drainMs(b) / 1000).toFixed(1)} s): CPU spent waiting on the sink`,
   `peak RSS: null sink ${b.peakRssMb} MB at N, ${b4.peakRssMb} MB at 4N (goal <= 256 MB at 4N); storage-write ${c.peakRssMb} MB; raw ${a.peakRssMb} / ${a4.peakRssMb} MB`,
   ...(bAvro && cAvro
     ? [

@@ -100,6 +100,9 @@ async function raw() {
   return { records, ...timing, firestoreReads: 0, firestoreWrites: 0 };
 }
 
+/** A null sink that takes as long as the emulator would (µs per row), to tell waiting's cost from writing's. */
+const pacedUsPerRow = Number(process.env.BENCH_PACED_US_PER_ROW ?? 0);
+
 async function drain(nullSink: boolean) {
   const config = parseConfig(process.env);
   const timing: Timing = { startedAt: Date.now(), firstFetchAt: null, lastDoneAt: null, endedAt: 0 };
@@ -166,7 +169,13 @@ async function drain(nullSink: boolean) {
     },
   });
   const sink: Sink | undefined = nullSink
-    ? { write: async (rows) => rows.map(() => ({ ok: true as const })) }
+    ? {
+        write: async (rows) => {
+          if (pacedUsPerRow > 0)
+            await new Promise((r) => setTimeout(r, (rows.length * pacedUsPerRow) / 1000));
+          return rows.map(() => ({ ok: true as const }));
+        },
+      }
     : undefined;
   const summary = await runJob(config, {
     logger: createLogger({ level: 'warning' }),

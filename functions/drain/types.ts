@@ -99,6 +99,15 @@ export interface RowToWrite {
   readonly row: Row;
 }
 
+/**
+ * A row in the form a stream appends (for BigQuery, its protocol buffer bytes), with the record it came
+ * from (a row BigQuery refuses becomes that record's dead letter).
+ */
+export interface EncodedRow {
+  readonly record: KafkaRecord;
+  readonly bytes: Uint8Array;
+}
+
 export type RowResult = { readonly ok: true } | { readonly ok: false; readonly reason: string };
 
 /** The sink port: BigQuery. Writes are idempotent by rowKey; the result has one entry per row, in order. */
@@ -125,7 +134,13 @@ export interface StreamSink {
    * `rejected` dead letter with BigQuery's message, appended to the error table's stream with the others.
    * Returns the streams (none when there is nothing to write) and the rows refused.
    */
-  prepare(rows: readonly RowToWrite[], letters: readonly DeadLetter[], ingestedAt: Date): Promise<Prepared>;
+  prepare(rows: readonly EncodedRow[], letters: readonly DeadLetter[], ingestedAt: Date): Promise<Prepared>;
+  /**
+   * The rows in the form `prepare` appends. The writer encodes a batch as soon as it is classified, so
+   * that a batch waiting for its flush holds bytes, not the rows' objects (those die young, where the
+   * garbage collector's work is cheap).
+   */
+  encode(rows: readonly RowToWrite[]): Promise<EncodedRow[]>;
   /** Commits the streams; a stream already committed (by whoever found it first) counts as committed. */
   commit(streams: readonly string[]): Promise<void>;
   /** Where a recorded stream stands: committed, finalized and still committable, or gone (expired). */

@@ -64,18 +64,18 @@ export type Decoded =
 
 /** A record's value, decoded (JSON text, or the route's value format), or the dead letter it is. */
 export function decodeValue(record: KafkaRecord, format?: ValueFormat): Decoded {
-  const letter = (kind: DeadLetter['kind'], message: string) => ({ letter: { record, kind, message } });
-  if (record.value === null) return letter('decode', 'record value is null (tombstone)');
+  if (record.value === null) return letter(record, 'decode', 'record value is null (tombstone)');
   if (record.value.length > maxRecordBytes) {
     // BigQuery takes at most 10 MB per insert request and per row: such a record can never be a row.
     return letter(
+      record,
       'oversize',
       `value of ${record.value.length} bytes is over the ${maxRecordBytes}-byte limit of a row`,
     );
   }
   if (format !== undefined) {
     const decoded = format.decode(record.value);
-    return decoded.ok ? { value: decoded.value } : letter(decoded.kind, decoded.message);
+    return decoded.ok ? { value: decoded.value } : letter(record, decoded.kind, decoded.message);
   }
   try {
     // Strict: invalid UTF-8 is refused (the check is native and fast; the decoder says why).
@@ -83,8 +83,12 @@ export function decodeValue(record: KafkaRecord, format?: ValueFormat): Decoded 
     return { value: JSON.parse(text) as JsonValue };
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
-    return letter('decode', `value is not UTF-8 JSON: ${message}`);
+    return letter(record, 'decode', `value is not UTF-8 JSON: ${message}`);
   }
+}
+
+function letter(record: KafkaRecord, kind: DeadLetter['kind'], message: string): Decoded {
+  return { letter: { record, kind, message } };
 }
 
 /** A decoded value → the row (validated against the shape, metadata columns added), or its dead letter. */
@@ -97,16 +101,22 @@ export function finishRow(
   if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
     return { record, kind: 'decode', message: 'value is not a JSON object' };
   }
-  for (const column of metadataColumns) {
-    if (Object.hasOwn(parsed, column)) {
-      return { record, kind: 'schema', message: `field ${column} is reserved for metadata` };
-    }
+  // Where unknown fields are refused, validation refuses a metadata column's name too: its reason is
+  // told only then (a row that passes has no such key).
+  const strict = shape?.unknownFields === 'reject';
+  if (!strict) {
+    const reserved = reservedColumn(parsed);
+    if (reserved !== undefined) return reservedLetter(record, reserved);
   }
   // The row is the parsed (or validated) object itself, its metadata added: no copy of its fields.
   let row: Row = parsed;
   if (shape !== undefined) {
     const checked = validateRecord(parsed, shape.fields, shape.unknownFields);
-    if (!checked.ok) return { record, kind: 'schema', message: checked.message };
+    if (!checked.ok) {
+      const reserved = strict ? reservedColumn(parsed) : undefined;
+      if (reserved !== undefined) return reservedLetter(record, reserved);
+      return { record, kind: 'schema', message: checked.message };
+    }
     row = checked.row;
   }
   row._kafka_topic = record.topic;
@@ -123,6 +133,15 @@ export function finishRow(
   }
   if (shape?.metadata?.keyText) row._kafka_key_text = keyText(record.key);
   return { rowKey: rowKey(record), record, row };
+}
+
+function reservedColumn(value: Row): string | undefined {
+  for (const column of metadataColumns) if (Object.hasOwn(value, column)) return column;
+  return undefined;
+}
+
+function reservedLetter(record: KafkaRecord, column: string): DeadLetter {
+  return { record, kind: 'schema', message: `field ${column} is reserved for metadata` };
 }
 
 /** The key as text where it is valid UTF-8, else null (a binary key stays in `_kafka_key` only). */

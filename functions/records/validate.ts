@@ -64,52 +64,73 @@ export function validateRecord(
 }
 
 /**
- * A record's validator, compiled: per field its name, mode and checker, the set of known names; paths
- * are only spelled out when a value fails (the hot path builds no strings).
+ * A record's validator, compiled: per field its name, mode and checker; paths are only spelled out when a
+ * value fails (the hot path builds no strings). With UNKNOWN_FIELDS=reject the record is checked in
+ * place (a value is replaced only where BigQuery's form differs, e.g. "true" → true): every key is a
+ * column, so the record is the row, and no copy of it is made. With `ignore` the row is a copy holding
+ * the table's columns only.
  */
 function compileRecord(fields: readonly SchemaField[], unknownFields: UnknownFields): Compiled {
   const checks = fields.map((field) => ({
     name: field.name,
     mode: field.mode ?? 'NULLABLE',
     check: compileValue(field, unknownFields),
+    // A name Object.prototype has ("constructor") must be the record's own to count as present.
+    inherited: field.name in Object.prototype,
   }));
   const known = new Set(fields.map((f) => f.name));
+  const inPlace = unknownFields === 'reject';
   return (value) => {
-    const out: Record<string, JsonValue> = {};
-    for (const { name, mode, check } of checks) {
-      const present = Object.hasOwn(value, name);
-      const v = present ? value[name]! : null;
+    const out: Record<string, JsonValue> = inPlace ? value : {};
+    let present = 0;
+    for (let f = 0; f < checks.length; f++) {
+      const { name, mode, check, inherited } = checks[f]!;
+      const v = inherited && !Object.hasOwn(value, name) ? undefined : value[name];
+      if (v !== undefined) present++;
       if (mode === 'REPEATED') {
-        if (v === null) continue; // BigQuery stores a missing or null repeated field as empty
+        // BigQuery stores a missing or null repeated field as empty.
+        if (v === undefined || v === null) {
+          if (inPlace && v === null) out[name] = [];
+          continue;
+        }
         if (!Array.isArray(v)) throw new Invalid(name, 'is REPEATED and must be an array');
-        const items: JsonValue[] = new Array(v.length);
+        const items: JsonValue[] = inPlace ? v : new Array(v.length);
         for (let i = 0; i < v.length; i++) {
           const item = v[i]!;
           if (item === null) throw new Invalid(`${name}[${i}]`, 'a REPEATED field cannot hold null');
+          let checked: JsonValue;
           try {
-            items[i] = check(item);
+            checked = check(item);
           } catch (error) {
             throw error instanceof Invalid ? error.under(`${name}[${i}]`) : error;
           }
+          if (checked !== item || !inPlace) items[i] = checked;
         }
-        out[name] = items;
+        if (!inPlace) out[name] = items;
         continue;
       }
-      if (v === null) {
+      if (v === undefined || v === null) {
         if (mode === 'REQUIRED')
-          throw new Invalid(name, present ? 'is REQUIRED and is null' : 'is REQUIRED and missing');
+          throw new Invalid(name, v === null ? 'is REQUIRED and is null' : 'is REQUIRED and missing');
         continue;
       }
+      let checked: JsonValue;
       try {
-        out[name] = check(v);
+        checked = check(v);
       } catch (error) {
         throw error instanceof Invalid ? error.under(name) : error;
       }
+      if (checked !== v || !inPlace) out[name] = checked;
     }
-    if (unknownFields === 'reject') {
-      for (const key in value) {
-        if (!known.has(key) && Object.hasOwn(value, key))
-          throw new Invalid(key, 'is not a column of the table');
+    if (inPlace) {
+      // As many keys as columns found: none unknown (only when they differ is each key looked up).
+      let keys = 0;
+      for (const _ in value) keys++;
+      if (keys !== present) {
+        for (const key in value) {
+          if (!known.has(key) && Object.hasOwn(value, key))
+            throw new Invalid(key, 'is not a column of the table');
+        }
       }
     }
     return out;
@@ -126,7 +147,40 @@ function compileValue(field: SchemaField, unknownFields: UnknownFields): Check {
       return nested(v);
     };
   }
-  return (v) => scalar(v, type, '');
+  return scalarCheck(type);
+}
+
+/** The check of one scalar type, chosen once: the common types have their own, the rest go through `scalar`. */
+function scalarCheck(type: string): Check {
+  switch (type) {
+    case 'STRING':
+      return (v) => {
+        if (typeof v !== 'string') throw new Invalid('', `must be a string, not ${kindOf(v)}`);
+        return v;
+      };
+    case 'INTEGER':
+    case 'INT64':
+      return (v) => int64(v, '');
+    case 'FLOAT':
+    case 'FLOAT64':
+      return (v) => (typeof v === 'number' ? v : scalar(v, type, ''));
+    case 'BOOLEAN':
+    case 'BOOL':
+      return (v) => (typeof v === 'boolean' ? v : scalar(v, type, ''));
+    case 'NUMERIC':
+    case 'BIGNUMERIC':
+      return (v) => decimal(v, type, '');
+    case 'TIMESTAMP':
+      return (v) => timestamp(v, '');
+    case 'DATE':
+      return (v) => {
+        if (typeof v !== 'string' || !validDateAt(v, 0, v.length))
+          throw new Invalid('', 'must be a DATE (YYYY-MM-DD)');
+        return v;
+      };
+    default:
+      return (v) => scalar(v, type, '');
+  }
 }
 
 function scalar(v: JsonValue, type: string, path: string): JsonValue {
@@ -284,6 +338,7 @@ function timestamp(v: JsonValue, path: string): JsonValue {
     return v;
   }
   if (typeof v !== 'string') throw new Invalid(path, `must be a TIMESTAMP, not ${kindOf(v)}`);
+  if (canonicalUtc(v)) return v;
   const m =
     /^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?)(Z|[+-]\d{2}(?::?\d{2})?| ?UTC)?$/i.exec(
       v.trim(),
@@ -300,30 +355,66 @@ function timestamp(v: JsonValue, path: string): JsonValue {
 }
 
 function validDate(text: string): boolean {
-  const m = /^(\d{4})-(\d{2})-(\d{2})$/.exec(text);
-  if (m === null) return false;
-  const [y, mo, d] = [Number(m[1]), Number(m[2]), Number(m[3])];
-  if (y < 1 || mo < 1 || mo > 12 || d < 1) return false;
-  const days = [
-    31,
-    y % 4 === 0 && (y % 100 !== 0 || y % 400 === 0) ? 29 : 28,
-    31,
-    30,
-    31,
-    30,
-    31,
-    31,
-    30,
-    31,
-    30,
-    31,
-  ];
-  return d <= days[mo - 1]!;
+  return validDateAt(text, 0, text.length);
 }
 
 function validTime(text: string): boolean {
-  const m = /^(\d{2}):(\d{2}):(\d{2})(?:\.\d{1,9})?$/.exec(text);
-  return m !== null && Number(m[1]) < 24 && Number(m[2]) < 60 && Number(m[3]) < 60;
+  return validTimeAt(text, 0, text.length);
+}
+
+/** `YYYY-MM-DDTHH:MM:SS[.f{1,9}]Z` (as JavaScript and most producers write it): checked without a regex. */
+function canonicalUtc(v: string): boolean {
+  const n = v.length;
+  const t = v.charCodeAt(10);
+  return (
+    n >= 20 &&
+    v.charCodeAt(n - 1) === 90 /* Z */ &&
+    (t === 84 /* T */ || t === 32) &&
+    validDateAt(v, 0, 10) &&
+    validTimeAt(v, 11, n - 1)
+  );
+}
+
+/** The digits of text[at, at + length) as a number, or -1 when one is not an ASCII digit. */
+function digitsAt(text: string, at: number, length: number): number {
+  let n = 0;
+  for (let i = at; i < at + length; i++) {
+    const c = text.charCodeAt(i) - 48;
+    if (c < 0 || c > 9) return -1;
+    n = n * 10 + c;
+  }
+  return n;
+}
+
+const monthDays = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+
+/** text[at, end) is `YYYY-MM-DD`, a day of the proleptic Gregorian calendar from year 1. */
+function validDateAt(text: string, at: number, end: number): boolean {
+  if (end - at !== 10 || text.charCodeAt(at + 4) !== 45 || text.charCodeAt(at + 7) !== 45) return false;
+  const y = digitsAt(text, at, 4);
+  const mo = digitsAt(text, at + 5, 2);
+  const d = digitsAt(text, at + 8, 2);
+  if (y < 1 || mo < 1 || mo > 12 || d < 1) return false;
+  const leap = y % 4 === 0 && (y % 100 !== 0 || y % 400 === 0);
+  return d <= (mo === 2 && leap ? 29 : monthDays[mo - 1]!);
+}
+
+/** text[at, end) is `HH:MM:SS[.f{1,9}]` within the day. */
+function validTimeAt(text: string, at: number, end: number): boolean {
+  const length = end - at;
+  if (length < 8 || length === 9 || length > 18) return false;
+  if (text.charCodeAt(at + 2) !== 58 || text.charCodeAt(at + 5) !== 58) return false;
+  const h = digitsAt(text, at, 2);
+  const m = digitsAt(text, at + 3, 2);
+  const sec = digitsAt(text, at + 6, 2);
+  if (h < 0 || h > 23 || m < 0 || m > 59 || sec < 0 || sec > 59) return false;
+  if (length === 8) return true;
+  if (text.charCodeAt(at + 8) !== 46) return false;
+  for (let i = at + 9; i < end; i++) {
+    const c = text.charCodeAt(i) - 48;
+    if (c < 0 || c > 9) return false;
+  }
+  return true;
 }
 
 function kindOf(v: JsonValue): string {

@@ -1,7 +1,7 @@
 import type { managedwriter } from '@google-cloud/bigquery-storage';
 import { chunksOf } from '../drain/chunks.js';
 import { DrainError } from '../drain/errors.js';
-import type { DeadLetter, RowToWrite } from '../drain/types.js';
+import type { DeadLetter, KafkaRecord } from '../drain/types.js';
 
 /** One AppendRows request stays well under BigQuery's 10 MB. */
 export const maxAppendBytes = 5 * 1024 * 1024;
@@ -61,7 +61,7 @@ export async function appendRefusing(
 
 /** Rows BigQuery refused (by index in `rows`) → `rejected` dead letters carrying its message. */
 export function rejectedLetters(
-  rows: readonly RowToWrite[],
+  rows: readonly { readonly record: KafkaRecord }[],
   refused: ReadonlyMap<number, string>,
 ): DeadLetter[] {
   return [...refused].map(([at, message]) => ({

@@ -72,7 +72,7 @@ export function createStorageWriteSink(options: StorageWriteSinkOptions): Stream
   );
 
   /**
-   * Appends rows to a new PENDING stream of `table` at explicit offsets, finalizes it, checks the count.
+   * Appends encoded rows (sized by their bytes, sent as they are) to a new PENDING stream of `table` at explicit offsets, finalizes it, checks the count.
    * BigQuery refuses a whole append when any of its rows has an error, and says which (row errors, with
    * their index): the same append is made again without those rows, at the same offset, on the same
    * stream. Returns the stream (none when every row was refused) and the refused rows' indexes in `rows`.
@@ -80,11 +80,9 @@ export function createStorageWriteSink(options: StorageWriteSinkOptions): Stream
   async function writeStream(
     table: string,
     fields: readonly SchemaField[],
-    rows: readonly Row[],
+    encoded: readonly Uint8Array[],
   ): Promise<{ stream: string | undefined; refused: Map<number, string> }> {
     const format = formatOf(table, fields);
-    // Encoded once, before the stream exists: sized by their bytes, sent as they are.
-    const encoded = format.encode.many(rows);
     let stream: string;
     try {
       stream = await options.writer.createWriteStream({
@@ -131,6 +129,11 @@ export function createStorageWriteSink(options: StorageWriteSinkOptions): Stream
   }
 
   return {
+    async encode(rows) {
+      const encoded = formatOf(options.table, options.schema).encode.many(rows.map((r) => r.row));
+      return rows.map((r, i) => ({ record: r.record, bytes: encoded[i]! }));
+    },
+
     async prepare(rows, letters, ingestedAt) {
       const streams: string[] = [];
       const rejected: DeadLetter[] = [];
@@ -138,7 +141,7 @@ export function createStorageWriteSink(options: StorageWriteSinkOptions): Stream
         const written = await writeStream(
           options.table,
           options.schema,
-          rows.map((r) => r.row),
+          rows.map((r) => r.bytes),
         );
         if (written.stream !== undefined) streams.push(written.stream);
         rejected.push(...rejectedLetters(rows, written.refused));
@@ -149,7 +152,9 @@ export function createStorageWriteSink(options: StorageWriteSinkOptions): Stream
         const written = await writeStream(
           errorTable,
           deadLetterTableSchema,
-          toErrorTable.map((l) => deadLetterRow(l, ingestedAt, maxRecordBytes) as Row),
+          formatOf(errorTable, deadLetterTableSchema).encode.many(
+            toErrorTable.map((l) => deadLetterRow(l, ingestedAt, maxRecordBytes) as Row),
+          ),
         );
         if (written.refused.size > 0) throw errorTableRefusal(toErrorTable, written.refused);
         streams.push(written.stream!);

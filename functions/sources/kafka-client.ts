@@ -11,6 +11,8 @@ import {
   type KafkaToken,
   oauthBearerAuthenticator,
 } from './google-oauth.js';
+// kafkajs's request queue, without its poll every millisecond (see the patch).
+import './kafkajs-patch.js';
 
 const { logLevel } = kafkajs;
 

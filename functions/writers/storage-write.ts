@@ -83,6 +83,7 @@ export function createStorageWriteWriter(options: StorageWriteWriterOptions): Wr
         new Date(options.now()),
       );
       await publishDeadLetters(letters, options.deadLetters);
+      const encoded = await options.streams.encode(rows);
       const alreadyHeld = { rows: heldRows, deadLetters: heldLetters };
       const flushed = await flusher.flush({
         alreadyHeld,
@@ -93,7 +94,7 @@ export function createStorageWriteWriter(options: StorageWriteWriterOptions): Wr
         records: records.length,
         tombstones,
         lastRecordTimestamp: records[records.length - 1]!.timestamp,
-        rows,
+        rows: encoded,
         letters,
       });
       // Rows BigQuery refused were left out of the streams and became dead letters.

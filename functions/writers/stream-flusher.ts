@@ -24,9 +24,9 @@ import type {
   CommitIntent,
   DeadLetter,
   DeadLetters,
+  EncodedRow,
   Lease,
   PartitionRef,
-  RowToWrite,
   StreamSink,
 } from '../drain/types.js';
 import { publishDeadLetters } from './dead-letters.js';
@@ -41,7 +41,8 @@ export interface FlushItem {
   readonly records: number;
   readonly tombstones: number;
   readonly lastRecordTimestamp: number | null;
-  readonly rows: readonly RowToWrite[];
+  /** Encoded as soon as classified: a batch waiting for its flush holds bytes, not row objects. */
+  readonly rows: readonly EncodedRow[];
   readonly letters: readonly DeadLetter[];
   /** A replayed range's offsets the tables already hold: not in `rows`/`letters`, counted all the same. */
   readonly alreadyHeld?: { readonly rows: number; readonly deadLetters: number };

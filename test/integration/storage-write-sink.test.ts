@@ -106,7 +106,11 @@ describe('storage-write sink', () => {
       tags: ['a', 'b'],
       item: { sku: 'k-1', qty: 3 },
     };
-    const { streams } = await sink.prepare(rowsOf([record(7, sent, 'key-7')], userFields), [], new Date());
+    const { streams } = await sink.prepare(
+      await sink.encode(rowsOf([record(7, sent, 'key-7')], userFields)),
+      [],
+      new Date(),
+    );
     expect(streams).toHaveLength(1);
     await sink.commit(streams);
     const [row] = (await query(
@@ -150,7 +154,7 @@ describe('storage-write sink', () => {
       [0, 1, 2].map((o) => record(o, { id: `r${o}` })),
       fields,
     );
-    const [stream] = (await sink.prepare(rows, [], new Date())).streams;
+    const [stream] = (await sink.prepare(await sink.encode(rows), [], new Date())).streams;
     expect(await count()).toBe(0);
     expect(await sink.streamState(stream!)).toBe('pending');
     expect(await sink.heldInRange({ topic: 'orders', partition: 0 }, 0, 3)).toEqual({
@@ -187,7 +191,7 @@ describe('storage-write sink', () => {
       ],
       fields,
     );
-    const { streams, rejected } = await sink.prepare(rows, [], new Date());
+    const { streams, rejected } = await sink.prepare(await sink.encode(rows), [], new Date());
     expect(rejected.map((l) => [l.record.offset, l.kind, l.message])).toEqual([
       [2, 'rejected', 'BigQuery refused the row: Field g: invalid GEOGRAPHY: edge 0 crosses edge 2'],
       [4, 'rejected', 'BigQuery refused the row: Field g: invalid GEOGRAPHY: edge 1 crosses edge 3'],
@@ -217,7 +221,7 @@ describe('storage-write sink', () => {
     const { sink, dataset, table, query } = await sinkOn(fields);
     const bad = record(5, '{not json', 'k');
     const { streams } = await sink.prepare(
-      rowsOf([record(4, { id: 'ok' })], fields),
+      await sink.encode(rowsOf([record(4, { id: 'ok' })], fields)),
       [{ record: bad, kind: 'decode', message: 'value is not UTF-8 JSON' }],
       new Date(),
     );

@@ -16,6 +16,7 @@ import type {
   KafkaRecord,
   Lease,
   PartitionRef,
+  Row,
   RowResult,
   RowToWrite,
   RunSummary,
@@ -24,6 +25,7 @@ import type {
   SourceReader,
   StreamSink,
 } from '../../functions/drain/types.js';
+import { rowKey } from '../../functions/records/records.js';
 
 export function record(topic: string, partition: number, offset: number, value: unknown): KafkaRecord {
   return {
@@ -331,10 +333,19 @@ export function createMemoryStreamSink() {
     expire(stream) {
       streams.delete(stream);
     },
-    async prepare(rows, letters) {
+    // Rows go as JSON bytes, and come back as rows when a stream takes them.
+    async encode(rows) {
+      return rows.map((r) => ({ record: r.record, bytes: Buffer.from(JSON.stringify(r.row)) }));
+    },
+    async prepare(encoded, letters) {
       if (failure) throw failure;
       const made: string[] = [];
       const rejected: DeadLetter[] = [];
+      const rows = encoded.map((e) => ({
+        rowKey: rowKey(e.record),
+        record: e.record,
+        row: JSON.parse(Buffer.from(e.bytes).toString('utf8')) as Row,
+      }));
       const accepted = rows.filter((row) => {
         const reason = refusal?.(row);
         if (reason !== undefined) rejected.push({ record: row.record, kind: 'rejected', message: reason });

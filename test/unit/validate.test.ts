@@ -46,6 +46,15 @@ describe('validation against the table schema', () => {
     ['JSON', '{"a":[1,2]}', '{"a":[1,2]}'],
     ['JSON', '"text"', '"text"'],
     ['TIMESTAMP', '2026-01-31T12:00:00+14:00', '2026-01-31T12:00:00+14:00'],
+    // The canonical UTC forms (checked without a regex) and their neighbours (through it).
+    ['TIMESTAMP', '2024-02-29T23:59:59.123456789Z', '2024-02-29T23:59:59.123456789Z'],
+    ['TIMESTAMP', '2000-02-29 00:00:00.1Z', '2000-02-29 00:00:00.1Z'],
+    ['TIMESTAMP', '0001-01-01T00:00:00Z', '0001-01-01T00:00:00Z'],
+    ['TIMESTAMP', '2026-01-31t12:00:00z', '2026-01-31t12:00:00z'],
+    ['TIMESTAMP', ' 2026-01-31T12:00:00Z ', ' 2026-01-31T12:00:00Z '],
+    ['TIMESTAMP', '2026-01-31T12:00Z', '2026-01-31T12:00Z'],
+    ['DATE', '2000-02-29', '2000-02-29'],
+    ['TIME', '00:00:00.123456789', '00:00:00.123456789'],
     ['TIMESTAMP', '2026-01-31T12:00:00-1459', '2026-01-31T12:00:00-1459'],
     ['GEOGRAPHY', 'POINT(1 2)', 'POINT(1 2)'],
     ['GEOGRAPHY', 'point ( -180 90 )', 'point ( -180 90 )'],
@@ -102,6 +111,22 @@ describe('validation against the table schema', () => {
     ['TIMESTAMP', '31/01/2026', 'not a TIMESTAMP'],
     ['TIMESTAMP', 1e12, 'not a TIMESTAMP in range'],
     ['DATE', '2023-02-29', 'DATE'],
+    ['DATE', '1900-02-29', 'DATE'],
+    ['DATE', '0000-01-01', 'DATE'],
+    ['DATE', '2026-13-01', 'DATE'],
+    ['DATE', '2026-04-31', 'DATE'],
+    ['DATE', '2026-1-01', 'DATE'],
+    ['DATE', '2026-01-0a', 'DATE'],
+    ['DATE', '2026/01/01', 'DATE'],
+    ['TIME', '12:00:00.', 'TIME'],
+    ['TIME', '12:00:00.1234567890', 'TIME'],
+    ['TIME', '12:60:00', 'TIME'],
+    ['TIME', '12:00:0x', 'TIME'],
+    ['TIMESTAMP', '2023-02-29T12:00:00Z', 'not a TIMESTAMP'],
+    ['TIMESTAMP', '2026-01-31T24:00:00Z', 'not a TIMESTAMP'],
+    ['TIMESTAMP', '2026-01-31T12:00:00.Z', 'not a TIMESTAMP'],
+    ['TIMESTAMP', '2026-01-31X12:00:00Z', 'not a TIMESTAMP'],
+    ['TIMESTAMP', '2026-01-31T12:00:00.1234567890Z', 'not a TIMESTAMP'],
     ['TIME', '24:00:00', 'TIME'],
     ['DATETIME', '2026-01-31', 'DATETIME'],
     ['GEOGRAPHY', '', 'GEOGRAPHY'],
@@ -141,14 +166,49 @@ describe('validation against the table schema', () => {
       ok: false,
       message: 'v: is REQUIRED and is null',
     });
-    expect(check('STRING', null)).toEqual({ ok: true, row: {} });
+    // Checked in place (UNKNOWN_FIELDS=reject): a null stays a null (BigQuery's NULL), a null REPEATED
+    // field becomes the empty array BigQuery stores for it.
+    expect(check('STRING', null)).toEqual({ ok: true, row: { v: null } });
     expect(check('INT64', [1, '2'], 'REPEATED')).toEqual({ ok: true, row: { v: [1, '2'] } });
-    expect(check('INT64', null, 'REPEATED')).toEqual({ ok: true, row: {} });
+    expect(check('INT64', null, 'REPEATED')).toEqual({ ok: true, row: { v: [] } });
+    expect(validateRecord({ v: null }, one('INT64', 'REPEATED'), 'ignore')).toEqual({ ok: true, row: {} });
     expect(check('INT64', 1, 'REPEATED')).toMatchObject({
       ok: false,
       message: 'v: is REPEATED and must be an array',
     });
     expect(check('INT64', [1, null], 'REPEATED')).toMatchObject({ ok: false, path: 'v[1]' });
+  });
+
+  test('unknown fields are found whatever else the record lacks; a column named like a prototype member counts only when present', () => {
+    const fields: SchemaField[] = [
+      { name: 'a', type: 'STRING' },
+      { name: 'b', type: 'STRING' },
+      { name: 'constructor', type: 'STRING' },
+    ];
+    expect(validateRecord({ a: 'x', c: 'y' }, fields, 'reject')).toMatchObject({ ok: false, path: 'c' });
+    expect(validateRecord({ a: 'x', b: 'y', c: null }, fields, 'reject')).toMatchObject({
+      ok: false,
+      message: 'c: is not a column of the table',
+    });
+    expect(validateRecord({ a: 'x' }, fields, 'reject')).toEqual({ ok: true, row: { a: 'x' } });
+    expect(validateRecord({ constructor: 'c' }, fields, 'reject')).toEqual({
+      ok: true,
+      row: { constructor: 'c' },
+    });
+    // In place: the record is the row, a value replaced only where BigQuery's form differs.
+    const record = { a: 'x', b: 'y' };
+    const checked = validateRecord(record, fields, 'reject');
+    expect(checked.ok && checked.row).toBe(record);
+    const flag = { f: 'true' };
+    expect(validateRecord(flag, [{ name: 'f', type: 'BOOL' }], 'reject')).toEqual({
+      ok: true,
+      row: { f: true },
+    });
+    // Ignoring unknown fields, the row is a copy holding the columns only.
+    const loose = { a: 'x', z: 1 };
+    const copied = validateRecord(loose, fields, 'ignore');
+    expect(copied).toEqual({ ok: true, row: { a: 'x' } });
+    expect(copied.ok && copied.row).not.toBe(loose);
   });
 
   test('nested records name the exact path of what is wrong', () => {
