@@ -39,7 +39,8 @@ const imageNodeFlags = [
 const stack = stackEnv() as unknown as Record<string, string>;
 const records = Number(process.env.BENCH_RECORDS ?? 20_000);
 const partitions = Number(process.env.BENCH_PARTITIONS ?? 4);
-const batch = process.env.BENCH_BATCH ?? '500';
+/** Records per batch: the product's default unless BENCH_BATCH says otherwise. */
+const batch = process.env.BENCH_BATCH;
 /** Merge mode on the emulator joins every staged row with every target row: it gets fewer records. */
 const mergeRecords = Number(process.env.BENCH_MERGE_RECORDS ?? 1_000);
 /** The 1,000-partition scenario: topics x partitions each, records per partition (0 skips it). */
@@ -128,7 +129,7 @@ async function variant(
     BQ_SCHEMA_FILE: schemaFile,
     DEAD_LETTER_TOPIC: `${run}-dlq`,
     DRAIN_BUDGET_SECONDS: '600',
-    BATCH_MAX_RECORDS: batch,
+    ...(batch === undefined ? {} : { BATCH_MAX_RECORDS: batch }),
     BENCH_SHAPE: shape.name,
     ...extra,
   };
@@ -326,7 +327,7 @@ const lines = [
       ]
     : []),
   `start-up (process ready → first record): raw ${startupMs(a)} ms, drain ${startupMs(b)} ms`,
-  `Firestore writes per 10k records: ${per10k(b.firestoreWrites, b)} (null sink, ${per10k(b.commits ?? 0, b)} commits per 10k at BATCH_MAX_RECORDS=${batch}), ${per10k(b4.firestoreWrites, b4)} at 4N: O(batches)`,
+  `Firestore writes per 10k records: ${per10k(b.firestoreWrites, b)} (null sink, ${per10k(b.commits ?? 0, b)} commits per 10k at BATCH_MAX_RECORDS=${batch ?? 'default'}), ${per10k(b4.firestoreWrites, b4)} at 4N: O(batches)`,
   `tasks (storage-write, 16 partitions, ${records} records): ${executions.map((x) => `${x.tasks} task(s) ${x.rate}/s [${x.perTask.join(', ')}]`).join(', ')} (2 cores here: expect it to flatten)`,
   ...(wideSpread && wideIdle
     ? [
@@ -349,7 +350,7 @@ writeFileSync(
         shape: shape.name,
         records,
         partitions,
-        batch,
+        batch: batch ?? 'default',
         mergeRecords,
         wideTopics,
         widePartitions,

@@ -167,7 +167,7 @@ export function parseConfig(
     ),
     alertTopic: read.optional('ALERT_TOPIC'),
     budgetSeconds,
-    batchMaxRecords: read.integer('BATCH_MAX_RECORDS', 500, 1, 50_000),
+    batchMaxRecords: read.integer('BATCH_MAX_RECORDS', 2_000, 1, 50_000),
     batchMaxBytes: read.integer('BATCH_MAX_BYTES', 5 * 1024 * 1024, 1024, 100 * 1024 * 1024),
     leaseTtlSeconds,
     idleAlertSeconds: read.integer('IDLE_ALERT_SECONDS', 300, 1, 30 * 24 * 3600),
