@@ -6,7 +6,7 @@
 import { adapt, managedwriter } from '@google-cloud/bigquery-storage';
 import { describe, expect, test } from 'vitest';
 import type { Row } from '../../functions/drain/types.js';
-import { compileRowEncoder, daysFromCivil } from '../../functions/sinks/row-encoder.js';
+import { compileRowEncoder, daysFromCivil, epochMicrosOf } from '../../functions/sinks/row-encoder.js';
 import type { SchemaField } from '../../functions/sinks/table-schema.js';
 import { epochDays, toStorageRow } from '../support/json-writer-rows.js';
 
@@ -150,6 +150,24 @@ describe('the compiled row encoder', () => {
     const many = encode.many(rows).map((b) => Buffer.from(b).toString('hex'));
     expect(many).toEqual(officialBytes(everyType, rows).map((b) => b.toString('hex')));
     expect(rows.map((r) => Buffer.from(encode(r)).toString('hex'))).toEqual(many);
+  });
+
+  test('TIMESTAMP in the canonical UTC forms (read digit by digit): the microseconds Date reckons, and the general path agrees', () => {
+    // Every 7,919,993 s from 1700 to 2250, with the three fraction lengths and none.
+    for (let ms = Date.UTC(1700, 0, 1) + 123; ms < Date.UTC(2250, 0, 1); ms += 7_919_993_457) {
+      const iso = new Date(ms).toISOString(); // YYYY-MM-DDTHH:MM:SS.sssZ
+      expect(epochMicrosOf(iso)).toBe(ms * 1000);
+      expect(epochMicrosOf(`${iso.slice(0, 23)}456Z`)).toBe(ms * 1000 + 456);
+      expect(epochMicrosOf(`${iso.slice(0, 19)}Z`)).toBe(Math.floor(ms / 1000) * 1_000_000);
+      // The same instants through the general path (a zone, a space): the same microseconds.
+      expect(epochMicrosOf(`${iso.slice(0, 10)} ${iso.slice(11, 23)}456+00:00`)).toBe(ms * 1000 + 456);
+    }
+    // Outside the canonical forms or the exact range, the general path answers (bigint beyond 2^53).
+    expect(epochMicrosOf('1600-01-01T00:00:00.000Z')).toBe(BigInt(Date.UTC(1600, 0, 1)) * 1000n);
+    expect(epochMicrosOf('2026-12-01T10:11:12.3Z')).toBe(Date.UTC(2026, 11, 1, 10, 11, 12, 300) * 1000);
+    expect(epochMicrosOf('2026-12-01T10:11:12.123456789Z')).toBe(
+      Date.UTC(2026, 11, 1, 10, 11, 12, 123) * 1000 + 456,
+    );
   });
 
   test('a column the schema does not have is not written (as the official writer ignores it)', () => {
