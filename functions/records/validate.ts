@@ -376,7 +376,7 @@ function canonicalUtc(v: string): boolean {
 }
 
 /** The digits of text[at, at + length) as a number, or -1 when one is not an ASCII digit. */
-function digitsAt(text: string, at: number, length: number): number {
+export function digitsAt(text: string, at: number, length: number): number {
   let n = 0;
   for (let i = at; i < at + length; i++) {
     const c = text.charCodeAt(i) - 48;

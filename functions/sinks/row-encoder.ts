@@ -8,6 +8,7 @@
  * never pass through a float that was not one already.
  */
 import type { JsonValue, Row } from '../drain/types.js';
+import { digitsAt } from '../records/validate.js';
 import { ProtoWriter } from './proto-writer.js';
 import type { SchemaField } from './table-schema.js';
 
@@ -195,17 +196,6 @@ export function epochMicrosOf(value: JsonValue): number | bigint {
   // Seconds within ±9e9 (years 1685–2255) keep microseconds below 2^53: exact as a number.
   if (Math.abs(seconds) < 9e9) return seconds * 1_000_000 + micros;
   return BigInt(seconds) * 1_000_000n + BigInt(micros);
-}
-
-/** Digits of text[at, at + length) as a number, or -1 when one is not an ASCII digit. */
-function digitsAt(text: string, at: number, length: number): number {
-  let n = 0;
-  for (let i = at; i < at + length; i++) {
-    const c = text.charCodeAt(i) - 48;
-    if (c < 0 || c > 9) return -1;
-    n = n * 10 + c;
-  }
-  return n;
 }
 
 /**
