@@ -8,7 +8,7 @@
  * never pass through a float that was not one already.
  */
 import type { JsonValue, Row } from '../drain/types.js';
-import { digitsAt } from '../records/validate.js';
+import { digitsAt } from '../records/civil-time.js';
 import { ProtoWriter } from './proto-writer.js';
 import type { SchemaField } from './table-schema.js';
 
