@@ -57,13 +57,15 @@ KAFKA_LIBS=$CACHE_DIR/kafka-$KAFKA_VERSION-$(sha256sum "$ROOT/stack/kafka/pom.xm
 # row-errors.patch, rows BigQuery refuses (JSON that does not parse, an invalid GEOGRAPHY) refused at append
 # time with row errors naming them, in the Storage Write API and insertAll; cdc.patch, change data capture
 # on the default stream (_CHANGE_TYPE upserts and deletes by primary key, _CHANGE_SEQUENCE_NUMBER
-# ordering). They are part of the binary's name: a changed patch builds a new binary.
+# ordering); dataset-duplicate.patch, creating a dataset that exists answers 409 Already Exists (not 500),
+# as BigQuery does and as racing creators rely on. They are part of the binary's name: a changed patch builds a new binary.
 BQ_PATCHES=(
   "$ROOT/stack/bigquery-emulator/storage-write.patch"
   "$ROOT/stack/bigquery-emulator/insert-all.patch"
   "$ROOT/stack/bigquery-emulator/schema-update.patch"
   "$ROOT/stack/bigquery-emulator/row-errors.patch"
   "$ROOT/stack/bigquery-emulator/cdc.patch"
+  "$ROOT/stack/bigquery-emulator/dataset-duplicate.patch"
 )
 OAUTH_VALIDATOR=$CACHE_DIR/oauth-validator-$(cat "$ROOT/stack/kafka/oauth/GoogleTokenValidator.java" "$ROOT/stack/kafka/pom.xml" | sha256sum | cut -c1-8)
 BQ_EMULATOR_BIN=$CACHE_DIR/bigquery-emulator-$BQ_EMULATOR_VERSION-$(cat "$ROOT/stack/bigquery-emulator/go.mod" "$ROOT/stack/bigquery-emulator/go.sum" "${BQ_PATCHES[@]}" | sha256sum | cut -c1-8)
