@@ -1,5 +1,6 @@
 import { partitionId } from '../drain/assignment.js';
 import type { Logger } from '../drain/logger.js';
+import { defaultRetryPolicy, withRetry } from '../drain/retry.js';
 import type { Checkpoints, DeadLetters, Lease, StreamSink, Writer } from '../drain/types.js';
 import { classifyRecords, type RecordPolicy } from '../records/classify.js';
 import { recordSize } from '../records/records.js';
@@ -83,7 +84,14 @@ export function createStorageWriteWriter(options: StorageWriteWriterOptions): Wr
         new Date(options.now()),
       );
       await publishDeadLetters(letters, options.deadLetters);
-      const encoded = await options.streams.encode(rows);
+      // Encoding needs the target's schema: a target not ready yet (a transient failure) is waited for as
+      // the flush's own appends are, not taken for the batch's failure.
+      const encoded = await withRetry(
+        defaultRetryPolicy,
+        () => options.streams.encode(rows),
+        (error, attempt, delayMs) =>
+          logger.warn('encoding the batch failed; the target is not ready', { error, attempt, delayMs }),
+      );
       const alreadyHeld = { rows: heldRows, deadLetters: heldLetters };
       const flushed = await flusher.flush({
         alreadyHeld,
