@@ -59,6 +59,8 @@ interface Timing {
   endedAt: number;
   /** Process CPU (user + system), µs: at the first record fetched, and at the end. */
   cpuAtFirstFetchUs?: number;
+  /** Each thread's CPU, seconds, at the first record fetched. */
+  threadCpuAtFirstFetch?: Record<string, number>;
 }
 
 const cpuUs = (): number => {
@@ -84,6 +86,7 @@ async function raw() {
           if (timing.firstFetchAt === null) {
             timing.firstFetchAt = Date.now();
             timing.cpuAtFirstFetchUs = cpuUs();
+            timing.threadCpuAtFirstFetch = threadCpu();
           }
           for (const message of batch.messages)
             if (message.value !== null) JSON.parse(message.value.toString());
@@ -160,6 +163,7 @@ async function drain(nullSink: boolean) {
           if (fetched !== undefined && fetched.records.length > 0 && timing.firstFetchAt === null) {
             timing.firstFetchAt = Date.now();
             timing.cpuAtFirstFetchUs = cpuUs();
+            timing.threadCpuAtFirstFetch = threadCpu();
           }
           return fetched;
         },
@@ -232,6 +236,7 @@ async function writer() {
   );
   const timing: Timing = { startedAt: Date.now(), firstFetchAt: Date.now(), lastDoneAt: null, endedAt: 0 };
   timing.cpuAtFirstFetchUs = cpuUs();
+  timing.threadCpuAtFirstFetch = threadCpu();
   const client = clients.bigqueryWriter();
   const parent = `projects/${config.project}/datasets/${route.dataset}/tables/${route.table}`;
   const stream = await client.createWriteStream({

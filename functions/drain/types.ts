@@ -108,6 +108,17 @@ export interface EncodedRow {
   readonly bytes: Uint8Array;
 }
 
+/**
+ * One batch's rows encoded as they are classified, into one buffer (each row's bytes a view of it): a
+ * row's objects die as soon as it is encoded, young, where the garbage collector's work is cheap, and a
+ * batch waiting for its flush holds bytes.
+ */
+export interface BatchEncoding {
+  add(row: RowToWrite): void;
+  /** The rows added, in order. */
+  finish(): EncodedRow[];
+}
+
 export type RowResult = { readonly ok: true } | { readonly ok: false; readonly reason: string };
 
 /** The sink port: BigQuery. Writes are idempotent by rowKey; the result has one entry per row, in order. */
@@ -136,11 +147,10 @@ export interface StreamSink {
    */
   prepare(rows: readonly EncodedRow[], letters: readonly DeadLetter[], ingestedAt: Date): Promise<Prepared>;
   /**
-   * The rows in the form `prepare` appends. The writer encodes a batch as soon as it is classified, so
-   * that a batch waiting for its flush holds bytes, not the rows' objects (those die young, where the
-   * garbage collector's work is cheap).
+   * Encodes rows in the form `prepare` appends, for a batch of about `rows` rows. It needs the target's
+   * schema: a target not ready yet fails here (transiently).
    */
-  encode(rows: readonly RowToWrite[]): Promise<EncodedRow[]>;
+  startEncoding(rows: number): Promise<BatchEncoding>;
   /** Commits the streams; a stream already committed (by whoever found it first) counts as committed. */
   commit(streams: readonly string[]): Promise<void>;
   /** Where a recorded stream stands: committed, finalized and still committable, or gone (expired). */

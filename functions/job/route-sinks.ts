@@ -77,7 +77,7 @@ function eagerSinks(
     ...(mode === 'storage-write'
       ? {
           streams: {
-            encode: async (rows) => (await streams()).encode(rows),
+            startEncoding: async (rows) => (await streams()).startEncoding(rows),
             prepare: async (rows, letters, at) => (await streams()).prepare(rows, letters, at),
             commit: async (names) => (await streams()).commit(names),
             streamState: async (name) => (await streams()).streamState(name),

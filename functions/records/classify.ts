@@ -29,6 +29,21 @@ export async function classifyRecords(
   ingestedAt: Date,
 ): Promise<Classified> {
   const rows: RowToWrite[] = [];
+  const { letters, tombstones } = await classifyEach(records, policy, ingestedAt, (row) => rows.push(row));
+  return { rows, letters, tombstones };
+}
+
+/**
+ * As `classifyRecords`, each row handed to `take` as soon as it is made (and then no longer held here):
+ * returns the dead letters, the tombstones skipped and how many rows were taken.
+ */
+export async function classifyEach(
+  records: readonly KafkaRecord[],
+  policy: RecordPolicy,
+  ingestedAt: Date,
+  take: (row: RowToWrite) => void,
+): Promise<Omit<Classified, 'rows'> & { readonly rows: number }> {
+  let rows = 0;
   const letters: DeadLetter[] = [];
   let tombstones = 0;
   // The schemas the records name, fetched before any is judged: a registry fault is no bad record.
@@ -45,8 +60,10 @@ export async function classifyRecords(
     }
     const broken =
       policy.rules === undefined ? undefined : await policy.rules.check(userColumns(result.row), record);
-    if (broken === undefined) rows.push(result);
-    else letters.push({ record, kind: 'rule', message: broken });
+    if (broken === undefined) {
+      take(result);
+      rows++;
+    } else letters.push({ record, kind: 'rule', message: broken });
   }
   return { rows, letters, tombstones };
 }

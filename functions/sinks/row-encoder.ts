@@ -20,33 +20,61 @@ enum Wire {
   Delimited = 2,
 }
 
-/** A row's message bytes; `many` encodes a whole append's rows into one buffer (each row a view of it). */
+/**
+ * A row's message bytes; `many` encodes a whole append's rows into one buffer (each row a view of it), and
+ * `batch` does the same a row at a time.
+ */
 export interface RowEncoder {
   (row: Row): Uint8Array;
   many(rows: readonly Row[]): Uint8Array[];
+  batch(): RowBatch;
+}
+
+/** Rows encoded one after another into one buffer. */
+export interface RowBatch {
+  add(row: Row): void;
+  /** Each row's bytes, in order: views of the one buffer. */
+  finish(): Uint8Array[];
 }
 
 /** One row at a time (tests, the odd dead letter): one writer, its bytes copied out. */
 const shared = new ProtoWriter();
 
+/** How much of a batch's rows one buffer holds. */
+const chunkBytes = 64 * 1024;
+
 export function compileRowEncoder(fields: readonly SchemaField[]): RowEncoder {
   const message = compileMessage(fields);
+  const batch = (): RowBatch => {
+    // In chunks of about `chunkBytes`: a buffer of a whole batch (megabytes, outside the heap) would be
+    // copied as it grows, and pressures the garbage collector for as long as the batch waits.
+    const views: Uint8Array[] = [];
+    let writer = new ProtoWriter(chunkBytes + chunkBytes / 4);
+    let start = 0;
+    return {
+      add(row) {
+        message(writer, row);
+        views.push(writer.buffer.subarray(start, writer.position));
+        start = writer.position;
+        if (start >= chunkBytes) {
+          writer = new ProtoWriter(chunkBytes + chunkBytes / 4);
+          start = 0;
+        }
+      },
+      finish: () => views,
+    };
+  };
   const many = (rows: readonly Row[]): Uint8Array[] => {
-    const writer = new ProtoWriter(rows.length * 512);
-    const ends = new Array<number>(rows.length);
-    for (let i = 0; i < rows.length; i++) {
-      message(writer, rows[i]!);
-      ends[i] = writer.position;
-    }
-    const buffer = writer.buffer;
-    return ends.map((end, i) => buffer.subarray(i === 0 ? 0 : ends[i - 1], end));
+    const encoding = batch();
+    for (const row of rows) encoding.add(row);
+    return encoding.finish();
   };
   const one = (row: Row): Uint8Array => {
     shared.position = 0;
     message(shared, row);
     return Uint8Array.prototype.slice.call(shared.buffer, 0, shared.position);
   };
-  return Object.assign(one, { many });
+  return Object.assign(one, { many, batch });
 }
 
 /** Writes a message's fields (not its length: the caller delimits nested ones). */

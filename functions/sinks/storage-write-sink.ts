@@ -14,7 +14,7 @@ import { adapt, managedwriter } from '@google-cloud/bigquery-storage';
 import { DrainError } from '../drain/errors.js';
 import type { Logger } from '../drain/logger.js';
 import { onceUntilFailure } from '../drain/once.js';
-import type { DeadLetter, PartitionRef, Row, StreamSink, StreamState } from '../drain/types.js';
+import type { DeadLetter, KafkaRecord, PartitionRef, Row, StreamSink, StreamState } from '../drain/types.js';
 import { grpcError } from '../google/grpc-errors.js';
 import { maxRecordBytes } from '../records/records.js';
 import { appendRefusing, errorTableRefusal, rejectedLetters } from './append-rows.js';
@@ -129,9 +129,16 @@ export function createStorageWriteSink(options: StorageWriteSinkOptions): Stream
   }
 
   return {
-    async encode(rows) {
-      const encoded = formatOf(options.table, options.schema).encode.many(rows.map((r) => r.row));
-      return rows.map((r, i) => ({ record: r.record, bytes: encoded[i]! }));
+    async startEncoding(count) {
+      const encoding = formatOf(options.table, options.schema).encode.batch();
+      const records: KafkaRecord[] = [];
+      return {
+        add(row) {
+          encoding.add(row.row);
+          records.push(row.record);
+        },
+        finish: () => encoding.finish().map((bytes, i) => ({ record: records[i]!, bytes })),
+      };
     },
 
     async prepare(rows, letters, ingestedAt) {

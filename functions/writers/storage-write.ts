@@ -2,7 +2,7 @@ import { partitionId } from '../drain/assignment.js';
 import type { Logger } from '../drain/logger.js';
 import { defaultRetryPolicy, withRetry } from '../drain/retry.js';
 import type { Checkpoints, DeadLetters, Lease, StreamSink, Writer } from '../drain/types.js';
-import { classifyRecords, type RecordPolicy } from '../records/classify.js';
+import { classifyEach, type RecordPolicy } from '../records/classify.js';
 import { recordSize } from '../records/records.js';
 import { publishDeadLetters } from './dead-letters.js';
 import { type Replay, splitReplayed } from './replay.js';
@@ -78,20 +78,23 @@ export function createStorageWriteWriter(options: StorageWriteWriterOptions): Wr
     async write(batch) {
       const { records } = batch;
       const { fresh, heldRows, heldLetters } = splitReplayed(records, replayOf(batch.lease));
-      const { rows, letters, tombstones } = await classifyRecords(
-        fresh,
-        options.records,
-        new Date(options.now()),
-      );
-      await publishDeadLetters(letters, options.deadLetters);
       // Encoding needs the target's schema: a target not ready yet (a transient failure) is waited for as
       // the flush's own appends are, not taken for the batch's failure.
-      const encoded = await withRetry(
+      const encoding = await withRetry(
         defaultRetryPolicy,
-        () => options.streams.encode(rows),
+        () => options.streams.startEncoding(fresh.length),
         (error, attempt, delayMs) =>
           logger.warn('encoding the batch failed; the target is not ready', { error, attempt, delayMs }),
       );
+      // Each row encoded as soon as it is made: the batch holds its bytes, not its objects.
+      const { rows, letters, tombstones } = await classifyEach(
+        fresh,
+        options.records,
+        new Date(options.now()),
+        (row) => encoding.add(row),
+      );
+      const encoded = encoding.finish();
+      await publishDeadLetters(letters, options.deadLetters);
       const alreadyHeld = { rows: heldRows, deadLetters: heldLetters };
       const flushed = await flusher.flush({
         alreadyHeld,
@@ -108,7 +111,7 @@ export function createStorageWriteWriter(options: StorageWriteWriterOptions): Wr
       // Rows BigQuery refused were left out of the streams and became dead letters.
       const rejected = flushed.rejected.length;
       return {
-        rows: rows.length - rejected + heldRows,
+        rows: rows - rejected + heldRows,
         deadLetters: letters.length + rejected + heldLetters,
         tombstones,
         lease: flushed.lease,

@@ -5,12 +5,19 @@
  */
 import { afterAll, describe, expect, test } from 'vitest';
 import { createMemoryLogger } from '../../functions/drain/logger.js';
-import type { KafkaRecord, RowToWrite } from '../../functions/drain/types.js';
+import type { EncodedRow, KafkaRecord, RowToWrite, StreamSink } from '../../functions/drain/types.js';
 import { isDeadLetter, toRow } from '../../functions/records/records.js';
 import { ensureTargetTable } from '../../functions/sinks/bigquery-sink.js';
 import { createStorageWriteSink } from '../../functions/sinks/storage-write-sink.js';
 import { type SchemaField, targetTableSchema } from '../../functions/sinks/table-schema.js';
 import { stackClients, stackEnv, stackWriter, uniqueName } from '../support/stack.js';
+
+/** The rows encoded as the writer encodes a batch. */
+async function encodeAll(sink: StreamSink, rows: readonly RowToWrite[]): Promise<EncodedRow[]> {
+  const encoding = await sink.startEncoding(rows.length);
+  for (const row of rows) encoding.add(row);
+  return encoding.finish();
+}
 
 const clients = await stackClients();
 const env = stackEnv() as unknown as Record<string, string>;
@@ -107,7 +114,7 @@ describe('storage-write sink', () => {
       item: { sku: 'k-1', qty: 3 },
     };
     const { streams } = await sink.prepare(
-      await sink.encode(rowsOf([record(7, sent, 'key-7')], userFields)),
+      await encodeAll(sink, rowsOf([record(7, sent, 'key-7')], userFields)),
       [],
       new Date(),
     );
@@ -154,7 +161,7 @@ describe('storage-write sink', () => {
       [0, 1, 2].map((o) => record(o, { id: `r${o}` })),
       fields,
     );
-    const [stream] = (await sink.prepare(await sink.encode(rows), [], new Date())).streams;
+    const [stream] = (await sink.prepare(await encodeAll(sink, rows), [], new Date())).streams;
     expect(await count()).toBe(0);
     expect(await sink.streamState(stream!)).toBe('pending');
     expect(await sink.heldInRange({ topic: 'orders', partition: 0 }, 0, 3)).toEqual({
@@ -191,7 +198,7 @@ describe('storage-write sink', () => {
       ],
       fields,
     );
-    const { streams, rejected } = await sink.prepare(await sink.encode(rows), [], new Date());
+    const { streams, rejected } = await sink.prepare(await encodeAll(sink, rows), [], new Date());
     expect(rejected.map((l) => [l.record.offset, l.kind, l.message])).toEqual([
       [2, 'rejected', 'BigQuery refused the row: Field g: invalid GEOGRAPHY: edge 0 crosses edge 2'],
       [4, 'rejected', 'BigQuery refused the row: Field g: invalid GEOGRAPHY: edge 1 crosses edge 3'],
@@ -221,7 +228,7 @@ describe('storage-write sink', () => {
     const { sink, dataset, table, query } = await sinkOn(fields);
     const bad = record(5, '{not json', 'k');
     const { streams } = await sink.prepare(
-      await sink.encode(rowsOf([record(4, { id: 'ok' })], fields)),
+      await encodeAll(sink, rowsOf([record(4, { id: 'ok' })], fields)),
       [{ record: bad, kind: 'decode', message: 'value is not UTF-8 JSON' }],
       new Date(),
     );

@@ -12,6 +12,7 @@ import type {
   CommitIntent,
   DeadLetter,
   DeadLetters,
+  EncodedRow,
   FetchedBatch,
   KafkaRecord,
   Lease,
@@ -334,8 +335,12 @@ export function createMemoryStreamSink() {
       streams.delete(stream);
     },
     // Rows go as JSON bytes, and come back as rows when a stream takes them.
-    async encode(rows) {
-      return rows.map((r) => ({ record: r.record, bytes: Buffer.from(JSON.stringify(r.row)) }));
+    async startEncoding() {
+      const encoded: EncodedRow[] = [];
+      return {
+        add: (r) => encoded.push({ record: r.record, bytes: Buffer.from(JSON.stringify(r.row)) }),
+        finish: () => encoded,
+      };
     },
     async prepare(encoded, letters) {
       if (failure) throw failure;
