@@ -20,6 +20,7 @@
  *   in the partition document before the commit, so that whoever holds the lease next can finish it.
  */
 
+import type { RowShape } from '../records/records.js';
 import type { Alert, LivenessState } from './episodes.js';
 
 export interface PartitionRef {
@@ -115,6 +116,12 @@ export interface EncodedRow {
  */
 export interface BatchEncoding {
   add(row: RowToWrite): void;
+  /**
+   * Where the encoding was started with a shape: writes a record's row straight from its JSON text when
+   * the record is of the common kind, and says true; false (nothing written) sends the record the general
+   * way (decoded, validated, `add`ed or made a dead letter), whose fate it would have had all the same.
+   */
+  readonly addRecord?: (record: KafkaRecord, ingestedAt: Date) => boolean;
   /** The rows added, in order. */
   finish(): EncodedRow[];
 }
@@ -150,7 +157,7 @@ export interface StreamSink {
    * Encodes rows in the form `prepare` appends, for a batch of about `rows` rows. It needs the target's
    * schema: a target not ready yet fails here (transiently).
    */
-  startEncoding(rows: number): Promise<BatchEncoding>;
+  startEncoding(rows: number, shape?: RowShape): Promise<BatchEncoding>;
   /** Commits the streams; a stream already committed (by whoever found it first) counts as committed. */
   commit(streams: readonly string[]): Promise<void>;
   /** Where a recorded stream stands: committed, finalized and still committable, or gone (expired). */

@@ -42,6 +42,8 @@ export async function classifyEach(
   policy: RecordPolicy,
   ingestedAt: Date,
   take: (row: RowToWrite) => void,
+  /** Takes a record's row without its being decoded here (true), or leaves it to the general path. */
+  direct?: (record: KafkaRecord) => boolean,
 ): Promise<Omit<Classified, 'rows'> & { readonly rows: number }> {
   let rows = 0;
   const letters: DeadLetter[] = [];
@@ -51,6 +53,10 @@ export async function classifyEach(
   for (const record of records) {
     if (record.value === null && policy.tombstones === 'skip') {
       tombstones++;
+      continue;
+    }
+    if (direct?.(record)) {
+      rows++;
       continue;
     }
     const result = toRow(record, ingestedAt, policy.shape, policy.format);

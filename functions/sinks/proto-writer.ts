@@ -91,6 +91,19 @@ export class ProtoWriter {
     this.position += value.length;
   }
 
+  /** Bytes `start` to `end` of `source`, length-delimited (a string's UTF-8 bytes, or bytes). */
+  delimitedFrom(source: Uint8Array, start: number, end: number): void {
+    const length = end - start;
+    this.varint(length);
+    this.reserve(length);
+    const buffer = this.buffer;
+    let at = this.position;
+    // Short runs byte by byte: cheaper than a call into native code.
+    if (length < 48) for (let i = start; i < end; i++) buffer[at++] = source[i]!;
+    else buffer.set(source.subarray(start, end), at);
+    this.position += length;
+  }
+
   /** Starts a nested message (its length is written when it ends): returns where it starts. */
   begin(): number {
     return this.position;

@@ -33,6 +33,8 @@ export interface RowEncoder {
 /** Rows encoded one after another into one buffer. */
 export interface RowBatch {
   add(row: Row): void;
+  /** A row written by `write`, kept when it returns true (and forgotten, nothing written, when false). */
+  addWith(write: (writer: ProtoWriter) => boolean): boolean;
   /** Each row's bytes, in order: views of the one buffer. */
   finish(): Uint8Array[];
 }
@@ -51,15 +53,26 @@ export function compileRowEncoder(fields: readonly SchemaField[]): RowEncoder {
     const views: Uint8Array[] = [];
     let writer = new ProtoWriter(chunkBytes + chunkBytes / 4);
     let start = 0;
+    const kept = () => {
+      views.push(writer.buffer.subarray(start, writer.position));
+      start = writer.position;
+      if (start >= chunkBytes) {
+        writer = new ProtoWriter(chunkBytes + chunkBytes / 4);
+        start = 0;
+      }
+    };
     return {
       add(row) {
         message(writer, row);
-        views.push(writer.buffer.subarray(start, writer.position));
-        start = writer.position;
-        if (start >= chunkBytes) {
-          writer = new ProtoWriter(chunkBytes + chunkBytes / 4);
-          start = 0;
+        kept();
+      },
+      addWith(write) {
+        if (!write(writer)) {
+          writer.position = start;
+          return false;
         }
+        kept();
+        return true;
       },
       finish: () => views,
     };

@@ -16,9 +16,10 @@ import type { Logger } from '../drain/logger.js';
 import { onceUntilFailure } from '../drain/once.js';
 import type { DeadLetter, KafkaRecord, PartitionRef, Row, StreamSink, StreamState } from '../drain/types.js';
 import { grpcError } from '../google/grpc-errors.js';
-import { maxRecordBytes } from '../records/records.js';
+import { maxRecordBytes, type RowShape } from '../records/records.js';
 import { appendRefusing, errorTableRefusal, rejectedLetters } from './append-rows.js';
 import { ensureTable } from './bigquery-sink.js';
+import { compileTranscoder, type Transcode } from './json-transcoder.js';
 import { compileRowEncoder, type RowEncoder } from './row-encoder.js';
 import {
   deadLetterRow,
@@ -66,6 +67,16 @@ export function createStorageWriteSink(options: StorageWriteSinkOptions): Stream
       formats.set(table, format);
     }
     return format;
+  };
+  // Per route shape: its records' JSON text straight to this table's messages, where that applies.
+  const transcoders = new WeakMap<RowShape, Transcode | null>();
+  const transcoderOf = (shape: RowShape): Transcode | undefined => {
+    let transcode = transcoders.get(shape);
+    if (transcode === undefined) {
+      transcode = compileTranscoder(shape, options.schema) ?? null;
+      transcoders.set(shape, transcode);
+    }
+    return transcode ?? undefined;
   };
   const errorTableReady = onceUntilFailure(() =>
     ensureTable(options.bigquery, options, errorTable, deadLetterTableSchema),
@@ -129,14 +140,25 @@ export function createStorageWriteSink(options: StorageWriteSinkOptions): Stream
   }
 
   return {
-    async startEncoding(count) {
+    async startEncoding(_count, shape) {
       const encoding = formatOf(options.table, options.schema).encode.batch();
+      const transcode = shape === undefined ? undefined : transcoderOf(shape);
       const records: KafkaRecord[] = [];
       return {
         add(row) {
           encoding.add(row.row);
           records.push(row.record);
         },
+        ...(transcode === undefined
+          ? {}
+          : {
+              addRecord(record, ingestedAt) {
+                const micros = ingestedAt.getTime() * 1000;
+                if (!encoding.addWith((writer) => transcode(writer, record, micros))) return false;
+                records.push(record);
+                return true;
+              },
+            }),
         finish: () => encoding.finish().map((bytes, i) => ({ record: records[i]!, bytes })),
       };
     },

@@ -80,18 +80,24 @@ export function createStorageWriteWriter(options: StorageWriteWriterOptions): Wr
       const { fresh, heldRows, heldLetters } = splitReplayed(records, replayOf(batch.lease));
       // Encoding needs the target's schema: a target not ready yet (a transient failure) is waited for as
       // the flush's own appends are, not taken for the batch's failure.
+      // JSON records without business rules can go straight from their text to the table's messages.
+      const policy = options.records;
+      const direct = policy.format === undefined && policy.rules === undefined ? policy.shape : undefined;
       const encoding = await withRetry(
         defaultRetryPolicy,
-        () => options.streams.startEncoding(fresh.length),
+        () => options.streams.startEncoding(fresh.length, direct),
         (error, attempt, delayMs) =>
           logger.warn('encoding the batch failed; the target is not ready', { error, attempt, delayMs }),
       );
       // Each row encoded as soon as it is made: the batch holds its bytes, not its objects.
+      const ingestedAt = new Date(options.now());
+      const { addRecord } = encoding;
       const { rows, letters, tombstones } = await classifyEach(
         fresh,
-        options.records,
-        new Date(options.now()),
+        policy,
+        ingestedAt,
         (row) => encoding.add(row),
+        addRecord === undefined ? undefined : (record) => addRecord(record, ingestedAt),
       );
       const encoded = encoding.finish();
       await publishDeadLetters(letters, options.deadLetters);
