@@ -111,9 +111,10 @@ export function compileTranscoder(
 
   /** At a string's opening quote: the index of its closing one, or -1 (an escape, a control character). */
   const stringEnd = (): number => {
-    if (b[p] !== 34) return -1;
-    for (let q = p + 1; q < n; q++) {
-      const c = b[q]!;
+    const bytes = b;
+    if (bytes[p] !== 34) return -1;
+    for (let q = p + 1, end = n; q < end; q++) {
+      const c = bytes[q]!;
       if (c === 34) return q;
       if (c === 92 || c < 32) return -1;
     }
@@ -170,7 +171,7 @@ export function compileTranscoder(
     if (c === 123 || c === 91) {
       const close = c === 123 ? 125 : 93;
       p++;
-      ws();
+      if (b[p]! <= 32) ws();
       if (b[p] === close) {
         p++;
         return true;
@@ -180,16 +181,16 @@ export function compileTranscoder(
           const q = stringEnd();
           if (q < 0) return false;
           p = q + 1;
-          ws();
+          if (b[p]! <= 32) ws();
           if (b[p] !== 58) return false;
           p++;
-          ws();
+          if (b[p]! <= 32) ws();
         }
         if (!skip(depth + 1)) return false;
-        ws();
+        if (b[p]! <= 32) ws();
         if (b[p] === 44) {
           p++;
-          ws();
+          if (b[p]! <= 32) ws();
           continue;
         }
         if (b[p] !== close) return false;
@@ -301,17 +302,17 @@ export function compileTranscoder(
     if (!f.repeated) return one(f, w);
     if (b[p] !== 91) return false;
     p++;
-    ws();
+    if (b[p]! <= 32) ws();
     if (b[p] === 93) {
       p++;
       return true;
     }
     for (;;) {
       if (b[p] === 110 || !one(f, w)) return false;
-      ws();
+      if (b[p]! <= 32) ws();
       if (b[p] === 44) {
         p++;
-        ws();
+        if (b[p]! <= 32) ws();
         continue;
       }
       if (b[p] !== 93) return false;
@@ -328,7 +329,7 @@ export function compileTranscoder(
     // byte; only a wrong guess makes a string of the name to look it up.
     let next = 0;
     p++;
-    ws();
+    if (b[p]! <= 32) ws();
     if (b[p] === 125) p++;
     else {
       for (;;) {
@@ -344,10 +345,10 @@ export function compileTranscoder(
           else if (!ignoreUnknown || (plan === root && reserved.has(name))) return false;
         }
         p = q + 1;
-        ws();
+        if (b[p]! <= 32) ws();
         if (b[p] !== 58) return false;
         p++;
-        ws();
+        if (b[p]! <= 32) ws();
         if (index < 0) {
           if (!skip(0)) return false;
         } else {
@@ -356,10 +357,10 @@ export function compileTranscoder(
           if (!value(fields[index]!, w)) return false;
           next = index + 1;
         }
-        ws();
+        if (b[p]! <= 32) ws();
         if (b[p] === 44) {
           p++;
-          ws();
+          if (b[p]! <= 32) ws();
           continue;
         }
         if (b[p] !== 125) return false;
@@ -379,9 +380,9 @@ export function compileTranscoder(
     b = v;
     n = v.length;
     p = 0;
-    ws();
+    if (b[p]! <= 32) ws();
     if (b[p] !== 123 || !object(root, w)) return false;
-    ws();
+    if (b[p]! <= 32) ws();
     if (p !== n) return false;
     w.varint(delimited(topicTag));
     w.string(record.topic);
