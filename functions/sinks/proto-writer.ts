@@ -104,19 +104,27 @@ export class ProtoWriter {
     this.position += length;
   }
 
-  /** Starts a nested message (its length is written when it ends): returns where it starts. */
+  /**
+   * Starts a nested message: one byte is kept for its length (most nested messages are shorter than 128
+   * bytes); returns where it starts.
+   */
   begin(): number {
-    return this.position;
+    this.reserve(1);
+    return this.position++;
   }
 
-  /** Ends the nested message begun at `start`: its content moves right to make room for its length. */
+  /** Ends the nested message begun at `start`: a longer one moves right to make room for its length. */
   end(start: number): void {
-    const length = this.position - start;
+    const length = this.position - start - 1;
+    if (length < 0x80) {
+      this.buffer[start] = length;
+      return;
+    }
     let size = 1;
     for (let v = length; v >= 0x80; v = Math.floor(v / 0x80)) size++;
-    this.reserve(size);
-    this.buffer.copyWithin(start + size, start, this.position);
-    const end = this.position + size;
+    this.reserve(size - 1);
+    this.buffer.copyWithin(start + size, start + 1, this.position);
+    const end = this.position + size - 1;
     this.position = start;
     this.varint(length);
     this.position = end;
