@@ -294,12 +294,8 @@ export function compileTranscoder(
     }
   };
 
-  const value = (f: FieldPlan, w: ProtoWriter): boolean => {
-    if (b[p] === 110) {
-      // null: nothing to write (a REPEATED one is empty), unless the column is REQUIRED.
-      return !f.required && literal(NULL);
-    }
-    if (!f.repeated) return one(f, w);
+  /** A REPEATED field's array (not null). */
+  const items = (f: FieldPlan, w: ProtoWriter): boolean => {
     if (b[p] !== 91) return false;
     p++;
     if (b[p]! <= 32) ws();
@@ -354,7 +350,11 @@ export function compileTranscoder(
         } else {
           if (seen[index] === stamp) return false;
           seen[index] = stamp;
-          if (!value(fields[index]!, w)) return false;
+          const field = fields[index]!;
+          if (b[p] === 110) {
+            // null: nothing to write (a REPEATED one is empty), unless the column is REQUIRED.
+            if (field.required || !literal(NULL)) return false;
+          } else if (!(field.repeated ? items(field, w) : one(field, w))) return false;
           next = index + 1;
         }
         if (b[p]! <= 32) ws();
