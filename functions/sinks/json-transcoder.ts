@@ -2,6 +2,7 @@ import { isUtf8 } from 'node:buffer';
 import type { KafkaRecord } from '../drain/types.js';
 import { canonicalUtc, validDateAt } from '../records/civil-time.js';
 import { maxRecordBytes, metadataColumns, type RowShape } from '../records/records.js';
+import { doubleOf, FALSE, JsonCursor, NULL, plainDecimal, TRUE } from './json-cursor.js';
 import type { ProtoWriter } from './proto-writer.js';
 import { daysFromCivil, epochMicrosOf } from './row-encoder.js';
 import type { SchemaField } from './table-schema.js';
@@ -67,6 +68,27 @@ const kinds: Record<string, number> = {
 const sameType = (a: string, b: string) =>
   (kinds[a.toUpperCase()] ?? a.toUpperCase()) === (kinds[b.toUpperCase()] ?? b.toUpperCase());
 
+/** What a route's reading needs besides the plans: whether unknown fields are skipped, and which are not. */
+interface Reading {
+  readonly root: MessagePlan;
+  readonly ignoreUnknown: boolean;
+  readonly reserved: ReadonlySet<string>;
+}
+
+/** The metadata columns' tags in the target's messages (-1: the key as text is not a column). */
+interface MetadataTags {
+  readonly topic: number;
+  readonly partition: number;
+  readonly offset: number;
+  readonly timestamp: number;
+  readonly key: number;
+  readonly ingestedAt: number;
+  readonly keyText: number;
+}
+
+/** Kafka timestamps whose microseconds are exact as a number (years 1685 to 2255); others take the general path. */
+const maxMs = 9e12;
+
 /**
  * The transcoder of a route's records into the target table's messages (`target`: its schema, metadata
  * included, whose field numbers the messages use), or undefined where this path does not apply: no
@@ -80,385 +102,224 @@ export function compileTranscoder(
   const reserved = new Set<string>(metadataColumns);
   if (shape.fields.some((f) => reserved.has(f.name))) return undefined;
   const root = planMessage(shape.fields, target);
-  const number = (name: string) => target.findIndex((f) => f.name === name) + 1;
-  const meta = [
-    '_kafka_topic',
-    '_kafka_partition',
-    '_kafka_offset',
-    '_kafka_timestamp',
-    '_kafka_key',
-    '_ingested_at',
-  ];
-  if (root === undefined || meta.some((name) => number(name) === 0)) return undefined;
-  const [topicTag, partitionTag, offsetTag, timestampTag, keyTag, ingestedTag] = meta.map(
-    (name) => (number(name) << 3) | 0,
-  ) as [number, number, number, number, number, number];
-  const delimited = (tag: number) => tag | 2;
-  const keyText = shape.metadata?.keyText === true ? number('_kafka_key_text') : -1;
-  if (keyText === 0) return undefined;
-  const keyTextTag = delimited(keyText << 3);
-  const ignoreUnknown = shape.unknownFields === 'ignore';
-
-  // The bytes being read and where: one record at a time, on one thread.
-  let b: Buffer = Buffer.alloc(0);
-  let n = 0;
-  let p = 0;
-
-  const ws = (): void => {
-    let c = b[p];
-    while (c === 32 || c === 10 || c === 13 || c === 9) c = b[++p];
+  const tag = (name: string, wire: number) => {
+    const number = target.findIndex((f) => f.name === name) + 1;
+    return number === 0 ? -1 : (number << 3) | wire;
   };
-
-  /** At a string's opening quote: the index of its closing one, or -1 (an escape, a control character). */
-  const stringEnd = (): number => {
-    const bytes = b;
-    if (bytes[p] !== 34) return -1;
-    for (let q = p + 1, end = n; q < end; q++) {
-      const c = bytes[q]!;
-      if (c === 34) return q;
-      if (c === 92 || c < 32) return -1;
-    }
-    return -1;
+  const tags: MetadataTags = {
+    topic: tag('_kafka_topic', 2),
+    partition: tag('_kafka_partition', 0),
+    offset: tag('_kafka_offset', 0),
+    timestamp: tag('_kafka_timestamp', 0),
+    key: tag('_kafka_key', 2),
+    ingestedAt: tag('_ingested_at', 0),
+    keyText: shape.metadata?.keyText === true ? tag('_kafka_key_text', 2) : -1,
   };
-
-  /** At a number: past the end of its JSON form, or -1 when it is not one. */
-  const numberEnd = (): number => {
-    let q = p;
-    if (b[q] === 45) q++;
-    if (b[q] === 48) q++;
-    else {
-      const start = q;
-      while (isDigit(b[q])) q++;
-      if (q === start) return -1;
-    }
-    if (b[q] === 46) {
-      const start = ++q;
-      while (isDigit(b[q])) q++;
-      if (q === start) return -1;
-    }
-    if (b[q] === 101 || b[q] === 69) {
-      q++;
-      if (b[q] === 43 || b[q] === 45) q++;
-      const start = q;
-      while (isDigit(b[q])) q++;
-      if (q === start) return -1;
-    }
-    return q;
-  };
-
-  const literal = (text: readonly number[]): boolean => {
-    for (let i = 0; i < text.length; i++) if (b[p + i] !== text[i]) return false;
-    p += text.length;
-    return true;
-  };
-
-  const matches = (key: Buffer, start: number, end: number): boolean => {
-    if (key.length !== end - start) return false;
-    for (let i = 0; i < key.length; i++) if (key[i] !== b[start + i]) return false;
-    return true;
-  };
-
-  /** Skips any JSON value (an unknown field where unknown fields are ignored). */
-  const skip = (depth: number): boolean => {
-    if (depth > 64) return false;
-    const c = b[p];
-    if (c === 34) {
-      const q = stringEnd();
-      if (q < 0) return false;
-      p = q + 1;
-      return true;
-    }
-    if (c === 123 || c === 91) {
-      const close = c === 123 ? 125 : 93;
-      p++;
-      if (b[p]! <= 32) ws();
-      if (b[p] === close) {
-        p++;
-        return true;
-      }
-      for (;;) {
-        if (c === 123) {
-          const q = stringEnd();
-          if (q < 0) return false;
-          p = q + 1;
-          if (b[p]! <= 32) ws();
-          if (b[p] !== 58) return false;
-          p++;
-          if (b[p]! <= 32) ws();
-        }
-        if (!skip(depth + 1)) return false;
-        if (b[p]! <= 32) ws();
-        if (b[p] === 44) {
-          p++;
-          if (b[p]! <= 32) ws();
-          continue;
-        }
-        if (b[p] !== close) return false;
-        p++;
-        return true;
-      }
-    }
-    if (c === 116) return literal(TRUE);
-    if (c === 102) return literal(FALSE);
-    if (c === 110) return literal(NULL);
-    const q = numberEnd();
-    if (q < 0) return false;
-    p = q;
-    return true;
-  };
-
-  const one = (f: FieldPlan, w: ProtoWriter): boolean => {
-    switch (f.kind) {
-      case STRING: {
-        const q = stringEnd();
-        if (q < 0) return false;
-        w.varint(f.tag);
-        w.delimitedFrom(b, p + 1, q);
-        p = q + 1;
-        return true;
-      }
-      case INT64: {
-        const q = numberEnd();
-        const negative = b[p] === 45;
-        const digits = q - p - (negative ? 1 : 0);
-        // Whole numbers of up to 15 digits (exact as a double); fractions, exponents, -0 and longer
-        // numbers take the general path.
-        if (q < 0 || digits > 15) return false;
-        let v = 0;
-        for (let i = negative ? p + 1 : p; i < q; i++) {
-          const d = b[i]! - 48;
-          if (d < 0 || d > 9) return false;
-          v = v * 10 + d;
-        }
-        if (negative && v === 0) return false;
-        w.varint(f.tag);
-        w.integer(negative ? -v : v);
-        p = q;
-        return true;
-      }
-      case FLOAT64: {
-        const q = numberEnd();
-        if (q < 0) return false;
-        w.varint(f.tag);
-        w.double(doubleOf(b, p, q));
-        p = q;
-        return true;
-      }
-      case BOOL: {
-        const value = b[p] === 116 ? literal(TRUE) : false;
-        if (!value && !literal(FALSE)) return false;
-        w.varint(f.tag);
-        w.varint(value ? 1 : 0);
-        return true;
-      }
-      case DECIMAL: {
-        const q = stringEnd();
-        if (q < 0 || !plainDecimal(b, p + 1, q, f.maxInteger, f.maxScale)) return false;
-        w.varint(f.tag);
-        w.delimitedFrom(b, p + 1, q);
-        p = q + 1;
-        return true;
-      }
-      case DATE: {
-        const q = stringEnd();
-        if (q < 0 || q - p - 1 !== 10) return false;
-        const text = b.toString('latin1', p + 1, q);
-        if (!validDateAt(text, 0, 10)) return false;
-        w.varint(f.tag);
-        w.integer(daysFromCivil(text));
-        p = q + 1;
-        return true;
-      }
-      case TIMESTAMP: {
-        const q = stringEnd();
-        if (q < 0) return false;
-        const text = b.toString('latin1', p + 1, q);
-        if (!canonicalUtc(text)) return false;
-        const micros = epochMicrosOf(text);
-        if (typeof micros !== 'number') return false;
-        w.varint(f.tag);
-        w.integer(micros);
-        p = q + 1;
-        return true;
-      }
-      case RECORD: {
-        if (b[p] !== 123) return false;
-        w.varint(f.tag);
-        const start = w.begin();
-        if (!object(f.nested!, w)) return false;
-        w.end(start);
-        return true;
-      }
-      default:
-        return false;
-    }
-  };
-
-  /** A REPEATED field's array (not null). */
-  const items = (f: FieldPlan, w: ProtoWriter): boolean => {
-    if (b[p] !== 91) return false;
-    p++;
-    if (b[p]! <= 32) ws();
-    if (b[p] === 93) {
-      p++;
-      return true;
-    }
-    for (;;) {
-      if (b[p] === 110 || !one(f, w)) return false;
-      if (b[p]! <= 32) ws();
-      if (b[p] === 44) {
-        p++;
-        if (b[p]! <= 32) ws();
-        continue;
-      }
-      if (b[p] !== 93) return false;
-      p++;
-      return true;
-    }
-  };
-
-  /** At an object's `{`: its fields written (in the record's order), true when all went well. */
-  const object = (plan: MessagePlan, w: ProtoWriter): boolean => {
-    const stamp = ++plan.stamp;
-    const { fields, seen } = plan;
-    // Producers write fields in one order: the next field is guessed, and its name compared byte by
-    // byte; only a wrong guess makes a string of the name to look it up.
-    let next = 0;
-    p++;
-    if (b[p]! <= 32) ws();
-    if (b[p] === 125) p++;
-    else {
-      for (;;) {
-        const q = stringEnd();
-        if (q < 0) return false;
-        let index = -1;
-        const guess = fields[next];
-        if (guess !== undefined && matches(guess.key, p + 1, q)) index = next;
-        else {
-          const name = b.toString('utf8', p + 1, q);
-          const found = plan.byName.get(name);
-          if (found !== undefined) index = found;
-          else if (!ignoreUnknown || (plan === root && reserved.has(name))) return false;
-        }
-        p = q + 1;
-        if (b[p]! <= 32) ws();
-        if (b[p] !== 58) return false;
-        p++;
-        if (b[p]! <= 32) ws();
-        if (index < 0) {
-          if (!skip(0)) return false;
-        } else {
-          if (seen[index] === stamp) return false;
-          seen[index] = stamp;
-          const field = fields[index]!;
-          if (b[p] === 110) {
-            // null: nothing to write (a REPEATED one is empty), unless the column is REQUIRED.
-            if (field.required || !literal(NULL)) return false;
-          } else if (!(field.repeated ? items(field, w) : one(field, w))) return false;
-          next = index + 1;
-        }
-        if (b[p]! <= 32) ws();
-        if (b[p] === 44) {
-          p++;
-          if (b[p]! <= 32) ws();
-          continue;
-        }
-        if (b[p] !== 125) return false;
-        p++;
-        break;
-      }
-    }
-    for (const r of plan.required) if (seen[r] !== stamp) return false;
-    return true;
-  };
-
+  const { keyText, ...always } = tags;
+  if (root === undefined || Object.values(always).includes(-1)) return undefined;
+  if (shape.metadata?.keyText === true && keyText === -1) return undefined;
+  const reading: Reading = { root, ignoreUnknown: shape.unknownFields === 'ignore', reserved };
+  // One record at a time, on one thread.
+  const c = new JsonCursor();
   return (w, record, ingestedMicros) => {
     const v = record.value;
-    const { key, timestamp } = record;
     if (v === null || v.length > maxRecordBytes || !isUtf8(v)) return false;
-    if (!Number.isSafeInteger(timestamp) || Math.abs(timestamp) >= maxMs) return false;
-    b = v;
-    n = v.length;
-    p = 0;
-    if (b[p]! <= 32) ws();
-    if (b[p] !== 123 || !object(root, w)) return false;
-    if (b[p]! <= 32) ws();
-    if (p !== n) return false;
-    w.varint(delimited(topicTag));
-    w.string(record.topic);
-    w.varint(partitionTag);
-    w.integer(record.partition);
-    w.varint(offsetTag);
-    w.integer(record.offset);
-    w.varint(timestampTag);
-    w.integer(timestamp * 1000);
-    if (key !== null) {
-      w.varint(delimited(keyTag));
-      w.delimitedFrom(key, 0, key.length);
-    }
-    w.varint(ingestedTag);
-    w.integer(ingestedMicros);
-    // The key as text where it is UTF-8: the text's bytes are the key's (but for a leading BOM, which the
-    // general path's decoder drops: that record takes it).
-    if (keyText > 0 && key !== null && isUtf8(key)) {
-      if (key[0] === 0xef && key[1] === 0xbb && key[2] === 0xbf) return false;
-      w.varint(keyTextTag);
-      w.delimitedFrom(key, 0, key.length);
-    }
-    return true;
+    c.reset(v);
+    c.space();
+    if (c.bytes[c.at] !== 123 || !object(c, root, w, reading)) return false;
+    c.space();
+    return c.at === c.end && metadata(w, tags, record, ingestedMicros);
   };
 }
 
-const TRUE = [116, 114, 117, 101];
-const FALSE = [102, 97, 108, 115, 101];
-const NULL = [110, 117, 108, 108];
-/** Kafka timestamps whose microseconds are exact as a number (years 1685 to 2255); others take the general path. */
-const maxMs = 9e12;
+/** The metadata columns, from the record as the general path makes them; false for a record it leaves. */
+function metadata(w: ProtoWriter, tags: MetadataTags, record: KafkaRecord, ingestedMicros: number): boolean {
+  const { key, timestamp } = record;
+  if (!Number.isSafeInteger(timestamp) || Math.abs(timestamp) >= maxMs) return false;
+  // The key as text where it is UTF-8: the text's bytes are the key's (but for a leading BOM, which the
+  // general path's decoder drops: that record takes it).
+  const keyText = tags.keyText > 0 && key !== null && isUtf8(key);
+  if (keyText && key[0] === 0xef && key[1] === 0xbb && key[2] === 0xbf) return false;
+  w.varint(tags.topic);
+  w.string(record.topic);
+  w.varint(tags.partition);
+  w.integer(record.partition);
+  w.varint(tags.offset);
+  w.integer(record.offset);
+  w.varint(tags.timestamp);
+  w.integer(timestamp * 1000);
+  if (key !== null) {
+    w.varint(tags.key);
+    w.delimitedFrom(key, 0, key.length);
+  }
+  w.varint(tags.ingestedAt);
+  w.integer(ingestedMicros);
+  if (keyText) {
+    w.varint(tags.keyText);
+    w.delimitedFrom(key, 0, key.length);
+  }
+  return true;
+}
 
-const powersOfTen = Array.from({ length: 23 }, (_, k) => 10 ** k);
+/** At an object's `{`: its fields written (in the record's order), true when all went well. */
+function object(c: JsonCursor, plan: MessagePlan, w: ProtoWriter, reading: Reading): boolean {
+  const stamp = ++plan.stamp;
+  const { fields, seen } = plan;
+  // Producers write fields in one order: the next field is guessed, and its name compared byte by byte;
+  // only a wrong guess makes a string of the name to look it up.
+  let next = 0;
+  c.at++;
+  c.space();
+  if (!c.take(125)) {
+    for (;;) {
+      const q = c.stringEnd();
+      if (q < 0) return false;
+      let index = -1;
+      const guess = fields[next];
+      if (guess !== undefined && c.matches(guess.key, c.at + 1, q)) index = next;
+      else {
+        const name = c.bytes.toString('utf8', c.at + 1, q);
+        const found = plan.byName.get(name);
+        if (found !== undefined) index = found;
+        else if (!reading.ignoreUnknown || (plan === reading.root && reading.reserved.has(name)))
+          return false;
+      }
+      c.at = q + 1;
+      c.space();
+      if (!c.take(58)) return false;
+      c.space();
+      if (index < 0) {
+        if (!c.skip()) return false;
+      } else {
+        if (seen[index] === stamp) return false;
+        seen[index] = stamp;
+        const field = fields[index]!;
+        if (c.bytes[c.at] === 110) {
+          // null: nothing to write (a REPEATED one is empty), unless the column is REQUIRED.
+          if (field.required || !c.literal(NULL)) return false;
+        } else if (!(field.repeated ? items(c, field, w, reading) : one(c, field, w, reading))) return false;
+        next = index + 1;
+      }
+      c.space();
+      if (c.take(44)) {
+        c.space();
+        continue;
+      }
+      if (!c.take(125)) return false;
+      break;
+    }
+  }
+  for (const r of plan.required) if (seen[r] !== stamp) return false;
+  return true;
+}
+
+/** A REPEATED field's array (not null): each item written as a field of its own. */
+function items(c: JsonCursor, f: FieldPlan, w: ProtoWriter, reading: Reading): boolean {
+  if (!c.take(91)) return false;
+  c.space();
+  if (c.take(93)) return true;
+  for (;;) {
+    if (c.bytes[c.at] === 110 || !one(c, f, w, reading)) return false;
+    c.space();
+    if (c.take(44)) {
+      c.space();
+      continue;
+    }
+    return c.take(93);
+  }
+}
+
+/** One value of the field (not null). */
+function one(c: JsonCursor, f: FieldPlan, w: ProtoWriter, reading: Reading): boolean {
+  switch (f.kind) {
+    case STRING:
+    case DECIMAL:
+      return text(c, f, w);
+    case INT64:
+      return int64(c, f, w);
+    case FLOAT64: {
+      const q = c.numberEnd();
+      if (q < 0) return false;
+      w.varint(f.tag);
+      w.double(doubleOf(c.bytes, c.at, q));
+      c.at = q;
+      return true;
+    }
+    case BOOL: {
+      const value = c.bytes[c.at] === 116 && c.literal(TRUE);
+      if (!value && !c.literal(FALSE)) return false;
+      w.varint(f.tag);
+      w.varint(value ? 1 : 0);
+      return true;
+    }
+    case DATE:
+    case TIMESTAMP:
+      return civil(c, f, w);
+    case RECORD: {
+      if (c.bytes[c.at] !== 123) return false;
+      w.varint(f.tag);
+      const start = w.begin();
+      if (!object(c, f.nested!, w, reading)) return false;
+      w.end(start);
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+/** STRING (any text without escapes), NUMERIC and BIGNUMERIC (plain decimal text): the bytes as they are. */
+function text(c: JsonCursor, f: FieldPlan, w: ProtoWriter): boolean {
+  const q = c.stringEnd();
+  if (q < 0 || (f.kind === DECIMAL && !plainDecimal(c.bytes, c.at + 1, q, f.maxInteger, f.maxScale)))
+    return false;
+  w.varint(f.tag);
+  w.delimitedFrom(c.bytes, c.at + 1, q);
+  c.at = q + 1;
+  return true;
+}
 
 /**
- * A JSON number's double, as `JSON.parse` reads it: up to 15 digits and 22 decimals without an exponent,
- * the digits as an exact integer divided by an exact power of ten (one correctly rounded division, so
- * the same double); any other form through `Number`.
+ * Whole numbers of up to 15 digits (exact as a double); fractions, exponents, -0, text and longer numbers
+ * take the general path.
  */
-function doubleOf(b: Buffer, start: number, end: number): number {
-  let i = start;
-  const negative = b[i] === 45;
-  if (negative) i++;
-  let m = 0;
-  let digits = 0;
-  let scale = -1;
-  for (; i < end; i++) {
-    const c = b[i]!;
-    if (c === 46) scale = 0;
-    else if (c >= 48 && c <= 57) {
-      m = m * 10 + (c - 48);
-      digits++;
-      if (scale >= 0) scale++;
-    } else return Number(b.toString('latin1', start, end));
+function int64(c: JsonCursor, f: FieldPlan, w: ProtoWriter): boolean {
+  const q = c.numberEnd();
+  const b = c.bytes;
+  const negative = b[c.at] === 45;
+  const from = negative ? c.at + 1 : c.at;
+  if (q < 0 || q - from > 15) return false;
+  let v = 0;
+  for (let i = from; i < q; i++) {
+    const d = b[i]! - 48;
+    if (d < 0 || d > 9) return false;
+    v = v * 10 + d;
   }
-  if (digits > 15 || scale > 22) return Number(b.toString('latin1', start, end));
-  const v = scale > 0 ? m / powersOfTen[scale]! : m;
-  return negative ? -v : v;
+  if (negative && v === 0) return false;
+  w.varint(f.tag);
+  w.integer(negative ? -v : v);
+  c.at = q;
+  return true;
 }
 
-function isDigit(c: number | undefined): boolean {
-  return c !== undefined && c >= 48 && c <= 57;
-}
-
-/** `-?\d{1,maxInteger}(\.\d{1,maxScale})?`: the decimal text validation passes as it is. */
-function plainDecimal(b: Buffer, start: number, end: number, maxInteger: number, maxScale: number): boolean {
-  let i = start;
-  if (b[i] === 45) i++;
-  const integer = i;
-  while (i < end && isDigit(b[i])) i++;
-  if (i === integer || i - integer > maxInteger) return false;
-  if (i === end) return true;
-  if (b[i] !== 46) return false;
-  const fraction = ++i;
-  while (i < end && isDigit(b[i])) i++;
-  return i === end && i > fraction && i - fraction <= maxScale;
+/** DATE (`YYYY-MM-DD`) and TIMESTAMP in the canonical UTC form, read as validation and the encoder read them. */
+function civil(c: JsonCursor, f: FieldPlan, w: ProtoWriter): boolean {
+  const q = c.stringEnd();
+  if (q < 0) return false;
+  const value = c.bytes.toString('latin1', c.at + 1, q);
+  let n: number | bigint;
+  if (f.kind === DATE) {
+    if (!validDateAt(value, 0, value.length)) return false;
+    n = daysFromCivil(value);
+  } else {
+    if (!canonicalUtc(value)) return false;
+    n = epochMicrosOf(value);
+    if (typeof n !== 'number') return false;
+  }
+  w.varint(f.tag);
+  w.integer(n);
+  c.at = q + 1;
+  return true;
 }
 
 function planMessage(shape: readonly SchemaField[], target: readonly SchemaField[]): MessagePlan | undefined {
