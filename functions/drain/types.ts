@@ -154,10 +154,11 @@ export interface StreamSink {
    */
   prepare(rows: readonly EncodedRow[], letters: readonly DeadLetter[], ingestedAt: Date): Promise<Prepared>;
   /**
-   * Encodes rows in the form `prepare` appends, for a batch of about `rows` rows. It needs the target's
-   * schema: a target not ready yet fails here (transiently).
+   * Encodes a batch's rows in the form `prepare` appends; with the route's shape, its JSON records can be
+   * written straight from their text (`addRecord`). It needs the target's schema: a target not ready yet
+   * fails here (transiently).
    */
-  startEncoding(rows: number, shape?: RowShape): Promise<BatchEncoding>;
+  startEncoding(shape?: RowShape): Promise<BatchEncoding>;
   /** Commits the streams; a stream already committed (by whoever found it first) counts as committed. */
   commit(streams: readonly string[]): Promise<void>;
   /** Where a recorded stream stands: committed, finalized and still committable, or gone (expired). */

@@ -77,7 +77,7 @@ function eagerSinks(
     ...(mode === 'storage-write'
       ? {
           streams: {
-            startEncoding: async (rows, shape) => (await streams()).startEncoding(rows, shape),
+            startEncoding: async (shape) => (await streams()).startEncoding(shape),
             prepare: async (rows, letters, at) => (await streams()).prepare(rows, letters, at),
             commit: async (names) => (await streams()).commit(names),
             streamState: async (name) => (await streams()).streamState(name),

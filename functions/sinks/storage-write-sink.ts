@@ -140,7 +140,7 @@ export function createStorageWriteSink(options: StorageWriteSinkOptions): Stream
   }
 
   return {
-    async startEncoding(_count, shape) {
+    async startEncoding(shape) {
       const encoding = formatOf(options.table, options.schema).encode.batch();
       const transcode = shape === undefined ? undefined : transcoderOf(shape);
       const records: KafkaRecord[] = [];

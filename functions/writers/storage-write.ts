@@ -78,14 +78,14 @@ export function createStorageWriteWriter(options: StorageWriteWriterOptions): Wr
     async write(batch) {
       const { records } = batch;
       const { fresh, heldRows, heldLetters } = splitReplayed(records, replayOf(batch.lease));
-      // Encoding needs the target's schema: a target not ready yet (a transient failure) is waited for as
-      // the flush's own appends are, not taken for the batch's failure.
       // JSON records without business rules can go straight from their text to the table's messages.
       const policy = options.records;
       const direct = policy.format === undefined && policy.rules === undefined ? policy.shape : undefined;
+      // Encoding needs the target's schema: a target not ready yet (a transient failure) is waited for as
+      // the flush's own appends are, not taken for the batch's failure.
       const encoding = await withRetry(
         defaultRetryPolicy,
-        () => options.streams.startEncoding(fresh.length, direct),
+        () => options.streams.startEncoding(direct),
         (error, attempt, delayMs) =>
           logger.warn('encoding the batch failed; the target is not ready', { error, attempt, delayMs }),
       );

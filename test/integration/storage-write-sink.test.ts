@@ -14,7 +14,7 @@ import { stackClients, stackEnv, stackWriter, uniqueName } from '../support/stac
 
 /** The rows encoded as the writer encodes a batch. */
 async function encodeAll(sink: StreamSink, rows: readonly RowToWrite[]): Promise<EncodedRow[]> {
-  const encoding = await sink.startEncoding(rows.length);
+  const encoding = await sink.startEncoding();
   for (const row of rows) encoding.add(row);
   return encoding.finish();
 }
