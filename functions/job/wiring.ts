@@ -63,8 +63,10 @@ export function drainOptionsFor(
     // Exactly-once modes write a flush for all partitions ready at once (one commit or MERGE), so many
     // may be in flight; insert-all writes each batch on its own, so few.
     partitionConcurrency: config.bigquery.writeMode === 'insert-all' ? 8 : 256,
-    // The routes' drains share the process's memory.
-    inFlightMaxBytes: Math.max(2, Math.floor(8 / route.routeCount)) * config.batchMaxBytes,
+    // Four batches' bytes: as much as one flush takes (flushMaxBytes); reading further ahead only holds
+    // fetched records in memory (eight: peak RSS 273 MB against 230 on 80,000 wide records, the same CPU
+    // and drain time). The routes' drains share the process's memory.
+    inFlightMaxBytes: Math.max(2, Math.floor(4 / route.routeCount)) * config.batchMaxBytes,
     firestoreConcurrency: 16,
     // Longer than a task's start-up may take (the table checks wait at most 10 s), a small part of a run.
     shareGraceMs: Math.min(15_000, (config.budgetSeconds * 1000) / 4),
