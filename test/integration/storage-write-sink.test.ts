@@ -251,4 +251,45 @@ describe('storage-write sink', () => {
       deadLetters: 1,
     });
   });
+
+  test('a JSON record written straight from its text lands as the same row as through the general path', async () => {
+    // The columns the one-pass path reads (the others make a record take the general path).
+    const fields = userFields.filter((f) => !['bytes', 't', 'dt', 'j', 'g'].includes(f.name));
+    const { sink, dataset, table, query } = await sinkOn(fields);
+    const shape = { fields, unknownFields: 'reject' as const, metadata: { headers: false, keyText: false } };
+    const value = JSON.stringify({
+      id: 'é ✓',
+      i: -123456789012345,
+      big: 42,
+      f: 1 / 3,
+      b: false,
+      n: '-99999999999999999999999999999.999999999',
+      bn: '0.00000000000000000000000000000000000001',
+      d: '1969-12-31',
+      ts: '2026-01-31T13:00:00.123456Z',
+      tags: ['a', ''],
+      item: { sku: 'k-1', qty: 3 },
+    });
+    const at = new Date('2026-02-01T00:00:00Z');
+    const encoding = await sink.startEncoding(shape);
+    expect(encoding.addRecord?.(record(1, value, 'key-1'), at)).toBe(true);
+    const general = toRow(record(2, value, 'key-1'), at, shape);
+    if (isDeadLetter(general)) throw new Error(general.message);
+    encoding.add(general);
+    const { streams } = await sink.prepare(encoding.finish(), [], at);
+    await sink.commit(streams);
+    const rows = (await query(
+      `SELECT * EXCEPT (_kafka_offset, _kafka_timestamp), CAST(n AS STRING) AS n_text, CAST(bn AS STRING) AS bn_text,
+              CAST(ts AS STRING) AS ts_text, CAST(_kafka_timestamp AS STRING) AS kafka_ts, _kafka_offset
+       FROM \`${dataset}.${table}\` ORDER BY _kafka_offset`,
+    )) as Record<string, unknown>[];
+    expect(rows.map((r) => r._kafka_offset?.toString())).toEqual(['1', '2']);
+    const [direct, viaGeneral] = rows.map(({ _kafka_offset, kafka_ts, ...rest }) => ({
+      ...rest,
+      // Each record's own Kafka timestamp (its offset in milliseconds, by the helper).
+      kafkaTs: String(kafka_ts).replace(/\.00[12]/, '.00x'),
+    }));
+    expect(JSON.parse(JSON.stringify(direct))).toEqual(JSON.parse(JSON.stringify(viaGeneral)));
+    expect(direct).toMatchObject({ id: 'é ✓', b: false, n_text: '-99999999999999999999999999999.999999999' });
+  });
 });
