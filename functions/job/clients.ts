@@ -4,6 +4,7 @@ import { Firestore } from '@google-cloud/firestore';
 import { PubSub } from '@google-cloud/pubsub';
 import * as grpc from '@grpc/grpc-js';
 import type { DrainConfig } from '../drain/config.js';
+import { patchFirestoreTermination } from '../google/firestore-patch.js';
 
 export interface GoogleClients {
   readonly firestore: Firestore;
@@ -33,6 +34,8 @@ export function createGoogleClients(
     ignoreUndefinedProperties: true,
     ...(firestoreHost === null ? {} : emulatorEndpoint(firestoreHost)),
   });
+  // A read that reaches a terminated client must fail, not end the process (see the patch).
+  patchFirestoreTermination(firestore);
   const pubsub = new PubSub({
     projectId: config.project,
     ...(config.emulators.pubsub === null ? {} : { apiEndpoint: config.emulators.pubsub, emulatorMode: true }),
