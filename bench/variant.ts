@@ -4,6 +4,7 @@
  * (a bare Storage Write API writer with the official `JSONWriter`, one PENDING stream, 500-row appends,
  * the same rows with metadata columns, no Kafka), `null` (our drain, null sink), `bigquery` (our drain
  * into the BigQuery emulator). Prints one JSON line, with the process's CPU (user + system).
+ * Run compiled, as the image runs the job (drain-bench.ts builds it with tsconfig.bench.json).
  *
  * Time is split the same way for every variant: start-up (process ready → first record fetched: client
  * connect, group join, and for the drain its leases) and drain (first record fetched → last record

@@ -130,6 +130,22 @@ export function createRouteSinks(options: RouteSinksOptions): RouteSinks {
     tracked(async () => {
       const target = { dataset: route.dataset, table: route.table, location: config.bigquery.location };
       if (mode === 'cdc') return cdcSinks(options);
+      const streams =
+        mode === 'storage-write'
+          ? createStorageWriteSink({
+              bigquery: clients.bigquery,
+              writer: clients.bigqueryWriter(),
+              project: config.project,
+              dataset: route.dataset,
+              table: route.table,
+              location: config.bigquery.location,
+              schema: targetTableSchema(userSchema, route.metadata),
+              logger,
+              fault,
+            })
+          : undefined;
+      // Not awaited: the Storage Write client loads and connects while the table is checked.
+      void streams?.warmUp();
       const table = await ensureTargetTable(
         clients.bigquery,
         { ...target, metadata: route.metadata, layout: route.layout },
@@ -181,17 +197,7 @@ export function createRouteSinks(options: RouteSinksOptions): RouteSinks {
           },
         };
       }
-      const streams = createStorageWriteSink({
-        bigquery: clients.bigquery,
-        writer: clients.bigqueryWriter(),
-        project: config.project,
-        dataset: route.dataset,
-        table: route.table,
-        location: config.bigquery.location,
-        schema: targetTableSchema(userSchema, route.metadata),
-        logger,
-        fault,
-      });
+      if (streams === undefined) throw new Error(`no sinks for the write mode ${mode}`);
       return {
         sink: merge,
         streams,

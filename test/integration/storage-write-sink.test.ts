@@ -93,6 +93,38 @@ function rowsOf(records: KafkaRecord[], fields: SchemaField[]): RowToWrite[] {
 }
 
 describe('storage-write sink', () => {
+  test('warming up connects the Storage Write client without writing; the first flush after it lands', async () => {
+    const fields = userFields.filter((f) => ['id', 'i'].includes(f.name));
+    const dataset = uniqueName('sw_warm');
+    await ensureTargetTable(clients.bigquery, { dataset, table: 'events', location: null }, fields);
+    const writer = await stackWriter();
+    const sink = createStorageWriteSink({
+      bigquery: clients.bigquery,
+      writer,
+      project: env.GOOGLE_CLOUD_PROJECT!,
+      dataset,
+      table: 'events',
+      location: null,
+      schema: targetTableSchema(fields),
+      logger: createMemoryLogger(),
+    });
+    sinks.push(sink);
+    expect(writer.getClient().bigQueryWriteStub).toBeUndefined(); // nothing loaded yet
+    await sink.warmUp();
+    const stub = (await writer.getClient().bigQueryWriteStub) as unknown as {
+      getChannel(): { getConnectivityState(connect: boolean): number };
+    };
+    expect(stub.getChannel().getConnectivityState(false)).toBe(2); // READY, with no call made
+    const { streams } = await sink.prepare(
+      await encodeAll(sink, rowsOf([record(1, { id: 'warm', i: 1 })], fields)),
+      [],
+      new Date(),
+    );
+    await sink.commit(streams);
+    const rows = (await clients.bigquery.query({ query: `SELECT id FROM \`${dataset}.events\`` }))[0];
+    expect(rows).toEqual([{ id: 'warm' }]);
+  });
+
   test('every type lands as it was sent, read back with the BigQuery client', async () => {
     const { sink, dataset, table, query } = await sinkOn(userFields);
     const sent = {
