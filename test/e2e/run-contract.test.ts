@@ -71,20 +71,26 @@ describe('the run summary', () => {
   });
 
   test('a line over 64 KB reaches a slow pipe whole: the process exits only once stdout is written', async () => {
-    // What a container runtime does: read stdout through a pipe, at its own pace.
+    // What a container runtime does: read stdout through a pipe, at its own pace. The reader starts only
+    // once the line was handed to stdout (the child says so on stderr), however long the child took to
+    // start: a fixed pause let a child slower to start than the pause write to a pipe already being read.
     const script = (exit: string) =>
       `import { exitWhenWritten } from ${JSON.stringify(join(root, 'functions/job/main.ts'))};
        process.stdout.write(JSON.stringify({ event: 'run_summary', padding: 'x'.repeat(300000) }) + '\\n');
+       process.stderr.write('handed over\\n');
        ${exit};`;
     const readSlowly = (code: string) =>
       new Promise<string>((resolve) => {
         const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], {
           cwd: root,
-          stdio: ['ignore', 'pipe', 'inherit'],
+          stdio: ['ignore', 'pipe', 'pipe'],
         });
         let out = '';
         child.stdout.pause();
-        setTimeout(() => child.stdout.resume(), 1_000);
+        child.stderr.on('data', (chunk: Buffer) => {
+          process.stderr.write(chunk);
+          if (chunk.toString().includes('handed over')) setTimeout(() => child.stdout.resume(), 500);
+        });
         child.stdout.on('data', (chunk: Buffer) => {
           out += chunk.toString();
         });
