@@ -27,7 +27,8 @@ export async function leasePartition(
   run.summaries.push(summary);
   if (lease === undefined) {
     summary.skipped = 'leased_elsewhere';
-    logger.info('partition leased by another run; skipped', where);
+    await reportHeldElsewhere(run, mark, summary);
+    logger.info('partition leased by another run; skipped', { ...where, lag: summary.lag });
     return undefined;
   }
   if (lease.paused) {
@@ -123,6 +124,30 @@ async function planAndBegin(
     return undefined;
   }
   return { topic: mark.topic, partition: mark.partition, offset: plan.from };
+}
+
+/**
+ * A partition another run holds is not drained here, but its line still says where it stands: its
+ * checkpoint and the records waiting behind it (a run whose partitions are all held by a run that died
+ * must not read as caught up with no lag). Unknown (null) when it has no checkpoint or cannot be read.
+ */
+async function reportHeldElsewhere(
+  run: DrainRun,
+  mark: Watermarks,
+  summary: PartitionSummary,
+): Promise<void> {
+  try {
+    const [state] = await run.ports.checkpoints.peek([mark]);
+    if (state?.nextOffset == null) return;
+    summary.from = summary.to = state.nextOffset;
+    summary.lag = Math.max(0, mark.end - state.nextOffset);
+  } catch (error) {
+    run.logger.debug('reading the checkpoint of a partition held elsewhere failed', {
+      topic: mark.topic,
+      partition: mark.partition,
+      error,
+    });
+  }
 }
 
 /** Where a partition with no checkpoint starts (START_POSITION; a time is looked up once per topic). */

@@ -183,6 +183,29 @@ describe('runDrain', () => {
     const summary = await runDrain(ports, options, context);
     expect(summary.partitions[0]!.skipped).toBe('leased_elsewhere');
     expect(ports.sink.rows).toHaveLength(0);
+    // Never committed: where it stands is not known.
+    expect(summary.partitions[0]).toMatchObject({ from: null, lag: null });
+  });
+
+  test('a partition held elsewhere still reports its checkpoint and the records waiting behind it', async () => {
+    const { ports, checkpoints, context } = setup(logOf(1, 10));
+    const held = await checkpoints.acquire({ topic: 't', partition: 0 }, 'a-run-that-died', 60_000);
+    await checkpoints.commit(
+      {
+        lease: held!,
+        fromOffset: 0,
+        nextOffset: 4,
+        records: 4,
+        rows: 4,
+        deadLetters: 0,
+        lastRecordTimestamp: 1,
+      },
+      60_000,
+    );
+    const summary = await runDrain(ports, options, context);
+    expect(summary.partitions[0]).toMatchObject({ skipped: 'leased_elsewhere', from: 4, to: 4, lag: 6 });
+    expect(summary.lag).toBe(6);
+    expect(summary.stopReason).toBe('caught_up');
   });
 
   test('the budget stops fetching, commits what is durable and releases the leases', async () => {
