@@ -77,12 +77,22 @@ describe.each([
     })();
 
     const faultDeaths = new Map<string, number>();
+    // The fault runs that were not killed, and how they ended: for the message if a point never killed one.
+    const survived: string[] = [];
     for (const point of points) {
       for (let i = 0; i < repeatsPerPoint; i++) {
         await waitFor('leases of the previous run to expire', () => leasesFree(clients, pipeline), 30_000);
         const job = startJob({ ...pipeline.env, KBD_FAULT_POINT: point });
-        const { signal } = await job.exited;
+        const { signal, code } = await job.exited;
         if (signal === 'SIGKILL') faultDeaths.set(point, (faultDeaths.get(point) ?? 0) + 1);
+        else {
+          const summary = job.summary() as
+            | { stopReason?: string; recordsRead?: number; error?: string }
+            | undefined;
+          survived.push(
+            `${point}: exit ${code}, ${summary?.stopReason}, ${summary?.recordsRead} read${summary?.error ? `, ${summary.error}` : ''}`,
+          );
+        }
       }
     }
 
@@ -103,16 +113,18 @@ describe.each([
       'clean runs to catch up',
       async () => {
         const { code, summary } = await runJob(pipeline.env);
-        expect(code).toBe(0);
         const done = summary.partitions.filter((p) => p.skipped === undefined && p.lag === 0);
         cleanRuns.push(
           JSON.stringify({
+            code,
+            error: summary.error,
             stopReason: summary.stopReason,
             durationMs: summary.durationMs,
             recordsRead: summary.recordsRead,
             partitions: summary.partitions.map((p) => [p.partition, p.lag, p.skipped, p.waiting]),
           }),
         );
+        expect(code, cleanRuns.at(-1)).toBe(0);
         return done.length === partitions && summary.stopReason === 'caught_up';
       },
       // Merge mode on the emulator catches up slowly after 25 SIGKILLs (its MERGE grows with the table: seen
@@ -126,7 +138,10 @@ describe.each([
 
     // Each fault point really killed the job at least once (it can miss only if a run had nothing to do).
     for (const point of points)
-      expect(faultDeaths.get(point) ?? 0, `fault point ${point}`).toBeGreaterThan(0);
+      expect(
+        faultDeaths.get(point) ?? 0,
+        `fault point ${point}; runs not killed: ${survived.join(' | ')}`,
+      ).toBeGreaterThan(0);
     expect(regressions).toEqual([]);
 
     const table = await tableOffsets(clients, pipeline);
