@@ -130,6 +130,7 @@ export function createRouteSinks(options: RouteSinksOptions): RouteSinks {
     tracked(async () => {
       const target = { dataset: route.dataset, table: route.table, location: config.bigquery.location };
       if (mode === 'cdc') return cdcSinks(options);
+      const schema = targetTableSchema(userSchema, route.metadata);
       const streams =
         mode === 'storage-write'
           ? createStorageWriteSink({
@@ -139,7 +140,7 @@ export function createRouteSinks(options: RouteSinksOptions): RouteSinks {
               dataset: route.dataset,
               table: route.table,
               location: config.bigquery.location,
-              schema: targetTableSchema(userSchema, route.metadata),
+              schema,
               logger,
               fault,
             })
@@ -152,12 +153,7 @@ export function createRouteSinks(options: RouteSinksOptions): RouteSinks {
         userSchema,
       );
       // Nothing is written before the table has every column of the schema file (additive evolution).
-      const evolution = await evolveTable(
-        clients.bigquery,
-        target,
-        targetTableSchema(userSchema, route.metadata),
-        logger,
-      );
+      const evolution = await evolveTable(clients.bigquery, target, schema, logger);
       if (evolution.changes.length > 0) {
         // Whoever evolves the table (a run, or a replay) leaves the audit record.
         await recordSchemaEvolution(clients, config.pipelineId, runId, evolution).catch((error: unknown) =>
@@ -181,10 +177,7 @@ export function createRouteSinks(options: RouteSinksOptions): RouteSinks {
         // Older than any run can last: a staging table this old belongs to no live run.
         leftoverAgeMs: (config.budgetSeconds + 600) * 1000,
       };
-      const merge = createMergeSink({
-        ...staging,
-        schema: targetTableSchema(userSchema, route.metadata),
-      });
+      const merge = createMergeSink({ ...staging, schema });
       await merge.cleanLeftovers();
       if (mode === 'merge') {
         const errorTable = createMergeErrorTable({ ...staging, location: config.bigquery.location });
