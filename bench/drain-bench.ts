@@ -20,23 +20,20 @@
  * `bench/results/<run>.json` so that runs can be compared. Timing goals live here, never in tests.
  */
 import { execFile, execFileSync } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PubSub } from '@google-cloud/pubsub';
 import kafkajs from 'kafkajs';
 import { stackEnv } from '../stack/stack-env.js';
+import { imageNodeFlags } from '../test/support/image-flags.js';
 import { createTopic } from '../test/support/kafka.js';
 import { wideAvroSchema, wideAvroValue } from './avro-shape.js';
 import { shapeNamed } from './shapes.js';
 
 const root = join(import.meta.dirname, '..');
 /** The job image's V8 flags (its ENTRYPOINT): every variant runs with them, as production does. */
-const imageNodeFlags = [
-  ...(readFileSync(join(root, 'Dockerfile'), 'utf8').match(/^ENTRYPOINT \[(.*)\]$/m)?.[1] ?? '').matchAll(
-    /"(--[^"]+)"/g,
-  ),
-].map((m) => m[1]!);
+const nodeFlags = imageNodeFlags(root);
 /**
  * The variants run as the image runs the job: compiled JavaScript without source maps (tsconfig.bench.json,
  * the build's settings), not TypeScript through tsx, whose loader thread, transpiling and source-mapped
@@ -151,7 +148,7 @@ async function variant(
     (resolve) =>
       execFile(
         process.execPath,
-        [...imageNodeFlags, compiledVariant, name, topics, String(count)],
+        [...nodeFlags, compiledVariant, name, topics, String(count)],
         { env, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 },
         (error, out, err) => resolve({ stdout: out, stderr: err, code: error ? Number(error.code ?? 1) : 0 }),
       ),
@@ -199,7 +196,7 @@ async function execution(tasks: number, topic: string, count: number) {
   };
 }
 
-console.log(`variants run with the job image's node flags: ${imageNodeFlags.join(' ') || 'none'}`);
+console.log(`variants run with the job image's node flags: ${nodeFlags.join(' ') || 'none'}`);
 console.log(
   `producing ${records} ${shape.name} records to ${partitions} partitions, ${4 * records} to another topic, ` +
     `${records} to 16 partitions, ${mergeRecords} for merge mode and ${wideRecords} to each of ` +

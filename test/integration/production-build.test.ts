@@ -7,6 +7,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
+import { imageNodeFlags } from '../support/image-flags.js';
 import { createPipeline } from '../support/job.js';
 import { produce } from '../support/kafka.js';
 import { root, stackClients } from '../support/stack.js';
@@ -50,13 +51,15 @@ test('the compiled job refuses a bad configuration with exit 2, naming the varia
   expect(lines.at(-1)).toMatchObject({ event: 'run_summary', stopReason: 'error', variable: 'PIPELINE_ID' });
 });
 
-test('the compiled job drains', async () => {
+test("the compiled job drains, started with the image's node flags", async () => {
+  const flags = imageNodeFlags(root);
+  expect(flags).toContain('--max-old-space-size=192');
   const pipeline = await createPipeline(clients, 1);
   await produce(pipeline.topic, [
     { partition: 0, value: '{"id":"a"}' },
     { partition: 0, value: 'not json' },
   ]);
-  const run = spawnSync(process.execPath, [main], {
+  const run = spawnSync(process.execPath, [...flags, main], {
     env: { PATH: process.env.PATH, ...pipeline.env },
     encoding: 'utf8',
   });
