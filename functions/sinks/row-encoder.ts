@@ -33,8 +33,11 @@ export interface RowEncoder {
 /** Rows encoded one after another into one buffer. */
 export interface RowBatch {
   add(row: Row): void;
-  /** A row written by `write`, kept when it returns true (and forgotten, nothing written, when false). */
-  addWith(write: (writer: ProtoWriter) => boolean): boolean;
+  /**
+   * A row written by `write(writer, a, b)`, kept when it returns true (and forgotten, nothing written, when
+   * false). Its arguments are passed, not captured: no closure a row.
+   */
+  addWith<A, B>(write: (writer: ProtoWriter, a: A, b: B) => boolean, a: A, b: B): boolean;
   /** Each row's bytes, in order: views of the one buffer. */
   finish(): Uint8Array[];
 }
@@ -45,38 +48,50 @@ const shared = new ProtoWriter();
 /** How much of a batch's rows one buffer holds. */
 const chunkBytes = 64 * 1024;
 
+/**
+ * A batch's rows in chunks of about `chunkBytes`: a buffer of a whole batch (megabytes, outside the heap)
+ * would be copied as it grows, and pressures the garbage collector for as long as the batch waits. A
+ * class, not closures made per batch: one shape and one compiled code for every batch of the run.
+ */
+class ChunkedRows implements RowBatch {
+  private readonly views: Uint8Array[] = [];
+  private writer = new ProtoWriter(chunkBytes + chunkBytes / 4);
+  private start = 0;
+
+  constructor(private readonly message: (writer: ProtoWriter, row: Row) => void) {}
+
+  add(row: Row): void {
+    this.message(this.writer, row);
+    this.kept();
+  }
+
+  addWith<A, B>(write: (writer: ProtoWriter, a: A, b: B) => boolean, a: A, b: B): boolean {
+    if (!write(this.writer, a, b)) {
+      this.writer.position = this.start;
+      return false;
+    }
+    this.kept();
+    return true;
+  }
+
+  finish(): Uint8Array[] {
+    return this.views;
+  }
+
+  private kept(): void {
+    const writer = this.writer;
+    this.views.push(writer.buffer.subarray(this.start, writer.position));
+    this.start = writer.position;
+    if (this.start >= chunkBytes) {
+      this.writer = new ProtoWriter(chunkBytes + chunkBytes / 4);
+      this.start = 0;
+    }
+  }
+}
+
 export function compileRowEncoder(fields: readonly SchemaField[]): RowEncoder {
   const message = compileMessage(fields);
-  const batch = (): RowBatch => {
-    // In chunks of about `chunkBytes`: a buffer of a whole batch (megabytes, outside the heap) would be
-    // copied as it grows, and pressures the garbage collector for as long as the batch waits.
-    const views: Uint8Array[] = [];
-    let writer = new ProtoWriter(chunkBytes + chunkBytes / 4);
-    let start = 0;
-    const kept = () => {
-      views.push(writer.buffer.subarray(start, writer.position));
-      start = writer.position;
-      if (start >= chunkBytes) {
-        writer = new ProtoWriter(chunkBytes + chunkBytes / 4);
-        start = 0;
-      }
-    };
-    return {
-      add(row) {
-        message(writer, row);
-        kept();
-      },
-      addWith(write) {
-        if (!write(writer)) {
-          writer.position = start;
-          return false;
-        }
-        kept();
-        return true;
-      },
-      finish: () => views,
-    };
-  };
+  const batch = (): RowBatch => new ChunkedRows(message);
   const many = (rows: readonly Row[]): Uint8Array[] => {
     const encoding = batch();
     for (const row of rows) encoding.add(row);

@@ -155,8 +155,7 @@ export function createStorageWriteSink(
           ? {}
           : {
               addRecord(record, ingestedAt) {
-                const micros = ingestedAt.getTime() * 1000;
-                if (!encoding.addWith((writer) => transcode(writer, record, micros))) return false;
+                if (!encoding.addWith(transcode, record, ingestedAt.getTime() * 1000)) return false;
                 records.push(record);
                 return true;
               },

@@ -246,6 +246,24 @@ describe('the one-pass JSON path', () => {
     expect(judge(reject, recordOf(huge))).toBe('general');
   });
 
+  test("in a batch: a record the direct path leaves halfway (after some fields) leaves no byte in the batch's rows", () => {
+    const target = targetTableSchema(fields, reject.shape.metadata);
+    const transcode = compileTranscoder(reject.shape, target)!;
+    const first = recordOf(JSON.stringify(typical));
+    // Fields before the quote in `req` are written, then the escape sends the record the general way.
+    const halfway = recordOf(JSON.stringify({ ...typical, req: 'say "hi"' }));
+    const third = recordOf(JSON.stringify({ ...typical, s: 'third' }), { offset: 1236 });
+    const batch = compileRowEncoder(target).batch();
+    const micros = ingestedAt.getTime() * 1000;
+    expect([first, halfway, third].map((r) => batch.addWith(transcode, r, micros))).toEqual([
+      true,
+      false,
+      true,
+    ]);
+    const rows = batch.finish().map((b) => Buffer.from(b).toString('hex'));
+    expect(rows).toEqual([reject.direct(first)!.toString('hex'), reject.direct(third)!.toString('hex')]);
+  });
+
   test('random mutations of a record: whatever the direct path takes, it writes as the general path does', () => {
     const base = Buffer.from(JSON.stringify(typical));
     const alphabet = Buffer.from('{}[]":,.-+eE0123456789 \\ntrufalsx\u00e9');
