@@ -92,7 +92,10 @@ export function createPubSubDeadLetters(
           if (failed.length > 0) {
             const first = results.find((r) => r.status === 'rejected') as PromiseRejectedResult;
             pending = failed;
-            throw pubsubError(first.reason, `publish ${failed.length} dead letters`);
+            throw pubsubError(
+              first.reason,
+              `publish ${failed.length} dead letters to topic ${options.topic}`,
+            );
           }
         },
         (error, attempt, delayMs) =>

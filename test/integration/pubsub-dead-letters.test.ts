@@ -40,9 +40,10 @@ test('dead letters arrive with the original value and their origin', async () =>
   });
 });
 
-test('publishing to a topic that does not exist fails (so the checkpoint cannot pass it)', async () => {
+test('publishing to a topic that does not exist fails, naming the topic (so the checkpoint cannot pass it)', async () => {
+  const missing = uniqueName('missing');
   const deadLetters = createPubSubDeadLetters(clients.pubsub, {
-    topic: uniqueName('missing'),
+    topic: missing,
     pipeline: 'p1',
     execution: 'e1',
     retry,
@@ -50,5 +51,5 @@ test('publishing to a topic that does not exist fails (so the checkpoint cannot 
   });
   await expect(
     deadLetters.publish([{ record: record('t', 0, 0, 'x'), kind: 'decode', message: 'm' }]),
-  ).rejects.toThrow(/pubsub/);
+  ).rejects.toThrow(new RegExp(`pubsub publish 1 dead letters to topic ${missing}: .*NOT_FOUND`));
 });
