@@ -27,5 +27,5 @@ USER node
 # runs its variants with these same flags). Raise it with BATCH_MAX_BYTES for very large records.
 # And V8 starts its old generation small, then grows it one full mark-compact at a time (five in a run of
 # 20,000 wide records, each marking the ~50 MB of loaded clients again): started at 96 MB, a run makes one,
-# and its CPU per record drops by about a sixth (47 -> 40 us, medians of 8 runs each) for ~10 MB more RSS.
+# and its CPU per record drops by about a sixth (47 -> 40 us, medians of 8 runs each) for 10-20 MB more RSS.
 ENTRYPOINT ["node", "--max-old-space-size=192", "--initial-old-space-size=96", "dist/functions/job/main.js"]
