@@ -58,3 +58,73 @@ export function validTimeAt(text: string, at: number, end: number): boolean {
   }
   return true;
 }
+
+/** Days since 1970-01-01 of a day of the proleptic Gregorian calendar (Howard Hinnant's days_from_civil). */
+export function daysFromCivilParts(y0: number, m: number, d: number): number {
+  const y = m <= 2 ? y0 - 1 : y0;
+  const era = Math.floor(y / 400);
+  const yoe = y - era * 400;
+  const doy = Math.floor((153 * (m + (m > 2 ? -3 : 9)) + 2) / 5) + d - 1;
+  const doe = yoe * 365 + Math.floor(yoe / 4) - Math.floor(yoe / 100) + doy;
+  return era * 146_097 + doe - 719_468;
+}
+
+/*
+ * The same checks on a record's bytes, for the one-pass JSON path: no text made of them. Each accepts
+ * exactly what its text form above accepts, and gives the number the encoder makes of that text.
+ */
+
+/** The digits of bytes[at, at + length) as a number, or -1 when one is not an ASCII digit. */
+function digitsIn(b: Uint8Array, at: number, length: number): number {
+  let n = 0;
+  for (let i = at; i < at + length; i++) {
+    const c = b[i]! - 48;
+    if (c < 0 || c > 9) return -1;
+    n = n * 10 + c;
+  }
+  return n;
+}
+
+/** bytes[at, end) as `validDateAt` reads it: the day's number since 1970-01-01, or NaN. */
+export function dateDaysIn(b: Uint8Array, at: number, end: number): number {
+  if (end - at !== 10 || b[at + 4] !== 45 || b[at + 7] !== 45) return Number.NaN;
+  const y = digitsIn(b, at, 4);
+  const mo = digitsIn(b, at + 5, 2);
+  const d = digitsIn(b, at + 8, 2);
+  if (y < 1 || mo < 1 || mo > 12 || d < 1) return Number.NaN;
+  const leap = y % 4 === 0 && (y % 100 !== 0 || y % 400 === 0);
+  if (d > (mo === 2 && leap ? 29 : monthDays[mo - 1]!)) return Number.NaN;
+  return daysFromCivilParts(y, mo, d);
+}
+
+/** Microseconds of each of a fraction's first six digits (BigQuery truncates the nanoseconds). */
+const fractionMicros = [100_000, 10_000, 1000, 100, 10, 1];
+
+/**
+ * bytes[at, end) as `canonicalUtc` reads it: its microseconds since the epoch while they are exact as
+ * a number (seconds within ±9e9, years 1685–2255), or NaN (not canonical, or out of that reach).
+ */
+export function canonicalMicrosIn(b: Uint8Array, at: number, end: number): number {
+  const t = b[at + 10];
+  if (end - at < 20 || b[end - 1] !== 90 /* Z */ || (t !== 84 /* T */ && t !== 32)) return Number.NaN;
+  const days = dateDaysIn(b, at, at + 10);
+  // HH:MM:SS[.f{1,9}] between the separator and the Z, as validTimeAt reads it.
+  const length = end - 1 - (at + 11);
+  if (Number.isNaN(days) || length === 9 || length > 18) return Number.NaN;
+  if (b[at + 13] !== 58 || b[at + 16] !== 58) return Number.NaN;
+  const h = digitsIn(b, at + 11, 2);
+  const m = digitsIn(b, at + 14, 2);
+  const s = digitsIn(b, at + 17, 2);
+  if (h < 0 || h > 23 || m < 0 || m > 59 || s < 0 || s > 59) return Number.NaN;
+  let micros = 0;
+  if (length > 8) {
+    if (b[at + 19] !== 46) return Number.NaN;
+    for (let i = at + 20; i < end - 1; i++) {
+      const c = b[i]! - 48;
+      if (c < 0 || c > 9) return Number.NaN;
+      if (i - at - 20 < 6) micros += c * fractionMicros[i - at - 20]!;
+    }
+  }
+  const seconds = days * 86_400 + h * 3600 + m * 60 + s;
+  return Math.abs(seconds) < 9e9 ? seconds * 1_000_000 + micros : Number.NaN;
+}

@@ -1,10 +1,9 @@
 import { isUtf8 } from 'node:buffer';
 import type { KafkaRecord } from '../drain/types.js';
-import { canonicalUtc, validDateAt } from '../records/civil-time.js';
+import { canonicalMicrosIn, dateDaysIn } from '../records/civil-time.js';
 import { maxRecordBytes, metadataColumns, type RowShape } from '../records/records.js';
 import { doubleOf, FALSE, JsonCursor, NULL, plainDecimal, TRUE } from './json-cursor.js';
 import type { ProtoWriter } from './proto-writer.js';
-import { daysFromCivil, epochMicrosOf } from './row-encoder.js';
 import type { SchemaField } from './table-schema.js';
 
 /**
@@ -302,20 +301,15 @@ function int64(c: JsonCursor, f: FieldPlan, w: ProtoWriter): boolean {
   return true;
 }
 
-/** DATE (`YYYY-MM-DD`) and TIMESTAMP in the canonical UTC form, read as validation and the encoder read them. */
+/**
+ * DATE (`YYYY-MM-DD`) and TIMESTAMP in the canonical UTC form, read from the bytes as validation and the
+ * encoder read their text.
+ */
 function civil(c: JsonCursor, f: FieldPlan, w: ProtoWriter): boolean {
   const q = c.stringEnd();
   if (q < 0) return false;
-  const value = c.bytes.toString('latin1', c.at + 1, q);
-  let n: number | bigint;
-  if (f.kind === DATE) {
-    if (!validDateAt(value, 0, value.length)) return false;
-    n = daysFromCivil(value);
-  } else {
-    if (!canonicalUtc(value)) return false;
-    n = epochMicrosOf(value);
-    if (typeof n !== 'number') return false;
-  }
+  const n = f.kind === DATE ? dateDaysIn(c.bytes, c.at + 1, q) : canonicalMicrosIn(c.bytes, c.at + 1, q);
+  if (Number.isNaN(n)) return false;
   w.varint(f.tag);
   w.integer(n);
   c.at = q + 1;

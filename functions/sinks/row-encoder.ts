@@ -8,7 +8,7 @@
  * never pass through a float that was not one already.
  */
 import type { JsonValue, Row } from '../drain/types.js';
-import { digitsAt } from '../records/civil-time.js';
+import { daysFromCivilParts, digitsAt } from '../records/civil-time.js';
 import { ProtoWriter } from './proto-writer.js';
 import type { SchemaField } from './table-schema.js';
 
@@ -208,15 +208,6 @@ export function daysFromCivil(date: string): number {
     Number(date.slice(-5, -3)),
     Number(date.slice(-2)),
   );
-}
-
-function daysFromCivilParts(y0: number, m: number, d: number): number {
-  const y = m <= 2 ? y0 - 1 : y0;
-  const era = Math.floor(y / 400);
-  const yoe = y - era * 400;
-  const doy = Math.floor((153 * (m + (m > 2 ? -3 : 9)) + 2) / 5) + d - 1;
-  const doe = yoe * 365 + Math.floor(yoe / 4) - Math.floor(yoe / 100) + doy;
-  return era * 146_097 + doe - 719_468;
 }
 
 const timestampForm =

@@ -146,6 +146,8 @@ export function createStorageWriteSink(
       const encoding = formatOf(options.table, options.schema).encode.batch();
       const transcode = shape === undefined ? undefined : transcoderOf(shape);
       const records: KafkaRecord[] = [];
+      let stamped: Date | undefined;
+      let micros = 0;
       return {
         add(row) {
           encoding.add(row.row);
@@ -155,7 +157,12 @@ export function createStorageWriteSink(
           ? {}
           : {
               addRecord(record, ingestedAt) {
-                if (!encoding.addWith(transcode, record, ingestedAt.getTime() * 1000)) return false;
+                // One time for the batch: its microseconds (a double, never a small integer) made once.
+                if (ingestedAt !== stamped) {
+                  stamped = ingestedAt;
+                  micros = ingestedAt.getTime() * 1000;
+                }
+                if (!encoding.addWith(transcode, record, micros)) return false;
                 records.push(record);
                 return true;
               },

@@ -238,6 +238,67 @@ describe('the one-pass JSON path', () => {
     expect(judge(text, recordOf(json, { key: Buffer.from('\ufeffk') }))).toBe('general');
   });
 
+  test('DATE and TIMESTAMP, read from the bytes: written as the general path writes them, or left to it', () => {
+    const verdicts = (name: string, values: string[]) =>
+      values.map((v) => judge(reject, recordOf(withField(name, JSON.stringify(v)))));
+    const dates = ['2024-02-29', '2000-02-29', '2023-02-28', '0001-01-01', '9999-12-31', '1969-12-31'];
+    expect(verdicts('d', dates)).toEqual(dates.map(() => 'direct'));
+    const badDates = [
+      '1900-02-29',
+      '2024-02-30',
+      '2023-04-31',
+      '2023-13-01',
+      '2023-00-10',
+      '2023-01-00',
+      '2023-1-01',
+    ];
+    const otherDates = ['2023/01/01', '20230101', ' 2023-01-01', '2023-01-01T00:00:00Z', '١٩٧٠-01-01'];
+    expect(verdicts('d', [...badDates, ...otherDates])).toEqual(
+      [...badDates, ...otherDates].map(() => 'general'),
+    );
+    const stamps = [
+      '2026-01-31T13:00:00Z',
+      '2026-01-31T13:00:00.1Z',
+      '2026-01-31T13:00:00.12Z',
+      '2026-01-31T13:00:00.123Z',
+      '2026-01-31T13:00:00.1234Z',
+      '2026-01-31T13:00:00.12345Z',
+      '2026-01-31T13:00:00.123456Z',
+      '2026-01-31T13:00:00.1234567Z',
+      '2026-01-31T13:00:00.999999999Z',
+      '1969-12-31T23:59:59.999999Z',
+      '1970-01-01T00:00:00.000001Z',
+      '1686-01-01 00:00:00Z',
+      '1686-01-01 00:00:00.5Z',
+      '2255-03-14T15:59:59.999999Z',
+      '1684-10-19T08:00:01Z',
+      '2024-02-29T23:59:59Z',
+    ];
+    expect(verdicts('ts', stamps)).toEqual(stamps.map(() => 'direct'));
+    const others = [
+      // Out of reach of a number's exact microseconds (the general path writes them as it can).
+      '0001-01-01T00:00:00Z',
+      '2255-03-14T16:00:00Z',
+      '1684-10-19T08:00:00Z',
+      '9999-12-31T23:59:59.999999Z',
+      '1600-01-01T00:00:00Z',
+      // Not canonical, or not a TIMESTAMP at all: the general path judges them.
+      '2026-01-31t13:00:00Z',
+      '2026-01-31T13:00:00z',
+      '2026-01-31T13:00Z',
+      '2026-01-31T13:00:00.Z',
+      '2026-01-31T13:00:00.1234567890Z',
+      '2026-01-31T24:00:00Z',
+      '2026-01-31T23:60:00Z',
+      '2026-01-31T23:59:60Z',
+      '2026-02-30T00:00:00Z',
+      '2026-01-31T13:00:00+00:00',
+      '2026-01-31T13:00:00.12a4Z',
+      '2026-01-31T1:00:00.1234Z',
+    ];
+    expect(verdicts('ts', others)).toEqual(others.map(() => 'general'));
+  });
+
   test('bad bytes: invalid UTF-8, a null value, a value too large to be a row', () => {
     const bad = Buffer.concat([Buffer.from('{"req":"'), Buffer.from([0xc3, 0x28]), Buffer.from('"}')]);
     expect(judge(reject, recordOf(bad))).toBe('general');
