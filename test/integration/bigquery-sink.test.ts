@@ -77,3 +77,29 @@ test('insert-all writes rows in several requests and returns one result per row,
   });
   expect(out[0]).toEqual({ c: 19, d: 19, lo: 0, hi: 19 });
 });
+
+test("insert-all writes a value holding the client's URL template `{{projectId}}` as it is", async () => {
+  const dataset = uniqueName('sink');
+  const table = await ensureTargetTable(
+    clients.bigquery,
+    { dataset, table: 'target', location: null },
+    userFields,
+  );
+  const sink = createInsertAllSink(table, {
+    maxRowsPerRequest: 500,
+    maxBytesPerRequest: 5_000_000,
+    retry: { attempts: 3, initialDelayMs: 1, maxDelayMs: 5 },
+    logger: createMemoryLogger(),
+  });
+  const value = {
+    id: 'a {{projectId}} b',
+    tags: ['{{projectId}}'],
+    meta: { source: '{{projectId}}{{projectId}}' },
+  };
+  const results = await sink.write([toRow(record('orders', 0, 0, value), new Date()) as RowToWrite]);
+  expect(results).toEqual([{ ok: true }]);
+  const [out] = await clients.bigquery.query({
+    query: `SELECT id, tags, meta.source AS source FROM \`${dataset}.target\``,
+  });
+  expect(out).toEqual([{ id: value.id, tags: value.tags, source: value.meta.source }]);
+});

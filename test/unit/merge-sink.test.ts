@@ -37,12 +37,16 @@ function bigQueryDouble(behaviour: Behaviour) {
   const table = (name: string) => ({
     id: name,
     exists: async () => [tables.has(name)],
-    insert: async (rows: { json: Row }[]) => {
+    // tabledata.insertAll, as the sink sends it: its body's bytes through the table's `request`.
+    request: async ({ uri, body }: { uri: string; body: Buffer }) => {
+      expect(uri).toBe('/insertAll');
       if (notFound < behaviour.notFoundInserts) {
         notFound++;
         throw Object.assign(new Error(`Not found: Table ${name}`), { code: 404 });
       }
+      const { rows } = JSON.parse(body.toString()) as { rows: { json: Row }[] };
       if (!behaviour.dropStaged) staged.push(...rows.map((r) => r.json));
+      return [{}];
     },
     delete: async () => {
       tables.delete(name);

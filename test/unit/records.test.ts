@@ -123,7 +123,7 @@ describe('batching', () => {
     }));
     expect(splitRequests(rows, 500, 5_000_000).map((r) => r.length)).toEqual([500, 500, 201]);
     const small = splitRequests(rows.slice(0, 10), 500, 100);
-    expect(small.flat().map((r) => r.rowKey)).toEqual(rows.slice(0, 10).map((r) => r.rowKey));
+    expect(small.flat().map((r) => r.row.rowKey)).toEqual(rows.slice(0, 10).map((r) => r.rowKey));
     expect(small.length).toBeGreaterThan(1);
   });
 });
