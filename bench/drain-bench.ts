@@ -230,29 +230,42 @@ const cpuPerRecord = (r: Result) =>
   r.records === 0 ? 0 : (r.cpuUs - (r.cpuAtFirstFetchUs ?? 0)) / r.records;
 
 /**
- * The goal's two sides, raw and storage-write, are run three times each: a raw run over N lasts 0.1–0.2 s,
- * and its CPU per record moves by 2x from one run to the next. The run with the median CPU per record
- * stands for its variant; the three figures are printed and kept.
+ * A variant run several times: a raw run over N lasts 0.1–0.2 s, and its CPU per record moves by 2x
+ * from one run to the next. The run with the median CPU per record stands for its variant; every
+ * figure is printed and kept.
  */
-async function medianOf(runs: number, make: (i: number) => Promise<Result>) {
-  const all: Result[] = [];
-  for (let i = 0; i < runs; i++) all.push(await make(i));
+function medianOf(all: Result[]) {
   const sorted = [...all].sort((x, y) => cpuPerRecord(x) - cpuPerRecord(y));
-  return { median: sorted[runs >> 1]!, cpuPerRecordUs: all.map(cpuPerRecord) };
+  return { median: sorted[all.length >> 1]!, cpuPerRecordUs: all.map(cpuPerRecord) };
 }
 
-const aRuns = await medianOf(3, (i) => variant('raw', topic, records, `${run}-a${i}`));
+/**
+ * The goal's two sides, raw and storage-write at N, in five rounds of one run each, side by side (raw,
+ * then storage-write): the machine's drift over the bench's minutes weighs on both alike. Each side's
+ * median run stands; the five rounds' own ratios are printed too.
+ */
+const goalRounds = 5;
+const rawRounds: Result[] = [];
+const writeRounds: Result[] = [];
+for (let i = 0; i < goalRounds; i++) {
+  rawRounds.push(await variant('raw', topic, records, `${run}-a${i}`));
+  writeRounds.push(
+    await variant('bigquery', topic, records, `${run}-c${i}`, { BQ_WRITE_MODE: 'storage-write' }),
+  );
+}
+const roundRatios = rawRounds.map((r, i) => cpuPerRecord(writeRounds[i]!) / cpuPerRecord(r));
+const aRuns = medianOf(rawRounds);
 const a = aRuns.median;
 const w = await variant('writer', topic, records, `${run}-w`);
 const b = await variant('null', topic, records, `${run}-b`);
-const a4Runs = await medianOf(3, (i) => variant('raw', topicQuad, 4 * records, `${run}-a4${i}`));
+const rawQuad: Result[] = [];
+for (let i = 0; i < 3; i++) rawQuad.push(await variant('raw', topicQuad, 4 * records, `${run}-a4${i}`));
+const a4Runs = medianOf(rawQuad);
 const a4 = a4Runs.median;
 const b4 = await variant('null', topicQuad, 4 * records, `${run}-b4`);
 // The null sink taking as long per row as the emulator does (1 ms): what waiting on BigQuery costs.
 const bPaced = await variant('null', topic, records, `${run}-bp`, { BENCH_PACED_US_PER_ROW: '1000' });
-const cRuns = await medianOf(3, (i) =>
-  variant('bigquery', topic, records, `${run}-c${i}`, { BQ_WRITE_MODE: 'storage-write' }),
-);
+const cRuns = medianOf(writeRounds);
 const c = cRuns.median;
 const c4 = await variant('bigquery', topicQuad, 4 * records, `${run}-c4`, { BQ_WRITE_MODE: 'storage-write' });
 // The same pipeline again: everything is caught up, so this is start-up and shut-down alone.
@@ -344,7 +357,7 @@ const perVcpu = 1e6 / slope(c, c4);
 const lines = [
   `shape ${shape.name} (${shape.schema.length} columns, ${bytesPerRecord} B a record); CPU per record from the first fetch: raw ${cpuPerRecord(a).toFixed(1)} µs, official JSONWriter ${cpuPerRecord(w).toFixed(1)} µs`,
   `drain / raw, CPU per record: storage-write ${ratio(c).toFixed(1)}x (goal <= 4x), insert-all ${ratio(cInsert).toFixed(1)}x, merge ${ratio(cMerge).toFixed(1)}x, cdc ${ratio(cCdc).toFixed(1)}x, null sink ${ratio(b).toFixed(1)}x`,
-  `three runs each, CPU µs a record from the first fetch (the median run stands): raw ${aRuns.cpuPerRecordUs.map((x) => x.toFixed(1)).join(' / ')} at N, ${a4Runs.cpuPerRecordUs.map((x) => x.toFixed(1)).join(' / ')} at 4N; storage-write ${cRuns.cpuPerRecordUs.map((x) => x.toFixed(1)).join(' / ')} at N`,
+  `${goalRounds} rounds of raw then storage-write at N, CPU µs a record from the first fetch (each side's median run stands): raw ${aRuns.cpuPerRecordUs.map((x) => x.toFixed(1)).join(' / ')}, storage-write ${cRuns.cpuPerRecordUs.map((x) => x.toFixed(1)).join(' / ')}; each round's ratio ${roundRatios.map((x) => `${x.toFixed(1)}x`).join(' / ')}; raw at 4N, three runs: ${a4Runs.cpuPerRecordUs.map((x) => x.toFixed(1)).join(' / ')}`,
   `drain / (raw + official writer): storage-write ${ratioBoth(c).toFixed(2)} (goal: drain below the writer alone, ${cpuPerRecord(c).toFixed(1)} vs ${cpuPerRecord(w).toFixed(1)} µs)`,
   `steady state (CPU of 4N minus CPU of N, per record): raw ${slope(a, a4).toFixed(1)} µs, null sink ${slope(b, b4).toFixed(1)} µs, storage-write ${slope(c, c4).toFixed(1)} µs: ${(slope(c, c4) / slope(a, a4)).toFixed(1)}x raw`,
   `net of the idle run (${(idle.cpuUs / 1e6).toFixed(2)} s CPU): storage-write ${netCpuPerRecord(c).toFixed(1)} µs, insert-all ${netCpuPerRecord(cInsert).toFixed(1)} µs, merge ${netCpuPerRecord(cMerge).toFixed(1)} µs, cdc ${netCpuPerRecord(cCdc).toFixed(1)} µs a record`,
@@ -405,6 +418,7 @@ writeFileSync(
         rawN: aRuns.cpuPerRecordUs,
         rawQuad: a4Runs.cpuPerRecordUs,
         storageWriteN: cRuns.cpuPerRecordUs,
+        roundRatios,
       },
       cpuRatios: {
         storageWriteToRaw: ratio(c),
