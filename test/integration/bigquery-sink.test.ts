@@ -16,6 +16,23 @@ const userFields = [
   { name: 'meta', type: 'RECORD', mode: 'NULLABLE' as const, fields: [{ name: 'source', type: 'STRING' }] },
 ];
 
+/** A new target table in a dataset of its own, and an insert-all sink into it. */
+async function insertAllSink(maxRowsPerRequest: number) {
+  const dataset = uniqueName('sink');
+  const table = await ensureTargetTable(
+    clients.bigquery,
+    { dataset, table: 'target', location: null },
+    userFields,
+  );
+  const sink = createInsertAllSink(table, {
+    maxRowsPerRequest,
+    maxBytesPerRequest: 5_000_000,
+    retry: { attempts: 3, initialDelayMs: 1, maxDelayMs: 5 },
+    logger: createMemoryLogger(),
+  });
+  return { dataset, sink };
+}
+
 test('the target table is created with metadata columns, partitioning and clustering', async () => {
   const dataset = uniqueName('sink');
   const table = await ensureTargetTable(
@@ -43,18 +60,7 @@ test('the target table is created with metadata columns, partitioning and cluste
 });
 
 test('insert-all writes rows in several requests and returns one result per row, rejections included', async () => {
-  const dataset = uniqueName('sink');
-  const table = await ensureTargetTable(
-    clients.bigquery,
-    { dataset, table: 'target', location: null },
-    userFields,
-  );
-  const sink = createInsertAllSink(table, {
-    maxRowsPerRequest: 7,
-    maxBytesPerRequest: 5_000_000,
-    retry: { attempts: 3, initialDelayMs: 1, maxDelayMs: 5 },
-    logger: createMemoryLogger(),
-  });
+  const { dataset, sink } = await insertAllSink(7);
   const rows = Array.from({ length: 20 }, (_, i) =>
     toRow(
       record(
@@ -79,18 +85,7 @@ test('insert-all writes rows in several requests and returns one result per row,
 });
 
 test("insert-all writes a value holding the client's URL template `{{projectId}}` as it is", async () => {
-  const dataset = uniqueName('sink');
-  const table = await ensureTargetTable(
-    clients.bigquery,
-    { dataset, table: 'target', location: null },
-    userFields,
-  );
-  const sink = createInsertAllSink(table, {
-    maxRowsPerRequest: 500,
-    maxBytesPerRequest: 5_000_000,
-    retry: { attempts: 3, initialDelayMs: 1, maxDelayMs: 5 },
-    logger: createMemoryLogger(),
-  });
+  const { dataset, sink } = await insertAllSink(500);
   const value = {
     id: 'a {{projectId}} b',
     tags: ['{{projectId}}'],
