@@ -101,6 +101,19 @@ export interface RowToWrite {
 }
 
 /**
+ * A row made straight from its record's JSON text (insert-all, merge): the JSON text of its object, the
+ * metadata columns in it (see sinks/json-transcoder.ts `compileRowText`).
+ */
+export interface TextRow {
+  readonly rowKey: string;
+  readonly record: KafkaRecord;
+  readonly text: string;
+}
+
+/** A row to insert as JSON: an object, or its text. */
+export type RowToInsert = RowToWrite | TextRow;
+
+/**
  * A row in the form a stream appends (for BigQuery, its protocol buffer bytes), with the record it came
  * from (a row BigQuery refuses becomes that record's dead letter).
  */
@@ -130,7 +143,7 @@ export type RowResult = { readonly ok: true } | { readonly ok: false; readonly r
 
 /** The sink port: BigQuery. Writes are idempotent by rowKey; the result has one entry per row, in order. */
 export interface Sink {
-  write(rows: readonly RowToWrite[], signal?: AbortSignal): Promise<RowResult[]>;
+  write(rows: readonly RowToInsert[], signal?: AbortSignal): Promise<RowResult[]>;
 }
 
 export type StreamState = 'committed' | 'pending' | 'gone';

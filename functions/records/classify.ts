@@ -16,26 +16,17 @@ export interface RecordPolicy {
 }
 
 export interface Classified {
-  readonly rows: RowToWrite[];
+  /** How many rows were made. */
+  readonly rows: number;
   readonly letters: DeadLetter[];
   /** Tombstones skipped (TOMBSTONES=skip): nothing to write, counted so that every offset is accounted for. */
   readonly tombstones: number;
 }
 
-/** Each record's fate: a row, a dead letter with its reason, or (TOMBSTONES=skip) a skipped tombstone. */
-export async function classifyRecords(
-  records: readonly KafkaRecord[],
-  policy: RecordPolicy,
-  ingestedAt: Date,
-): Promise<Classified> {
-  const rows: RowToWrite[] = [];
-  const { letters, tombstones } = await classifyEach(records, policy, ingestedAt, (row) => rows.push(row));
-  return { rows, letters, tombstones };
-}
-
 /**
- * As `classifyRecords`, each row handed to `take` as soon as it is made (and then no longer held here):
- * returns the dead letters, the tombstones skipped and how many rows were taken.
+ * Each record's fate: a row, a dead letter with its reason, or (TOMBSTONES=skip) a skipped tombstone.
+ * Each row is handed to `take` as soon as it is made (and then no longer held here): returns the dead
+ * letters, the tombstones skipped and how many rows were taken.
  */
 export async function classifyEach(
   records: readonly KafkaRecord[],
@@ -44,7 +35,7 @@ export async function classifyEach(
   take: (row: RowToWrite) => void,
   /** Takes a record's row without its being decoded here (true), or leaves it to the general path. */
   direct?: (record: KafkaRecord) => boolean,
-): Promise<Omit<Classified, 'rows'> & { readonly rows: number }> {
+): Promise<Classified> {
   let rows = 0;
   const letters: DeadLetter[] = [];
   let tombstones = 0;

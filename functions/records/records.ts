@@ -35,10 +35,10 @@ export function rowKey(record: { topic: string; partition: number; offset: numbe
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
 
 /** The batch's ingestion time as text, made once per batch rather than once per row. */
-let ingestedText = { at: Number.NaN, text: '' };
-function isoOf(at: Date): string {
-  if (at.getTime() !== ingestedText.at) ingestedText = { at: at.getTime(), text: at.toISOString() };
-  return ingestedText.text;
+let ingested = { at: Number.NaN, text: '' };
+export function ingestedText(at: Date): string {
+  if (at.getTime() !== ingested.at) ingested = { at: at.getTime(), text: at.toISOString() };
+  return ingested.text;
 }
 
 /**
@@ -124,7 +124,7 @@ export function finishRow(
   row._kafka_offset = record.offset;
   row._kafka_timestamp = new Date(record.timestamp).toISOString();
   row._kafka_key = record.key === null ? null : record.key.toString('base64');
-  row._ingested_at = isoOf(ingestedAt);
+  row._ingested_at = ingestedText(ingestedAt);
   if (shape?.metadata?.headers) {
     row._kafka_headers = (record.rawHeaders ?? []).map((h) => ({
       key: h.key,
@@ -145,7 +145,7 @@ function reservedLetter(record: KafkaRecord, column: string): DeadLetter {
 }
 
 /** The key as text where it is valid UTF-8, else null (a binary key stays in `_kafka_key` only). */
-function keyText(key: Buffer | null): string | null {
+export function keyText(key: Buffer | null): string | null {
   if (key === null) return null;
   try {
     return strictUtf8.decode(key);

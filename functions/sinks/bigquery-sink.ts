@@ -4,7 +4,7 @@ import { ConfigError, DrainError } from '../drain/errors.js';
 import type { Logger } from '../drain/logger.js';
 import { type RetryPolicy, withRetry } from '../drain/retry.js';
 import { defaultTableLayout, type TableLayout } from '../drain/routes.js';
-import type { MetadataColumns, RowResult, RowToWrite, Sink } from '../drain/types.js';
+import type { MetadataColumns, RowResult, RowToInsert, Sink } from '../drain/types.js';
 import { type SchemaField, targetTableSchema } from './table-schema.js';
 
 /**
@@ -153,6 +153,8 @@ export interface InsertAllOptions {
   readonly maxBytesPerRequest: number;
   readonly retry: RetryPolicy;
   readonly logger: Logger;
+  /** Columns of the same value added to every row (merge's staging: the batch id). */
+  readonly extraColumns?: Readonly<Record<string, string>>;
 }
 
 export const insertAllLimits = { maxRowsPerRequest: 500, maxBytesPerRequest: 5 * 1024 * 1024 };
@@ -227,7 +229,12 @@ export function createInsertAllSink(table: Table, options: InsertAllOptions): Si
   return {
     async write(rows, signal) {
       const results = new Map<string, RowResult>();
-      for (const request of splitRequests(rows, options.maxRowsPerRequest, options.maxBytesPerRequest)) {
+      for (const request of splitRequests(
+        rows,
+        options.maxRowsPerRequest,
+        options.maxBytesPerRequest,
+        options.extraColumns,
+      )) {
         for (const [key, result] of await insertRequest(request, signal)) results.set(key, result);
       }
       return rows.map((r) => results.get(r.rowKey) ?? { ok: false, reason: 'no result from BigQuery' });
@@ -237,7 +244,7 @@ export function createInsertAllSink(table: Table, options: InsertAllOptions): Si
 
 /** A row to insert and its entry of the request, as JSON text (made once: it sizes the request too). */
 export interface InsertRow {
-  readonly row: RowToWrite;
+  readonly row: RowToInsert;
   readonly json: string;
 }
 
@@ -253,12 +260,28 @@ function describe(errors: { reason?: string; message?: string }[]): string {
   return text === '' ? 'rejected by BigQuery' : text;
 }
 
-export function splitRequests(rows: readonly RowToWrite[], maxRows: number, maxBytes: number): InsertRow[][] {
+/**
+ * The rows in requests of at most `maxRows` rows and `maxBytes` bytes, each row's entry made once: a row
+ * made from its record's text goes as that text, any other as its object's JSON; extra columns in front.
+ */
+export function splitRequests(
+  rows: readonly RowToInsert[],
+  maxRows: number,
+  maxBytes: number,
+  extraColumns?: Readonly<Record<string, string>>,
+): InsertRow[][] {
+  const extra = Object.entries(extraColumns ?? {})
+    .map(([name, value]) => `${JSON.stringify(name)}:${JSON.stringify(value)},`)
+    .join('');
   return chunksOf(
-    rows.map((row) => ({
-      row,
-      json: `{"insertId":${JSON.stringify(row.rowKey)},"json":${JSON.stringify(row.row)}}`,
-    })),
+    rows.map((row) => {
+      // Either form is an object with the metadata columns: never `{}`.
+      const json = 'text' in row ? row.text : JSON.stringify(row.row);
+      return {
+        row,
+        json: `{"insertId":${JSON.stringify(row.rowKey)},"json":${extra === '' ? json : `{${extra}${json.slice(1)}`}}`,
+      };
+    }),
     maxRows,
     maxBytes,
     (r) => Buffer.byteLength(r.json) + 1,

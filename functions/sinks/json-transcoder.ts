@@ -1,7 +1,7 @@
 import { isUtf8 } from 'node:buffer';
 import type { KafkaRecord } from '../drain/types.js';
 import { canonicalMicrosIn, dateDaysIn } from '../records/civil-time.js';
-import { maxRecordBytes, metadataColumns, type RowShape } from '../records/records.js';
+import { ingestedText, keyText, maxRecordBytes, metadataColumns, type RowShape } from '../records/records.js';
 import { doubleOf, FALSE, JsonCursor, NULL, plainDecimal, TRUE } from './json-cursor.js';
 import type { ProtoWriter } from './proto-writer.js';
 import type { SchemaField } from './table-schema.js';
@@ -15,6 +15,21 @@ import type { SchemaField } from './table-schema.js';
  * every row the same message (fields in the record's order, which protobuf does not mind).
  */
 export type Transcode = (writer: ProtoWriter, record: KafkaRecord, ingestedMicros: number) => boolean;
+
+/** What a record is read into: a row's protocol buffer writer, or nothing (a record only checked). */
+type Out = Pick<ProtoWriter, 'varint' | 'integer' | 'double' | 'delimitedFrom' | 'begin' | 'end'>;
+
+/** Writes nothing: the reading of a record only checks it (the row's JSON text is the record's own). */
+class NoOut implements Out {
+  varint(_value: number): void {}
+  integer(_value: number): void {}
+  double(_value: number): void {}
+  delimitedFrom(_source: Uint8Array, _start: number, _end: number): void {}
+  begin(): number {
+    return 0;
+  }
+  end(_start: number): void {}
+}
 
 const STRING = 1;
 const INT64 = 2;
@@ -72,6 +87,12 @@ interface Reading {
   readonly root: MessagePlan;
   readonly ignoreUnknown: boolean;
   readonly reserved: ReadonlySet<string>;
+  /**
+   * The record's text goes out as the row's JSON (insert-all, merge): a value whose text BigQuery would
+   * read otherwise than the general path's row (a REPEATED null, which that path sends as [], and a
+   * FLOAT64 too large for a double) is left to that path.
+   */
+  readonly asText: boolean;
 }
 
 /** The metadata columns' tags in the target's messages (-1: the key as text is not a column). */
@@ -117,7 +138,12 @@ export function compileTranscoder(
   const { keyText, ...always } = tags;
   if (root === undefined || Object.values(always).includes(-1)) return undefined;
   if (shape.metadata?.keyText === true && keyText === -1) return undefined;
-  const reading: Reading = { root, ignoreUnknown: shape.unknownFields === 'ignore', reserved };
+  const reading: Reading = {
+    root,
+    ignoreUnknown: shape.unknownFields === 'ignore',
+    reserved,
+    asText: false,
+  };
   // One record at a time, on one thread.
   const c = new JsonCursor();
   return (w, record, ingestedMicros) => {
@@ -128,6 +154,49 @@ export function compileTranscoder(
     if (c.bytes[c.at] !== 123 || !object(c, root, w, reading)) return false;
     c.space();
     return c.at === c.end && metadata(w, tags, record, ingestedMicros);
+  };
+}
+
+/**
+ * A record's row as the JSON text of its object, for the modes whose rows go to BigQuery as JSON
+ * (insert-all, merge), or undefined for a record this path leaves to the general one: the record is
+ * read as the transcoder reads it, writing nothing, and a record it takes goes out as its own text with
+ * the metadata columns put in front. It refuses what the transcoder refuses, and more: any field the
+ * table does not have (skipped ones would be in the text), a REPEATED null, a FLOAT64 beyond a double or
+ * of -0.
+ * So a row's text holds only the table's columns, each value in a form BigQuery reads as the value the
+ * general path's `JSON.stringify`d row gives it.
+ */
+export type RowText = (record: KafkaRecord, ingestedAt: Date) => string | undefined;
+
+export function compileRowText(shape: RowShape | undefined): RowText | undefined {
+  if (shape === undefined || shape.metadata?.headers === true) return undefined;
+  const reserved = new Set<string>(metadataColumns);
+  if (shape.fields.some((f) => reserved.has(f.name))) return undefined;
+  const root = planMessage(shape.fields, shape.fields);
+  if (root === undefined) return undefined;
+  const reading: Reading = { root, ignoreUnknown: false, reserved, asText: true };
+  const withKeyText = shape.metadata?.keyText === true;
+  // One record at a time, on one thread.
+  const c = new JsonCursor();
+  const out = new NoOut();
+  let topic = { name: '', json: '""' };
+  return (record, ingestedAt) => {
+    const v = record.value;
+    if (v === null || v.length > maxRecordBytes || !isUtf8(v)) return undefined;
+    c.reset(v);
+    c.space();
+    const open = c.at;
+    if (c.bytes[open] !== 123 || !object(c, root, out, reading)) return undefined;
+    c.space();
+    const { timestamp, key } = record;
+    if (c.at !== c.end || !Number.isSafeInteger(timestamp) || Math.abs(timestamp) >= maxMs) return undefined;
+    if (record.topic !== topic.name) topic = { name: record.topic, json: JSON.stringify(record.topic) };
+    c.at = open + 1;
+    c.space();
+    const empty = c.bytes[c.at] === 125;
+    // The metadata as the general path makes it, then the record's members and its closing brace.
+    return `{"_kafka_topic":${topic.json},"_kafka_partition":${record.partition},"_kafka_offset":${record.offset},"_kafka_timestamp":"${new Date(timestamp).toISOString()}","_kafka_key":${key === null ? 'null' : `"${key.toString('base64')}"`},"_ingested_at":"${ingestedText(ingestedAt)}"${withKeyText ? `,"_kafka_key_text":${JSON.stringify(keyText(key))}` : ''}${empty ? '' : ','}${v.toString('utf8', open + 1, v.length)}`;
   };
 }
 
@@ -161,7 +230,7 @@ function metadata(w: ProtoWriter, tags: MetadataTags, record: KafkaRecord, inges
 }
 
 /** At an object's `{`: its fields written (in the record's order), true when all went well. */
-function object(c: JsonCursor, plan: MessagePlan, w: ProtoWriter, reading: Reading): boolean {
+function object(c: JsonCursor, plan: MessagePlan, w: Out, reading: Reading): boolean {
   const stamp = ++plan.stamp;
   const { fields, seen } = plan;
   // Producers write fields in one order: the next field is guessed, and its name compared byte by byte;
@@ -195,7 +264,7 @@ function object(c: JsonCursor, plan: MessagePlan, w: ProtoWriter, reading: Readi
         const field = fields[index]!;
         if (c.bytes[c.at] === 110) {
           // null: nothing to write (a REPEATED one is empty), unless the column is REQUIRED.
-          if (field.required || !c.literal(NULL)) return false;
+          if (field.required || (field.repeated && reading.asText) || !c.literal(NULL)) return false;
         } else if (!(field.repeated ? items(c, field, w, reading) : one(c, field, w, reading))) return false;
         next = index + 1;
       }
@@ -213,7 +282,7 @@ function object(c: JsonCursor, plan: MessagePlan, w: ProtoWriter, reading: Readi
 }
 
 /** A REPEATED field's array (not null): each item written as a field of its own. */
-function items(c: JsonCursor, f: FieldPlan, w: ProtoWriter, reading: Reading): boolean {
+function items(c: JsonCursor, f: FieldPlan, w: Out, reading: Reading): boolean {
   if (!c.take(91)) return false;
   c.space();
   if (c.take(93)) return true;
@@ -229,7 +298,7 @@ function items(c: JsonCursor, f: FieldPlan, w: ProtoWriter, reading: Reading): b
 }
 
 /** One value of the field (not null). */
-function one(c: JsonCursor, f: FieldPlan, w: ProtoWriter, reading: Reading): boolean {
+function one(c: JsonCursor, f: FieldPlan, w: Out, reading: Reading): boolean {
   switch (f.kind) {
     case STRING:
     case DECIMAL:
@@ -239,8 +308,11 @@ function one(c: JsonCursor, f: FieldPlan, w: ProtoWriter, reading: Reading): boo
     case FLOAT64: {
       const q = c.numberEnd();
       if (q < 0) return false;
+      const value = doubleOf(c.bytes, c.at, q);
+      // As text: a value the general path's JSON.stringify would change (to null, or to 0).
+      if (reading.asText && (!Number.isFinite(value) || Object.is(value, -0))) return false;
       w.varint(f.tag);
-      w.double(doubleOf(c.bytes, c.at, q));
+      w.double(value);
       c.at = q;
       return true;
     }
@@ -268,7 +340,7 @@ function one(c: JsonCursor, f: FieldPlan, w: ProtoWriter, reading: Reading): boo
 }
 
 /** STRING (any text without escapes), NUMERIC and BIGNUMERIC (plain decimal text): the bytes as they are. */
-function text(c: JsonCursor, f: FieldPlan, w: ProtoWriter): boolean {
+function text(c: JsonCursor, f: FieldPlan, w: Out): boolean {
   const q = c.stringEnd();
   if (q < 0 || (f.kind === DECIMAL && !plainDecimal(c.bytes, c.at + 1, q, f.maxInteger, f.maxScale)))
     return false;
@@ -282,7 +354,7 @@ function text(c: JsonCursor, f: FieldPlan, w: ProtoWriter): boolean {
  * Whole numbers of up to 15 digits (exact as a double); fractions, exponents, -0, text and longer numbers
  * take the general path.
  */
-function int64(c: JsonCursor, f: FieldPlan, w: ProtoWriter): boolean {
+function int64(c: JsonCursor, f: FieldPlan, w: Out): boolean {
   const q = c.numberEnd();
   const b = c.bytes;
   const negative = b[c.at] === 45;
@@ -305,7 +377,7 @@ function int64(c: JsonCursor, f: FieldPlan, w: ProtoWriter): boolean {
  * DATE (`YYYY-MM-DD`) and TIMESTAMP in the canonical UTC form, read from the bytes as validation and the
  * encoder read their text.
  */
-function civil(c: JsonCursor, f: FieldPlan, w: ProtoWriter): boolean {
+function civil(c: JsonCursor, f: FieldPlan, w: Out): boolean {
   const q = c.stringEnd();
   if (q < 0) return false;
   const n = f.kind === DATE ? dateDaysIn(c.bytes, c.at + 1, q) : canonicalMicrosIn(c.bytes, c.at + 1, q);

@@ -4,7 +4,7 @@ import { DrainError } from '../drain/errors.js';
 import { createFlushQueue } from '../drain/flush-queue.js';
 import type { Logger } from '../drain/logger.js';
 import { backoffDelay, type RetryPolicy, sleep, withRetry } from '../drain/retry.js';
-import type { RowResult, RowToWrite, Sink } from '../drain/types.js';
+import type { RowResult, RowToInsert, Sink } from '../drain/types.js';
 import { bigQueryError, createInsertAllSink, insertAllLimits } from './bigquery-sink.js';
 import type { SchemaField } from './table-schema.js';
 
@@ -71,7 +71,7 @@ export function stagingTableName(
 }
 
 /** The offset ranges a flush covers, as `topic:partition:first-last`, sorted. */
-export function offsetRanges(rows: readonly RowToWrite[]): string[] {
+export function offsetRanges(rows: readonly RowToInsert[]): string[] {
   const ranges = new Map<string, [number, number]>();
   for (const { record } of rows) {
     const key = `${record.topic}:${record.partition}`;
@@ -83,7 +83,7 @@ export function offsetRanges(rows: readonly RowToWrite[]): string[] {
 }
 
 /** Deterministic: the same run, attempt and offset ranges give the same batch id. */
-export function batchId(runId: string, attempt: number, rows: readonly RowToWrite[]): string {
+export function batchId(runId: string, attempt: number, rows: readonly RowToInsert[]): string {
   return createHash('sha256')
     .update(`${runId}\n${attempt}\n${offsetRanges(rows).join('\n')}`)
     .digest('hex')
@@ -91,7 +91,7 @@ export function batchId(runId: string, attempt: number, rows: readonly RowToWrit
 }
 
 /** Whole UTC days the batch's Kafka timestamps fall in: the MERGE touches only those partitions. */
-export function timestampDays(rows: readonly RowToWrite[]): { from: string; to: string } {
+export function timestampDays(rows: readonly RowToInsert[]): { from: string; to: string } {
   let min = Number.POSITIVE_INFINITY;
   let max = Number.NEGATIVE_INFINITY;
   for (const { record } of rows) {
@@ -137,7 +137,7 @@ export function mergeStatement(
  */
 export function confirmStatement(
   target: { dataset: string; table: string },
-  rows: readonly RowToWrite[],
+  rows: readonly RowToInsert[],
   days: { from: string; to: string },
 ): string {
   const byPartition = new Map<string, number[]>();
@@ -179,7 +179,7 @@ export function createMergeSink(options: MergeSinkOptions): MergeSink {
   );
   const columns = options.schema.map((f) => f.name);
   // Concurrent writes wait while a flush runs, and the next flush takes them all (one MERGE).
-  const queue = createFlushQueue<{ rows: readonly RowToWrite[]; signal?: AbortSignal }, RowResult[]>(
+  const queue = createFlushQueue<{ rows: readonly RowToInsert[]; signal?: AbortSignal }, RowResult[]>(
     async (group) => {
       const results = await flush(
         group.flatMap((g) => g.item.rows),
@@ -224,20 +224,21 @@ export function createMergeSink(options: MergeSinkOptions): MergeSink {
 
   /** Stages the rows under a fresh batch id per attempt; returns the id and each row's result. */
   async function stage(
-    rows: RowToWrite[],
+    rows: RowToInsert[],
     signal?: AbortSignal,
   ): Promise<{ id: string; results: RowResult[] }> {
     const table = await stagingTable();
-    const once = createInsertAllSink(table, {
-      ...insertAllLimits,
-      retry: { ...options.retry, attempts: 1 },
-      logger: options.logger,
-    });
     for (let attempt = 1; ; attempt++) {
       const id = batchId(options.runId, attempt, rows);
       try {
-        const tagged = rows.map((r) => ({ ...r, row: { ...r.row, _kbd_batch: id } }));
-        return { id, results: await once.write(tagged, signal) };
+        // Each row staged with its batch id (put into its JSON, the row itself not copied).
+        const once = createInsertAllSink(table, {
+          ...insertAllLimits,
+          retry: { ...options.retry, attempts: 1 },
+          logger: options.logger,
+          extraColumns: { _kbd_batch: id },
+        });
+        return { id, results: await once.write(rows, signal) };
       } catch (error) {
         // A 404 from the table this run just created is propagation, not absence: retried while young.
         const youngTable404 =
@@ -282,7 +283,7 @@ export function createMergeSink(options: MergeSinkOptions): MergeSink {
   }
 
   /** Every key of the batch is in the target after its MERGE, or the batch fails (and is written again). */
-  async function confirm(rows: readonly RowToWrite[], days: { from: string; to: string }): Promise<void> {
+  async function confirm(rows: readonly RowToInsert[], days: { from: string; to: string }): Promise<void> {
     let present: number;
     try {
       const [result] = await options.bigquery.query({
@@ -300,7 +301,7 @@ export function createMergeSink(options: MergeSinkOptions): MergeSink {
     }
   }
 
-  async function flush(rows: RowToWrite[], signal?: AbortSignal): Promise<Map<string, RowResult>> {
+  async function flush(rows: RowToInsert[], signal?: AbortSignal): Promise<Map<string, RowResult>> {
     const began = Date.now();
     const { id, results } = await stage(rows, signal);
     options.fault?.('after-stage');

@@ -1,5 +1,15 @@
-import type { BatchToWrite, DeadLetters, ErrorTable, Sink, Writer, WrittenBatch } from '../drain/types.js';
-import { classifyRecords, type RecordPolicy } from '../records/classify.js';
+import type {
+  BatchToWrite,
+  DeadLetters,
+  ErrorTable,
+  RowToInsert,
+  Sink,
+  Writer,
+  WrittenBatch,
+} from '../drain/types.js';
+import { classifyEach, type RecordPolicy } from '../records/classify.js';
+import { type RowShape, rowKey } from '../records/records.js';
+import { compileRowText, type RowText } from '../sinks/json-transcoder.js';
 import { publishDeadLetters } from './dead-letters.js';
 
 export interface SinkWriterOptions {
@@ -29,15 +39,25 @@ export function createMergeWriter(options: SinkWriterOptions & { readonly errorT
 }
 
 function sinkWriter(options: SinkWriterOptions & { readonly errorTable?: ErrorTable }): Writer {
+  // Per route shape, compiled once: its JSON records' rows made straight from their text.
+  const rowTexts = new WeakMap<RowShape, RowText | null>();
   return {
     recover: async () => ({}),
     begin: async () => {},
-    write: (batch, signal) =>
-      writeBatch(batch.records, options, {
-        ...options.records,
-        ingestedAt: new Date(options.now()),
-        signal,
-      }),
+    write: (batch, signal) => {
+      // JSON records without business rules (their rules judge a row object).
+      const { shape, format, rules } = options.records;
+      let rowText: RowText | undefined;
+      if (shape !== undefined && format === undefined && rules === undefined) {
+        if (!rowTexts.has(shape)) rowTexts.set(shape, compileRowText(shape) ?? null);
+        rowText = rowTexts.get(shape) ?? undefined;
+      }
+      return writeBatch(
+        batch.records,
+        { ...options, ...(rowText === undefined ? {} : { rowText }) },
+        { ...options.records, ingestedAt: new Date(options.now()), signal },
+      );
+    },
   };
 }
 
@@ -54,10 +74,28 @@ export async function writeBatch(
     readonly deadLetters: DeadLetters;
     readonly errorTable?: ErrorTable;
     readonly fault?: (point: string) => void;
+    /** Makes a JSON record's row straight from its text, or leaves the record to the general path. */
+    readonly rowText?: RowText;
   },
   policy: RecordPolicy & { readonly ingestedAt: Date; readonly signal?: AbortSignal },
 ): Promise<WrittenBatch> {
-  const { rows, letters, tombstones } = await classifyRecords(records, policy, policy.ingestedAt);
+  const { ingestedAt } = policy;
+  const rows: RowToInsert[] = [];
+  const { rowText } = ports;
+  const { letters, tombstones } = await classifyEach(
+    records,
+    policy,
+    ingestedAt,
+    (row) => rows.push(row),
+    rowText === undefined
+      ? undefined
+      : (record) => {
+          const text = rowText(record, ingestedAt);
+          if (text === undefined) return false;
+          rows.push({ rowKey: rowKey(record), record, text });
+          return true;
+        },
+  );
   let written = 0;
   if (rows.length > 0) {
     const results = await ports.sink.write(rows, policy.signal);
@@ -68,7 +106,7 @@ export async function writeBatch(
   }
   ports.fault?.('after-write');
   if (ports.errorTable !== undefined && letters.length > 0) {
-    await ports.errorTable.write(letters, policy.ingestedAt, policy.signal);
+    await ports.errorTable.write(letters, ingestedAt, policy.signal);
     ports.fault?.('after-error-table');
   }
   await publishDeadLetters(letters, ports.deadLetters);

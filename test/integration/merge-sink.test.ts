@@ -1,9 +1,10 @@
 import { afterAll, describe, expect, test } from 'vitest';
 import { createMemoryLogger } from '../../functions/drain/logger.js';
-import type { DeadLetter, RowToWrite } from '../../functions/drain/types.js';
-import { toRow } from '../../functions/records/records.js';
+import type { DeadLetter, RowToWrite, TextRow } from '../../functions/drain/types.js';
+import { rowKey, toRow } from '../../functions/records/records.js';
 import { ensureTargetTable } from '../../functions/sinks/bigquery-sink.js';
 import { createMergeErrorTable } from '../../functions/sinks/error-table.js';
+import { compileRowText } from '../../functions/sinks/json-transcoder.js';
 import { createMergeSink, stagingPrefix, stagingTableName } from '../../functions/sinks/merge-sink.js';
 import { targetTableSchema } from '../../functions/sinks/table-schema.js';
 import { record } from '../support/memory-ports.js';
@@ -73,6 +74,29 @@ test('merging the same batch twice leaves one copy', async () => {
   expect(await tables(dataset)).toEqual([stagingTableName('p1', 0, 'run-a'), 'target']);
   await sink.close();
   expect(await tables(dataset)).toEqual(['target']);
+});
+
+test("rows made from their records' text are staged with their batch id and merged once, as object rows are", async () => {
+  const { dataset, sink } = await setup('run-text');
+  const rowText = compileRowText({ fields: userFields, unknownFields: 'reject' })!;
+  const ingestedAt = new Date();
+  const texts = (from: number, to: number): TextRow[] =>
+    Array.from({ length: to - from }, (_, i) => {
+      const r = record('orders', 0, from + i, { id: `r${from + i}`, n: from + i });
+      return { rowKey: rowKey(r), record: r, text: rowText(r, ingestedAt)! };
+    });
+  expect((await sink.write(texts(0, 30))).every((r) => r.ok)).toBe(true);
+  await sink.write(texts(0, 30));
+  // Text rows and another partition's object rows in one flush: only 30..39 and the other's 10 are new.
+  await Promise.all([sink.write(texts(20, 40)), sink.write(batch(0, 10, 1))]);
+  const [rows] = await clients.bigquery.query({
+    query: `SELECT _kafka_partition AS p, COUNT(*) AS c, COUNT(DISTINCT _kafka_offset) AS d, MAX(n) AS n FROM \`${dataset}.target\` GROUP BY p ORDER BY p`,
+  });
+  expect(rows).toEqual([
+    { p: 0, c: 40, d: 40, n: 39 },
+    { p: 1, c: 10, d: 10, n: 9 },
+  ]);
+  await sink.close();
 });
 
 test('writes from several partitions at once go out as one flush, each row once', async () => {

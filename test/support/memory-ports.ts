@@ -250,7 +250,10 @@ export function createMemorySink(options: { reject?: (row: RowToWrite) => string
     },
     async write(batch) {
       if (failure) throw failure;
-      return batch.map((row): RowResult => {
+      return batch.map((written): RowResult => {
+        // A row made from its record's text: the object BigQuery would read from it.
+        const row: RowToWrite =
+          'text' in written ? { ...written, row: JSON.parse(written.text) as Row } : written;
         const reason = options.reject?.(row);
         if (reason !== undefined) return { ok: false, reason };
         rows.push(row);

@@ -6,7 +6,7 @@
 import { describe, expect, test } from 'vitest';
 import type { KafkaRecord, RowToWrite } from '../../functions/drain/types.js';
 import { isDeadLetter, type RowShape, toRow } from '../../functions/records/records.js';
-import { compileTranscoder } from '../../functions/sinks/json-transcoder.js';
+import { compileRowText, compileTranscoder, type RowText } from '../../functions/sinks/json-transcoder.js';
 import { ProtoWriter } from '../../functions/sinks/proto-writer.js';
 import { compileRowEncoder } from '../../functions/sinks/row-encoder.js';
 import { type SchemaField, targetTableSchema } from '../../functions/sinks/table-schema.js';
@@ -79,6 +79,8 @@ function recordOf(value: string | Buffer | null, over: Partial<KafkaRecord> = {}
 interface Path {
   readonly shape: RowShape;
   readonly direct: (record: KafkaRecord) => Buffer | undefined;
+  /** The row's JSON text, made from the record's (insert-all, merge). */
+  readonly text: RowText;
   readonly general: (record: KafkaRecord) => Buffer | string;
 }
 
@@ -90,6 +92,7 @@ function paths(unknownFields: 'reject' | 'ignore', keyText = false): Path {
   const encode = compileRowEncoder(target);
   return {
     shape,
+    text: compileRowText(shape)!,
     direct(record) {
       const writer = new ProtoWriter(16);
       writer.varint(7); // something before, as in a batch: the row must start where it is written
@@ -152,6 +155,34 @@ function judge(path: Path, record: KafkaRecord): 'direct' | 'general' {
   return 'direct';
 }
 
+/**
+ * The text path's verdict on a record, checked against the general path's row as insert-all sends it
+ * (`JSON.stringify`): the two texts must read as the same JSON.
+ */
+function judgeText(path: Path, record: KafkaRecord): 'direct' | 'general' {
+  const text = path.text(record, ingestedAt);
+  if (text === undefined) return 'general';
+  const made = toRow(record, ingestedAt, path.shape);
+  expect(isDeadLetter(made), 'the text path took a record the general path refuses').toBe(false);
+  const general = JSON.parse(JSON.stringify((made as RowToWrite).row)) as unknown;
+  expect(withoutNulls(JSON.parse(text))).toStrictEqual(withoutNulls(general));
+  return 'direct';
+}
+
+/** A JSON value with its objects' null members left out: to BigQuery a null column is a missing one. */
+function withoutNulls(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(withoutNulls);
+  if (value === null || typeof value !== 'object') return value;
+  return Object.fromEntries(
+    Object.entries(value)
+      .filter(([, v]) => v !== null)
+      .map(([k, v]) => [k, withoutNulls(v)]),
+  );
+}
+
+/** Both paths' verdicts. */
+const verdicts = (path: Path, record: KafkaRecord) => [judge(path, record), judgeText(path, record)];
+
 const withField = (name: string, json: string) =>
   JSON.stringify({ ...typical, [name]: 0 }).replace(`"${name}":0`, `"${name}":${json}`);
 
@@ -164,16 +195,24 @@ describe('the one-pass JSON path', () => {
     ['whitespace everywhere', JSON.stringify(typical, null, 2).replace(/\n/g, '\r\n\t ')],
     ['fields in another order', JSON.stringify(Object.fromEntries(Object.entries(typical).reverse()))],
     ['only the required field', '{"req":"x"}'],
-    ['nulls, empty arrays and objects', '{"req":"x","s":null,"tags":null,"nums":[],"r":{},"rr":[],"j":null}'],
+    ['nulls, empty arrays and objects', '{"req":"x","s":null,"tags":[],"nums":[],"r":{},"rr":[],"j":null}'],
     ['INT64 edges', withField('nums', '[0,-999999999999999,123456789012345]')],
-    ['FLOAT64 forms', withField('r', '{"deep":{"z":[0,-0,1.5,0.1,1e-7,-2E+3,123456789.123456789,5e-324]}}')],
+    ['FLOAT64 forms', withField('r', '{"deep":{"z":[0,1.5,0.1,1e-7,-2E+3,123456789.123456789,5e-324]}}')],
     ['BOOL false', withField('b', 'false')],
     ['BIGNUMERIC of 38 and 38 digits', withField('bn', `"-${'9'.repeat(38)}.${'1'.repeat(38)}"`)],
     ['TIMESTAMP with a space, no fraction', withField('ts', '"1999-12-31 23:59:59Z"')],
     ['TIMESTAMP with nanoseconds', withField('ts', '"2026-01-31T13:00:00.123456789Z"')],
   ])('takes %s, as the general path writes it', (_name, json) => {
-    expect(judge(reject, recordOf(json))).toBe('direct');
-    expect(judge(ignore, recordOf(json))).toBe('direct');
+    expect(verdicts(reject, recordOf(json))).toEqual(['direct', 'direct']);
+    expect(verdicts(ignore, recordOf(json))).toEqual(['direct', 'direct']);
+  });
+
+  test.each([
+    ['a REPEATED null (the general path sends [])', withField('tags', 'null')],
+    ['a FLOAT64 of -0 (the general path sends 0)', withField('f', '-0.0')],
+    ['a FLOAT64 beyond a double (the general path sends null)', withField('f', '1e400')],
+  ])('as protobuf, takes %s; as text, leaves it to the general path', (_name, json) => {
+    expect(verdicts(reject, recordOf(json))).toEqual(['direct', 'general']);
   });
 
   test.each([
@@ -211,15 +250,28 @@ describe('the one-pass JSON path', () => {
     ['truncated', JSON.stringify(typical).slice(0, 100)],
     ['empty', ''],
   ])('leaves %s to the general path', (_name, json) => {
-    expect(judge(reject, recordOf(json))).toBe('general');
-    expect(judge(ignore, recordOf(json))).toBe('general');
+    expect(verdicts(reject, recordOf(json))).toEqual(['general', 'general']);
+    expect(verdicts(ignore, recordOf(json))).toEqual(['general', 'general']);
+  });
+
+  test('as text: an empty object and one with spaces get the metadata columns alone, as valid JSON', () => {
+    const shape: RowShape = { fields: [{ name: 's', type: 'STRING' }], unknownFields: 'reject' };
+    const text = compileRowText(shape)!;
+    for (const json of ['{}', ' { } ', '{\n}\t', '{ "s" : "x" }  ']) {
+      const made = toRow(recordOf(json), ingestedAt, shape) as RowToWrite;
+      expect(JSON.parse(text(recordOf(json), ingestedAt)!)).toEqual(JSON.parse(JSON.stringify(made.row)));
+    }
   });
 
   test('unknown fields: the general path judges them where they are refused, skipped where ignored', () => {
     const json = withField('extra', '{"a":[1,2.5,true,false,null,"x",{"b":{}}],"c":[]}');
-    expect(judge(reject, recordOf(json))).toBe('general');
-    expect(judge(ignore, recordOf(json))).toBe('direct');
-    expect(judge(ignore, recordOf(withField('r', '{"x":"a","other":"b"}')))).toBe('direct');
+    expect(verdicts(reject, recordOf(json))).toEqual(['general', 'general']);
+    // As text, an unknown field would go to BigQuery with the row: the general path drops it.
+    expect(verdicts(ignore, recordOf(json))).toEqual(['direct', 'general']);
+    expect(verdicts(ignore, recordOf(withField('r', '{"x":"a","other":"b"}')))).toEqual([
+      'direct',
+      'general',
+    ]);
     // An unknown value it cannot skip surely: the general path.
     expect(judge(ignore, recordOf(withField('extra', '"\\n"')))).toBe('general');
   });
@@ -227,20 +279,32 @@ describe('the one-pass JSON path', () => {
   test('the metadata: no key, an empty key, a key as text, timestamps before 1970 and out of reach', () => {
     const json = JSON.stringify(typical);
     const text = paths('reject', true);
+    const both = ['direct', 'direct'];
     for (const path of [reject, text]) {
-      expect(judge(path, recordOf(json, { key: null }))).toBe('direct');
-      expect(judge(path, recordOf(json, { key: Buffer.alloc(0) }))).toBe('direct');
-      expect(judge(path, recordOf(json, { timestamp: -1 }))).toBe('direct');
-      expect(judge(path, recordOf(json, { offset: 2 ** 40, partition: 0 }))).toBe('direct');
-      expect(judge(path, recordOf(json, { timestamp: Date.UTC(9999, 0, 1) }))).toBe('general');
+      expect(verdicts(path, recordOf(json, { key: null }))).toEqual(both);
+      expect(verdicts(path, recordOf(json, { key: Buffer.alloc(0) }))).toEqual(both);
+      expect(verdicts(path, recordOf(json, { timestamp: -1 }))).toEqual(both);
+      expect(verdicts(path, recordOf(json, { offset: 2 ** 40, partition: 0 }))).toEqual(both);
+      expect(verdicts(path, recordOf(json, { timestamp: Date.UTC(9999, 0, 1) }))).toEqual([
+        'general',
+        'general',
+      ]);
     }
-    expect(judge(text, recordOf(json, { key: Buffer.from([0xff, 0x00]) }))).toBe('direct');
-    expect(judge(text, recordOf(json, { key: Buffer.from('\ufeffk') }))).toBe('general');
+    expect(verdicts(text, recordOf(json, { key: Buffer.from([0xff, 0x00]) }))).toEqual(both);
+    expect(verdicts(text, recordOf(json, { key: Buffer.from('"\\k\n') }))).toEqual(both);
+    // The key as text without its BOM, as the general path decodes it: the text path makes it so too.
+    expect(verdicts(text, recordOf(json, { key: Buffer.from('\ufeffk') }))).toEqual(['general', 'direct']);
   });
 
   test('DATE and TIMESTAMP, read from the bytes: written as the general path writes them, or left to it', () => {
+    // Both paths read them alike: the same verdict from each.
     const verdicts = (name: string, values: string[]) =>
-      values.map((v) => judge(reject, recordOf(withField(name, JSON.stringify(v)))));
+      values.map((v) => {
+        const record = recordOf(withField(name, JSON.stringify(v)));
+        const verdict = judge(reject, record);
+        expect(judgeText(reject, record), v).toBe(verdict);
+        return verdict;
+      });
     const dates = ['2024-02-29', '2000-02-29', '2023-02-28', '0001-01-01', '9999-12-31', '1969-12-31'];
     expect(verdicts('d', dates)).toEqual(dates.map(() => 'direct'));
     const badDates = [
@@ -301,10 +365,10 @@ describe('the one-pass JSON path', () => {
 
   test('bad bytes: invalid UTF-8, a null value, a value too large to be a row', () => {
     const bad = Buffer.concat([Buffer.from('{"req":"'), Buffer.from([0xc3, 0x28]), Buffer.from('"}')]);
-    expect(judge(reject, recordOf(bad))).toBe('general');
-    expect(judge(reject, recordOf(null))).toBe('general');
+    expect(verdicts(reject, recordOf(bad))).toEqual(['general', 'general']);
+    expect(verdicts(reject, recordOf(null))).toEqual(['general', 'general']);
     const huge = JSON.stringify({ req: 'x'.repeat(9.5 * 1024 * 1024) });
-    expect(judge(reject, recordOf(huge))).toBe('general');
+    expect(verdicts(reject, recordOf(huge))).toEqual(['general', 'general']);
   });
 
   test("in a batch: a record the direct path leaves halfway (after some fields) leaves no byte in the batch's rows", () => {
@@ -334,13 +398,18 @@ describe('the one-pass JSON path', () => {
       return seed % n;
     };
     let direct = 0;
+    let text = 0;
     for (let i = 0; i < 3000; i++) {
       const bytes = Buffer.from(base);
       for (let k = 0, edits = 1 + random(3); k < edits; k++)
         bytes[random(bytes.length)] = alphabet[random(alphabet.length)]!;
-      for (const path of [reject, ignore]) if (judge(path, recordOf(bytes)) === 'direct') direct++;
+      for (const path of [reject, ignore]) {
+        if (judge(path, recordOf(bytes)) === 'direct') direct++;
+        if (judgeText(path, recordOf(bytes)) === 'direct') text++;
+      }
     }
     // Many mutations land inside strings or digits and stay valid: the comparison is not empty.
     expect(direct).toBeGreaterThan(400);
+    expect(text).toBeGreaterThan(400);
   });
 });
