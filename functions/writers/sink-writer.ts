@@ -9,7 +9,7 @@ import type {
 } from '../drain/types.js';
 import { classifyEach, type RecordPolicy } from '../records/classify.js';
 import { type RowShape, rowKey } from '../records/records.js';
-import { compileRowText, type RowText } from '../sinks/json-transcoder.js';
+import { compileRowText, type RowText } from '../sinks/row-text.js';
 import { publishDeadLetters } from './dead-letters.js';
 
 export interface SinkWriterOptions {

@@ -3,7 +3,7 @@ import { createMemoryLogger } from '../../functions/drain/logger.js';
 import type { RowToWrite, TextRow } from '../../functions/drain/types.js';
 import { type RowShape, rowKey, toRow } from '../../functions/records/records.js';
 import { createInsertAllSink, ensureTargetTable } from '../../functions/sinks/bigquery-sink.js';
-import { compileRowText } from '../../functions/sinks/json-transcoder.js';
+import { compileRowText } from '../../functions/sinks/row-text.js';
 import type { SchemaField } from '../../functions/sinks/table-schema.js';
 import { record } from '../support/memory-ports.js';
 import { stackClients, uniqueName } from '../support/stack.js';

@@ -4,8 +4,8 @@ import type { DeadLetter, RowToWrite, TextRow } from '../../functions/drain/type
 import { rowKey, toRow } from '../../functions/records/records.js';
 import { ensureTargetTable } from '../../functions/sinks/bigquery-sink.js';
 import { createMergeErrorTable } from '../../functions/sinks/error-table.js';
-import { compileRowText } from '../../functions/sinks/json-transcoder.js';
 import { createMergeSink, stagingPrefix, stagingTableName } from '../../functions/sinks/merge-sink.js';
+import { compileRowText } from '../../functions/sinks/row-text.js';
 import { targetTableSchema } from '../../functions/sinks/table-schema.js';
 import { record } from '../support/memory-ports.js';
 import { stackClients, uniqueName } from '../support/stack.js';

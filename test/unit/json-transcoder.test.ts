@@ -6,9 +6,10 @@
 import { describe, expect, test } from 'vitest';
 import type { KafkaRecord, RowToWrite } from '../../functions/drain/types.js';
 import { isDeadLetter, type RowShape, toRow } from '../../functions/records/records.js';
-import { compileRowText, compileTranscoder, type RowText } from '../../functions/sinks/json-transcoder.js';
+import { compileTranscoder } from '../../functions/sinks/json-transcoder.js';
 import { ProtoWriter } from '../../functions/sinks/proto-writer.js';
 import { compileRowEncoder } from '../../functions/sinks/row-encoder.js';
+import { compileRowText, type RowText } from '../../functions/sinks/row-text.js';
 import { type SchemaField, targetTableSchema } from '../../functions/sinks/table-schema.js';
 
 const fields: SchemaField[] = [

@@ -1,0 +1,49 @@
+import type { KafkaRecord } from '../drain/types.js';
+import { ingestedText, keyText, type RowShape } from '../records/records.js';
+import { JsonCursor } from './json-cursor.js';
+import { maxMs, type Out, readingOf, readRecord } from './json-reader.js';
+
+/**
+ * A record's row as the JSON text of its object, for the modes whose rows go to BigQuery as JSON
+ * (insert-all, merge), or undefined for a record this path leaves to the general one: the record is
+ * read as the transcoder reads it, writing nothing, and a record it takes goes out as its own text with
+ * the metadata columns put in front. It refuses what the transcoder refuses, and more: any field the
+ * table does not have (skipped ones would be in the text), a REPEATED null, a FLOAT64 beyond a double or
+ * of -0.
+ * So a row's text holds only the table's columns, each value in a form BigQuery reads as the value the
+ * general path's `JSON.stringify`d row gives it.
+ */
+export type RowText = (record: KafkaRecord, ingestedAt: Date) => string | undefined;
+
+export function compileRowText(shape: RowShape | undefined): RowText | undefined {
+  const reading = readingOf(shape, shape?.fields ?? [], true);
+  if (reading === undefined) return undefined;
+  const withKeyText = shape?.metadata?.keyText === true;
+  const c = new JsonCursor();
+  const out = new NoOut();
+  let topic = { name: '', json: '""' };
+  return (record, ingestedAt) => {
+    const v = record.value;
+    const open = readRecord(c, v, reading, out);
+    const { timestamp, key } = record;
+    if (open < 0 || !Number.isSafeInteger(timestamp) || Math.abs(timestamp) >= maxMs) return undefined;
+    if (record.topic !== topic.name) topic = { name: record.topic, json: JSON.stringify(record.topic) };
+    c.at = open + 1;
+    c.space();
+    const empty = c.bytes[c.at] === 125;
+    // The metadata as the general path makes it, then the record's members and its closing brace.
+    return `{"_kafka_topic":${topic.json},"_kafka_partition":${record.partition},"_kafka_offset":${record.offset},"_kafka_timestamp":"${new Date(timestamp).toISOString()}","_kafka_key":${key === null ? 'null' : `"${key.toString('base64')}"`},"_ingested_at":"${ingestedText(ingestedAt)}"${withKeyText ? `,"_kafka_key_text":${JSON.stringify(keyText(key))}` : ''}${empty ? '' : ','}${v!.toString('utf8', open + 1, v!.length)}`;
+  };
+}
+
+/** Writes nothing: the reading of a record only checks it (the row's JSON text is the record's own). */
+class NoOut implements Out {
+  varint(_value: number): void {}
+  integer(_value: number): void {}
+  double(_value: number): void {}
+  delimitedFrom(_source: Uint8Array, _start: number, _end: number): void {}
+  begin(): number {
+    return 0;
+  }
+  end(_start: number): void {}
+}
