@@ -15,6 +15,14 @@ export interface RecordPolicy {
   readonly format?: ValueFormat;
 }
 
+/**
+ * The shape a route's records may be read against straight from their JSON text (the one-pass reader):
+ * JSON values (no value format) without business rules, which judge a row object. Undefined otherwise.
+ */
+export function directShape(policy: RecordPolicy): RowShape | undefined {
+  return policy.format === undefined && policy.rules === undefined ? policy.shape : undefined;
+}
+
 export interface Classified {
   /** How many rows were made. */
   readonly rows: number;

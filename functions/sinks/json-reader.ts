@@ -75,8 +75,8 @@ export interface Reading {
   readonly reserved: ReadonlySet<string>;
   /**
    * The record's text goes out as the row's JSON (insert-all, merge): a value whose text BigQuery would
-   * read otherwise than the general path's row (a REPEATED null, which that path sends as [], and a
-   * FLOAT64 too large for a double) is left to that path.
+   * read otherwise than the general path's row (a REPEATED null, which that path sends as [], a FLOAT64
+   * too large for a double, which it sends as null, and -0, which it sends as 0) is left to that path.
    */
   readonly asText: boolean;
 }

@@ -7,7 +7,7 @@ import type {
   Writer,
   WrittenBatch,
 } from '../drain/types.js';
-import { classifyEach, type RecordPolicy } from '../records/classify.js';
+import { classifyEach, directShape, type RecordPolicy } from '../records/classify.js';
 import { type RowShape, rowKey } from '../records/records.js';
 import { compileRowText, type RowText } from '../sinks/row-text.js';
 import { publishDeadLetters } from './dead-letters.js';
@@ -45,10 +45,10 @@ function sinkWriter(options: SinkWriterOptions & { readonly errorTable?: ErrorTa
     recover: async () => ({}),
     begin: async () => {},
     write: (batch, signal) => {
-      // JSON records without business rules (their rules judge a row object).
-      const { shape, format, rules } = options.records;
+      // JSON records without business rules can go out as their own text.
+      const shape = directShape(options.records);
       let rowText: RowText | undefined;
-      if (shape !== undefined && format === undefined && rules === undefined) {
+      if (shape !== undefined) {
         if (!rowTexts.has(shape)) rowTexts.set(shape, compileRowText(shape) ?? null);
         rowText = rowTexts.get(shape) ?? undefined;
       }

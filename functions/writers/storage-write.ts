@@ -2,7 +2,7 @@ import { partitionId } from '../drain/assignment.js';
 import type { Logger } from '../drain/logger.js';
 import { defaultRetryPolicy, withRetry } from '../drain/retry.js';
 import type { Checkpoints, DeadLetters, Lease, StreamSink, Writer } from '../drain/types.js';
-import { classifyEach, type RecordPolicy } from '../records/classify.js';
+import { classifyEach, directShape, type RecordPolicy } from '../records/classify.js';
 import { recordSize } from '../records/records.js';
 import { publishDeadLetters } from './dead-letters.js';
 import { type Replay, splitReplayed } from './replay.js';
@@ -80,7 +80,7 @@ export function createStorageWriteWriter(options: StorageWriteWriterOptions): Wr
       const { fresh, heldRows, heldLetters } = splitReplayed(records, replayOf(batch.lease));
       // JSON records without business rules can go straight from their text to the table's messages.
       const policy = options.records;
-      const direct = policy.format === undefined && policy.rules === undefined ? policy.shape : undefined;
+      const direct = directShape(policy);
       // Encoding needs the target's schema: a target not ready yet (a transient failure) is waited for as
       // the flush's own appends are, not taken for the batch's failure.
       const encoding = await withRetry(
