@@ -1,6 +1,7 @@
 import avro from 'avsc';
 import type { JsonValue } from '../drain/types.js';
 import { convertValue } from '../records/debezium.js';
+import { floatValue } from '../records/validate.js';
 import type { SchemaField } from '../sinks/table-schema.js';
 import {
   bigOf,
@@ -8,7 +9,6 @@ import {
   columnName,
   dateText,
   decimalColumn,
-  floatValue,
   int64Value,
   joinPath,
   microsText,

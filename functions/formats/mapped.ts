@@ -77,12 +77,6 @@ export function decimalColumn(precision: number, scale: number): 'NUMERIC' | 'BI
   return 'STRING';
 }
 
-/** A JS number for a float column: BigQuery's JSON forms for the non-finite ones are strings. */
-export function floatValue(v: number): JsonValue {
-  if (Number.isFinite(v)) return v;
-  return Number.isNaN(v) ? 'NaN' : v > 0 ? 'Infinity' : '-Infinity';
-}
-
 const MIN_SAFE = BigInt(Number.MIN_SAFE_INTEGER);
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 

@@ -164,7 +164,7 @@ function scalarCheck(type: string): Check {
       return (v) => int64(v, '');
     case 'FLOAT':
     case 'FLOAT64':
-      return (v) => (typeof v === 'number' ? v : scalar(v, type, ''));
+      return (v) => (typeof v === 'number' ? floatValue(v) : scalar(v, type, ''));
     case 'BOOLEAN':
     case 'BOOL':
       return (v) => (typeof v === 'boolean' ? v : scalar(v, type, ''));
@@ -184,6 +184,17 @@ function scalarCheck(type: string): Check {
   }
 }
 
+/**
+ * A number for a FLOAT64 column as a row carries it. JSON has no form for the non-finite ones (a record's
+ * `1e400` parses to Infinity, which `JSON.stringify` would send to insertAll as null: a value turned into
+ * NULL with no dead letter): they are BigQuery's JSON strings, as insertAll takes them; the Storage Write
+ * encoder makes the same double of either.
+ */
+export function floatValue(v: number): JsonValue {
+  if (Number.isFinite(v)) return v;
+  return Number.isNaN(v) ? 'NaN' : v > 0 ? 'Infinity' : '-Infinity';
+}
+
 function scalar(v: JsonValue, type: string, path: string): JsonValue {
   switch (type) {
     case 'STRING':
@@ -199,7 +210,7 @@ function scalar(v: JsonValue, type: string, path: string): JsonValue {
       return int64(v, path);
     case 'FLOAT':
     case 'FLOAT64':
-      if (typeof v === 'number') return v;
+      if (typeof v === 'number') return floatValue(v);
       if (v === 'NaN' || v === 'Infinity' || v === '-Infinity') return v;
       throw new Invalid(path, `must be a number, not ${kindOf(v)}`);
     case 'NUMERIC':

@@ -128,6 +128,26 @@ describe('batching', () => {
   });
 });
 
+describe('a FLOAT64 beyond a double', () => {
+  test("goes to insertAll as BigQuery's string, at the top, nested and repeated: never as null", () => {
+    const shape = {
+      fields: [
+        { name: 'f', type: 'FLOAT64' },
+        { name: 'fs', type: 'FLOAT64', mode: 'REPEATED' as const },
+        { name: 'meta', type: 'RECORD', fields: [{ name: 'w', type: 'FLOAT64' }] },
+      ],
+      unknownFields: 'reject' as const,
+    };
+    const row = toRow(record('t', 0, 7, '{"f":1e400,"fs":[-1e400,1.5],"meta":{"w":-1e999}}'), at, shape);
+    expect(isDeadLetter(row)).toBe(false);
+    const entry = splitRequests([row as RowToWrite], 500, 5_000_000)[0]![0]!;
+    expect(JSON.parse(entry.json)).toMatchObject({
+      insertId: 't:0:7',
+      json: { f: 'Infinity', fs: ['-Infinity', 1.5], meta: { w: '-Infinity' } },
+    });
+  });
+});
+
 describe('assignment', () => {
   test('the hash is stable and spreads partitions over tasks', () => {
     expect(stableHash('orders:0')).toBe(stableHash('orders:0'));

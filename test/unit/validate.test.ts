@@ -20,6 +20,10 @@ describe('validation against the table schema', () => {
     ['INT64', '9223372036854775807', '9223372036854775807'],
     ['FLOAT64', 1.5, 1.5],
     ['FLOAT', 'NaN', 'NaN'],
+    // JSON has no form for these: a record's 1e400 parses to Infinity, sent as BigQuery's string (never null).
+    ['FLOAT64', Number.POSITIVE_INFINITY, 'Infinity'],
+    ['FLOAT', Number.NEGATIVE_INFINITY, '-Infinity'],
+    ['FLOAT64', -0, -0],
     ['NUMERIC', '12345678901234567890123456789.123456789', '12345678901234567890123456789.123456789'],
     ['NUMERIC', 12.5, '12.5'],
     // Exponent forms are read exactly and written as plain decimals.
