@@ -2,11 +2,11 @@ import { partitionId } from './assignment.js';
 import type { PartitionState, Watermarks } from './types.js';
 
 /**
- * Sharing work between the tasks of an execution. A task drains the partitions that hash to it first;
- * then, while its budget lasts, it takes other tasks' partitions whose records wait (checkpoint below the
- * end seen at start) and whose lease is free: never taken (a task that starts late), released, or expired
- * (a task that died). Leases keep this safe whatever the timing: two runs never hold one partition, and
- * a run that lost its lease cannot commit.
+ * Sharing work between the tasks of an execution. A task drains the partitions dealt to it first
+ * (`preferredTask`); then, while its budget lasts, it takes other tasks' partitions whose records wait
+ * (checkpoint below the end seen at start) and whose lease is free: never taken (a task that starts late),
+ * released, or expired (a task that died). Leases keep this safe whatever the timing: two runs never hold
+ * one partition, and a run that lost its lease cannot commit.
  *
  * A live holder writes its partition (commits, renewals), a dead one stops, and its lease expires. So a
  * held partition is watched: if its document has changed since it was first seen, its holder is alive and

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest';
 import { deadLetterMessage, truncateUtf8 } from '../../functions/dead-letters/pubsub-dead-letters.js';
-import { ownedBy, stableHash } from '../../functions/drain/assignment.js';
+import { ownedBy, preferredTask, stableHash } from '../../functions/drain/assignment.js';
 import { splitBatches } from '../../functions/drain/batch.js';
 import { DrainError } from '../../functions/drain/errors.js';
 import { backoffDelay, withRetry } from '../../functions/drain/retry.js';
@@ -156,6 +156,41 @@ describe('assignment', () => {
     const sizes = [0, 1, 2, 3].map((i) => ownedBy(partitions, i, 4).length);
     expect(sizes.reduce((a, b) => a + b)).toBe(64);
     expect(Math.min(...sizes)).toBeGreaterThan(5);
+  });
+
+  test("each topic's partitions are dealt evenly: no task prefers two more than another", () => {
+    // Topic names whose partitions, each hashed apart, split 3 / 5 / 5 / 3 (16 over 4 tasks) and
+    // 3 / 1 / 2 (6 over 3): an execution lasts as long as its busiest task.
+    for (const topic of ['bench-mx6jipzn-tasks', 'cdc.public.customers', 'orders', 'events', 'payments']) {
+      for (const [count, tasks] of [
+        [16, 4],
+        [6, 3],
+        [12, 4],
+        [5, 2],
+        [3, 4],
+        [1000, 7],
+      ] as const) {
+        const partitions = Array.from({ length: count }, (_, partition) => ({ topic, partition }));
+        const sizes = Array.from({ length: tasks }, (_, i) => ownedBy(partitions, i, tasks).length);
+        expect(
+          sizes.reduce((a, b) => a + b),
+          `${topic} ${count}/${tasks}`,
+        ).toBe(count);
+        expect(
+          Math.max(...sizes) - Math.min(...sizes),
+          `${topic} ${count}/${tasks}: ${sizes}`,
+        ).toBeLessThanOrEqual(1);
+      }
+    }
+  });
+
+  test("a topic that gains partitions moves none of those it had; topics' remainders start at different tasks", () => {
+    const task = (topic: string, partition: number) => preferredTask({ topic, partition }, 4);
+    for (let p = 0; p < 6; p++) expect(task('orders', p)).toBe((task('orders', 0) + p) % 4);
+    const starts = new Set(
+      ['orders', 'events', 'payments', 'refunds', 'users', 'carts'].map((t) => task(t, 0)),
+    );
+    expect(starts.size).toBeGreaterThan(1);
   });
 });
 
