@@ -75,8 +75,9 @@ export function daysFromCivilParts(y0: number, m: number, d: number): number {
  */
 
 /*
- * Fixed-width digit runs read without a loop: the timestamp reader inlines a dozen of them, and straight
- * code compiles in a fraction of the time loops take (the compiler's time counts against a short drain).
+ * Fixed-width digit runs read without a loop: the timestamp reader inlines seven of them, and straight
+ * code is less for TurboFan to compile than loops (its time counts against a short drain; one traced run:
+ * canonicalMicrosIn 30 ms of compiling with loops, 12 without).
  */
 
 /** The two digits at bytes[at], or -1 when either is not an ASCII digit. */
