@@ -76,7 +76,7 @@ export interface Reading {
   /**
    * The record's text goes out as the row's JSON (insert-all, merge): a value whose text BigQuery would
    * read otherwise than the general path's row (a REPEATED null, which that path sends as [], a FLOAT64
-   * too large for a double, which it sends as null, and -0, which it sends as 0) is left to that path.
+   * too large for a double, which it sends as "Infinity", and -0, which it sends as 0) is left to that path.
    */
   readonly asText: boolean;
 }
