@@ -155,4 +155,87 @@ describe('firestore checkpoints', () => {
     ).rejects.toBeInstanceOf(FencedError);
     expect(b2!.intent).toMatchObject({ nextOffset: 7 });
   });
+
+  describe('commits asked for together (the partitions of one flush)', () => {
+    const parts = [0, 1, 2, 3].map((partition) => ({ topic: 'orders', partition }));
+    const docOf = (pipeline: string, partition: number) =>
+      clients.firestore.doc(`pipelines/${pipeline}/partitions/orders~${partition}`);
+
+    test('go to Firestore as one write: every document takes the same update time, each its own ledger entry', async () => {
+      const pipeline = uniqueName('pipe');
+      const checkpoints = createFirestoreCheckpoints(clients.firestore, pipeline);
+      const leases = await Promise.all(parts.map((p) => checkpoints.acquire(p, 'run-a', 30_000)));
+      const after = await Promise.all(
+        leases.map((lease, i) => checkpoints.commit(commitOf(lease, 0, 10 + i), 30_000)),
+      );
+      expect(after.map((l) => l.nextOffset)).toEqual([10, 11, 12, 13]);
+      const snapshots = await Promise.all(parts.map((p) => docOf(pipeline, p.partition).get()));
+      expect(snapshots.map((s) => s.get('nextOffset'))).toEqual([10, 11, 12, 13]);
+      expect(snapshots.map((s) => s.get('commits'))).toEqual([1, 1, 1, 1]);
+      const times = snapshots.map((s) => s.updateTime!);
+      expect(times.every((t) => t.isEqual(times[0]!))).toBe(true);
+      for (const p of parts) {
+        const ledger = await docOf(pipeline, p.partition).collection('ledger').get();
+        expect(ledger.docs.map((d) => [d.get('from'), d.get('to')])).toEqual([[0, 10 + p.partition]]);
+      }
+    });
+
+    test('a partition whose lease was taken over is refused alone; the others commit', async () => {
+      let now = Date.now();
+      const pipeline = uniqueName('pipe');
+      const checkpoints = createFirestoreCheckpoints(clients.firestore, pipeline, () => now);
+      const leases = await Promise.all(
+        parts.map((p) => checkpoints.acquire(p, 'run-a', p.partition === 0 ? 1_000 : 30_000)),
+      );
+      now += 2_000;
+      await checkpoints.acquire(parts[0]!, 'run-b', 30_000); // takes the lapsed lease of partition 0
+      const results = await Promise.allSettled(
+        leases.map((lease) => checkpoints.commit(commitOf(lease, 0, 5), 30_000)),
+      );
+      expect(results[0]).toMatchObject({ status: 'rejected', reason: expect.any(FencedError) });
+      expect(results.slice(1).map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'fulfilled']);
+      const snapshots = await Promise.all(parts.map((p) => docOf(pipeline, p.partition).get()));
+      expect(snapshots.map((s) => s.get('nextOffset'))).toEqual([null, 5, 5, 5]);
+      expect(snapshots[0]!.get('leaseOwner')).toBe('run-b');
+    });
+
+    test('a document written between their read and their write: none of that write lands, each commits once on its own', async () => {
+      const pipeline = uniqueName('pipe');
+      const other = createFirestoreCheckpoints(clients.firestore, pipeline);
+      let renewals = 0;
+      // The same database, but whose batched reads are followed by a renewal of partition 2's lease (what the
+      // lease keeper does), before the reader sees their result.
+      const db = new Proxy(clients.firestore, {
+        get(target, key, receiver) {
+          if (key !== 'getAll') {
+            const value = Reflect.get(target, key, receiver);
+            return typeof value === 'function' ? value.bind(target) : value;
+          }
+          return async (...refs: FirebaseFirestore.DocumentReference[]) => {
+            const snapshots = await target.getAll(...refs);
+            if (refs.length > 1) {
+              renewals++;
+              await other.renew(leases[2]!, 30_000);
+            }
+            return snapshots;
+          };
+        },
+      });
+      const checkpoints = createFirestoreCheckpoints(db, pipeline);
+      const leases = await Promise.all(parts.map((p) => checkpoints.acquire(p, 'run-a', 30_000)));
+      const after = await Promise.all(
+        leases.map((lease) => checkpoints.commit(commitOf(lease, 0, 7), 30_000)),
+      );
+      expect(renewals).toBe(1);
+      expect(after.map((l) => l.nextOffset)).toEqual([7, 7, 7, 7]);
+      const snapshots = await Promise.all(parts.map((p) => docOf(pipeline, p.partition).get()));
+      expect(snapshots.map((s) => [s.get('nextOffset'), s.get('commits'), s.get('ledgerEntries')])).toEqual(
+        parts.map(() => [7, 1, 1]),
+      );
+      for (const p of parts) {
+        const ledger = await docOf(pipeline, p.partition).collection('ledger').get();
+        expect(ledger.size).toBe(1);
+      }
+    });
+  });
 });
