@@ -170,7 +170,9 @@ export function createLedger(
     if (group.length === 1 || partitions.size < group.length) {
       for (const w of group) commitAlone(w.commit, w.ttlMs).then(w.resolve, w.reject);
     } else {
-      void commitTogether(group);
+      // Each commit is an update and a ledger entry; Firestore long took at most 500 writes a request.
+      for (let at = 0; at < group.length; at += commitsPerWrite)
+        void commitTogether(group.slice(at, at + commitsPerWrite));
     }
   }
 
@@ -186,6 +188,9 @@ export function createLedger(
     },
   };
 }
+
+/** Commits sent in one Firestore write at most (each an update with transforms and a created entry). */
+const commitsPerWrite = 100;
 
 interface Committed {
   lease: Lease;

@@ -180,6 +180,18 @@ describe('firestore checkpoints', () => {
       }
     });
 
+    test('more than a write takes (100 commits) go in as many writes as needed', async () => {
+      const pipeline = uniqueName('pipe');
+      const checkpoints = createFirestoreCheckpoints(clients.firestore, pipeline);
+      const many = Array.from({ length: 130 }, (_, partition) => ({ topic: 'orders', partition }));
+      const leases = await Promise.all(many.map((p) => checkpoints.acquire(p, 'run-a', 30_000)));
+      await Promise.all(leases.map((lease) => checkpoints.commit(commitOf(lease, 0, 3), 30_000)));
+      const snapshots = await Promise.all(many.map((p) => docOf(pipeline, p.partition).get()));
+      expect(snapshots.every((s) => s.get('nextOffset') === 3)).toBe(true);
+      const times = new Set(snapshots.map((s) => `${s.updateTime!.seconds}.${s.updateTime!.nanoseconds}`));
+      expect(times.size).toBe(2);
+    });
+
     test('a partition whose lease was taken over is refused alone; the others commit', async () => {
       let now = Date.now();
       const pipeline = uniqueName('pipe');
