@@ -14,16 +14,22 @@ export interface FlushQueue<I, R> {
 
 /**
  * Gathers what concurrent callers hand in into flushes, one at a time: while a flush runs, items wait,
- * and the next flush takes those waiting (up to `maxWeight`, at least one). `flush` answers each member
+ * and the next flush takes those waiting (up to `maxWeight` and `maxItems`, at least one). `flush` answers each member
  * (it may fail some and keep the others); members it leaves unanswered when it throws fail with its error.
  */
 export function createFlushQueue<I, R>(
   flush: (members: Waiting<I, R>[]) => Promise<void>,
-  limit: { readonly weigh: (item: I) => number; readonly maxWeight: number } = {
+  limit: {
+    readonly weigh: (item: I) => number;
+    readonly maxWeight: number;
+    /** Items a flush takes at most (default: no bound). */
+    readonly maxItems?: number;
+  } = {
     weigh: () => 0,
     maxWeight: Number.POSITIVE_INFINITY,
   },
 ): FlushQueue<I, R> {
+  const maxItems = limit.maxItems ?? Number.POSITIVE_INFINITY;
   const waiting: Waiting<I, R>[] = [];
   let flushing = false;
   let unanswered = 0;
@@ -31,7 +37,7 @@ export function createFlushQueue<I, R>(
   function nextGroup(): Waiting<I, R>[] {
     let weight = 0;
     let take = 0;
-    while (take < waiting.length) {
+    while (take < waiting.length && take < maxItems) {
       const next = limit.weigh(waiting[take]!.item);
       if (take > 0 && weight + next > limit.maxWeight) break;
       weight += next;

@@ -150,9 +150,15 @@ export function createStreamFlusher(
   const queue = createFlushQueue(flushGroup, {
     weigh: (item) => item.bytes,
     maxWeight: options.flushMaxBytes,
+    // The intent is one Firestore write over the flush's partition documents, all or none; Firestore
+    // long took at most 500 writes a request, so a flush spans at most this many partitions.
+    maxItems: flushMaxPartitions,
   });
   return { flush: (item) => queue.add(item) };
 }
+
+/** Partitions one flush spans at most (its intent is one Firestore write over their documents). */
+export const flushMaxPartitions = 400;
 
 function belongsTo(letter: DeadLetter, item: FlushItem): boolean {
   const { topic, partition, offset } = letter.record;

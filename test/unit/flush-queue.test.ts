@@ -45,6 +45,23 @@ describe('the flush queue', () => {
     expect(groups).toEqual([[1], [6, 4], [3], [25], [2]]);
   });
 
+  test('a flush takes at most its number of items', async () => {
+    const groups: number[][] = [];
+    const gate = deferred();
+    const queue = createFlushQueue<number, number>(
+      async (members) => {
+        groups.push(members.map((m) => m.item));
+        if (groups.length === 1) await gate.promise;
+        for (const m of members) m.resolve(m.item);
+      },
+      { weigh: () => 1, maxWeight: 100, maxItems: 2 },
+    );
+    const all = [1, 2, 3, 4, 5, 6].map((n) => queue.add(n));
+    gate.release();
+    await Promise.all(all);
+    expect(groups).toEqual([[1], [2, 3], [4, 5], [6]]);
+  });
+
   test('a flush may fail some members and keep the others; one that throws fails those it left unanswered', async () => {
     const queue = createFlushQueue<string, string>(async (members: Waiting<string, string>[]) => {
       for (const m of members) {
