@@ -14,8 +14,9 @@ export interface FlushQueue<I, R> {
 
 /**
  * Gathers what concurrent callers hand in into flushes, one at a time: while a flush runs, items wait,
- * and the next flush takes those waiting (up to `maxWeight` and `maxItems`, at least one). `flush` answers each member
- * (it may fail some and keep the others); members it leaves unanswered when it throws fail with its error.
+ * and the next flush takes those waiting (up to `maxWeight` and `maxItems`, at least one). `flush`
+ * answers each member (it may fail some and keep the others); members it leaves unanswered when it throws
+ * fail with its error.
  */
 export function createFlushQueue<I, R>(
   flush: (members: Waiting<I, R>[]) => Promise<void>,
