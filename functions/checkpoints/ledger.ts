@@ -4,7 +4,7 @@ import { FencedError } from '../drain/errors.js';
 import type { CheckpointCommit, Lease } from '../drain/types.js';
 import { ledgerEntryOf } from '../verify/ledger.js';
 import { rollUpLedger } from '../verify/reconcile.js';
-import { type CheckpointStore, contended, type Decision, firestoreError } from './compare-and-swap.js';
+import type { CheckpointStore, Decision } from './compare-and-swap.js';
 import { assertHeld, ledgerEntryDoc, ledgerId, type PartitionDoc } from './partition-doc.js';
 
 /**
@@ -57,7 +57,7 @@ export function createLedger(
     commit: CheckpointCommit,
     ttlMs: number,
     now: number,
-  ): Decision<Committed> & Required<Pick<Decision<Committed>, 'write'>> {
+  ): Decision<Committed> {
     const { lease } = commit;
     assertHeld(data, lease, now);
     const current = data!.nextOffset;
@@ -101,87 +101,12 @@ export function createLedger(
     };
   }
 
-  /** One partition's commit on its own: read, decide, write conditioned on the version read. */
-  function commitAlone(commit: CheckpointCommit, ttlMs: number): Promise<Committed> {
-    return compareAndSwap('commit checkpoint', partitionRef(commit.lease), (data, now) =>
-      decideCommit(data, commit, ttlMs, now),
-    );
-  }
-
-  /**
-   * The commits asked for in the same turn of the event loop (a storage-write flush makes all its
-   * partitions durable at once, and each then commits) go to Firestore as one read of their documents and
-   * one write: each update conditioned on its document's version, with its ledger entry, so each partition
-   * keeps the guarantees of a commit on its own. A partition whose lease or continuity fails is refused
-   * alone; should any document change between the read and the write (the lease keeper renewing), none of
-   * the write lands and each commits on its own instead.
-   */
-  async function commitTogether(group: readonly Waiting[]): Promise<void> {
-    const refs = group.map((w) => partitionRef(w.commit.lease));
-    let snapshots: FirebaseFirestore.DocumentSnapshot[];
-    try {
-      snapshots = await db.getAll(...refs);
-    } catch (error) {
-      for (const w of group) w.reject(firestoreError(error, 'commit checkpoint'));
-      return;
-    }
-    const now = clock();
-    const batch = db.batch();
-    const decided: { waiting: Waiting; result: Committed }[] = [];
-    for (const [i, waiting] of group.entries()) {
-      const snapshot = snapshots[i]!;
-      let decision: ReturnType<typeof decideCommit>;
-      try {
-        decision = decideCommit(
-          snapshot.data() as PartitionDoc | undefined,
-          waiting.commit,
-          waiting.ttlMs,
-          now,
-        );
-      } catch (error) {
-        waiting.reject(error);
-        continue;
-      }
-      batch.update(refs[i]!, decision.write, { lastUpdateTime: snapshot.updateTime! });
-      for (const [doc, data] of decision.alsoCreate ?? []) batch.create(doc, data);
-      decided.push({ waiting, result: decision.result });
-    }
-    if (decided.length === 0) return;
-    try {
-      await batch.commit();
-    } catch (error) {
-      if (!contended(error, 1)) {
-        for (const { waiting } of decided) waiting.reject(firestoreError(error, 'commit checkpoint'));
-        return;
-      }
-      for (const { waiting } of decided)
-        commitAlone(waiting.commit, waiting.ttlMs).then(waiting.resolve, waiting.reject);
-      return;
-    }
-    for (const { waiting, result } of decided) waiting.resolve(result);
-  }
-
-  let waiting: Waiting[] = [];
-  function commitWaiting(): void {
-    const group = waiting;
-    waiting = [];
-    // One batch in flight per partition, so a partition is never twice in a group; guarded all the same.
-    const partitions = new Set(group.map((w) => partitionId(w.commit.lease)));
-    if (group.length === 1 || partitions.size < group.length) {
-      for (const w of group) commitAlone(w.commit, w.ttlMs).then(w.resolve, w.reject);
-    } else {
-      // Each commit is an update and a ledger entry; Firestore long took at most 500 writes a request.
-      for (let at = 0; at < group.length; at += commitsPerWrite)
-        void commitTogether(group.slice(at, at + commitsPerWrite));
-    }
-  }
-
   return {
     async commit(commit, ttlMs) {
-      const committed = await new Promise<Committed>((resolve, reject) => {
-        waiting.push({ commit, ttlMs, resolve, reject });
-        if (waiting.length === 1) setImmediate(commitWaiting);
-      });
+      // Commits asked for together (a flush's partitions) share one read and one write (the store).
+      const committed = await compareAndSwap('commit checkpoint', partitionRef(commit.lease), (data, now) =>
+        decideCommit(data, commit, ttlMs, now),
+      );
       // An optimisation, never a failure of the commit; the next commit tries again.
       if (committed.entries >= rollUpAt) await rollUp(committed.lease).catch(() => {});
       return committed.lease;
@@ -189,18 +114,8 @@ export function createLedger(
   };
 }
 
-/** Commits sent in one Firestore write at most (each an update with transforms and a created entry). */
-const commitsPerWrite = 100;
-
 interface Committed {
   lease: Lease;
   /** The partition's ledger entries after this commit. */
   entries: number;
-}
-
-interface Waiting {
-  commit: CheckpointCommit;
-  ttlMs: number;
-  resolve(committed: Committed): void;
-  reject(error: unknown): void;
 }

@@ -192,6 +192,31 @@ describe('firestore checkpoints', () => {
       expect(times.size).toBe(2);
     });
 
+    test('leases taken and given up together are one write each time; a renewal beside a commit of the same partition goes on its own', async () => {
+      const pipeline = uniqueName('pipe');
+      const checkpoints = createFirestoreCheckpoints(clients.firestore, pipeline);
+      const sameTime = async () => {
+        const times = (await Promise.all(parts.map((p) => docOf(pipeline, p.partition).get()))).map(
+          (s) => `${s.updateTime!.seconds}.${s.updateTime!.nanoseconds}`,
+        );
+        return new Set(times).size === 1;
+      };
+      const leases = await Promise.all(parts.map((p) => checkpoints.acquire(p, 'run-a', 30_000)));
+      expect(leases.map((l) => l?.epoch)).toEqual([1, 1, 1, 1]);
+      expect(await sameTime()).toBe(true);
+      const [renewed, committed] = await Promise.all([
+        checkpoints.renew(leases[0]!, 60_000),
+        checkpoints.commit(commitOf(leases[0], 0, 4), 30_000),
+      ]);
+      expect(renewed.epoch).toBe(1);
+      expect(committed.nextOffset).toBe(4);
+      expect((await docOf(pipeline, 0).get()).get('nextOffset')).toBe(4);
+      await Promise.all(leases.map((l) => checkpoints.release(l!)));
+      const released = await Promise.all(parts.map((p) => docOf(pipeline, p.partition).get()));
+      expect(released.map((s) => s.get('leaseOwner'))).toEqual([null, null, null, null]);
+      expect(await sameTime()).toBe(true);
+    });
+
     test('a partition whose lease was taken over is refused alone; the others commit', async () => {
       let now = Date.now();
       const pipeline = uniqueName('pipe');
@@ -215,8 +240,9 @@ describe('firestore checkpoints', () => {
       const pipeline = uniqueName('pipe');
       const other = createFirestoreCheckpoints(clients.firestore, pipeline);
       let renewals = 0;
-      // The same database, but whose batched reads are followed by a renewal of partition 2's lease (what the
-      // lease keeper does), before the reader sees their result.
+      let renewing = false;
+      // The same database, but whose batched reads (once `renewing`) are followed by a renewal of partition
+      // 2's lease (what the lease keeper does), before the reader sees their result.
       const db = new Proxy(clients.firestore, {
         get(target, key, receiver) {
           if (key !== 'getAll') {
@@ -225,7 +251,7 @@ describe('firestore checkpoints', () => {
           }
           return async (...refs: FirebaseFirestore.DocumentReference[]) => {
             const snapshots = await target.getAll(...refs);
-            if (refs.length > 1) {
+            if (renewing && refs.length > 1) {
               renewals++;
               await other.renew(leases[2]!, 30_000);
             }
@@ -235,6 +261,7 @@ describe('firestore checkpoints', () => {
       });
       const checkpoints = createFirestoreCheckpoints(db, pipeline);
       const leases = await Promise.all(parts.map((p) => checkpoints.acquire(p, 'run-a', 30_000)));
+      renewing = true;
       const after = await Promise.all(
         leases.map((lease) => checkpoints.commit(commitOf(lease, 0, 7), 30_000)),
       );
