@@ -28,38 +28,41 @@ describe('the flush queue', () => {
     expect(queue.busy).toBe(false);
   });
 
-  test('a flush takes waiting items up to its weight (at least one, however heavy)', async () => {
+  /** The groups a queue with this limit makes of `items`, handed in while its first flush is held. */
+  async function groupsOf(
+    items: number[],
+    limit: Parameters<typeof createFlushQueue<number, number>>[1],
+  ): Promise<number[][]> {
     const groups: number[][] = [];
     const gate = deferred();
-    const queue = createFlushQueue<number, number>(
-      async (members) => {
-        groups.push(members.map((m) => m.item));
-        if (groups.length === 1) await gate.promise;
-        for (const m of members) m.resolve(m.item);
-      },
-      { weigh: (n) => n, maxWeight: 10 },
-    );
-    const all = [queue.add(1), queue.add(6), queue.add(4), queue.add(3), queue.add(25), queue.add(2)];
+    const queue = createFlushQueue<number, number>(async (members) => {
+      groups.push(members.map((m) => m.item));
+      if (groups.length === 1) await gate.promise;
+      for (const m of members) m.resolve(m.item);
+    }, limit);
+    const all = items.map((n) => queue.add(n));
     gate.release();
     await Promise.all(all);
-    expect(groups).toEqual([[1], [6, 4], [3], [25], [2]]);
+    return groups;
+  }
+
+  test('a flush takes waiting items up to its weight (at least one, however heavy)', async () => {
+    expect(await groupsOf([1, 6, 4, 3, 25, 2], { weigh: (n) => n, maxWeight: 10 })).toEqual([
+      [1],
+      [6, 4],
+      [3],
+      [25],
+      [2],
+    ]);
   });
 
   test('a flush takes at most its number of items', async () => {
-    const groups: number[][] = [];
-    const gate = deferred();
-    const queue = createFlushQueue<number, number>(
-      async (members) => {
-        groups.push(members.map((m) => m.item));
-        if (groups.length === 1) await gate.promise;
-        for (const m of members) m.resolve(m.item);
-      },
-      { weigh: () => 1, maxWeight: 100, maxItems: 2 },
-    );
-    const all = [1, 2, 3, 4, 5, 6].map((n) => queue.add(n));
-    gate.release();
-    await Promise.all(all);
-    expect(groups).toEqual([[1], [2, 3], [4, 5], [6]]);
+    expect(await groupsOf([1, 2, 3, 4, 5, 6], { weigh: () => 1, maxWeight: 100, maxItems: 2 })).toEqual([
+      [1],
+      [2, 3],
+      [4, 5],
+      [6],
+    ]);
   });
 
   test('a flush may fail some members and keep the others; one that throws fails those it left unanswered', async () => {
