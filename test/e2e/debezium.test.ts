@@ -8,6 +8,7 @@
 import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Admin } from 'kafkajs';
 import { afterAll, describe, expect, test } from 'vitest';
 import type { GoogleClients } from '../../functions/job/clients.js';
 import { type Connect, createDatabase, psql, startDebezium } from '../support/debezium.js';
@@ -125,8 +126,8 @@ async function topicHolds(topic: string, count: number) {
       async () => {
         const topics = await admin.listTopics();
         if (!topics.includes(topic)) return false;
-        const offsets = await admin.fetchTopicOffsets(topic);
-        return offsets.reduce((n, o) => n + Number(o.high), 0) >= count;
+        const size = await sizeOf(admin, topic);
+        return size !== undefined && size >= count;
       },
       90_000,
     );
@@ -150,9 +151,22 @@ async function topicSize(topic: string) {
   const admin = testKafka().admin();
   await admin.connect();
   try {
-    return (await admin.fetchTopicOffsets(topic)).reduce((n, o) => n + Number(o.high), 0);
+    return await waitFor(`the size of ${topic}`, () => sizeOf(admin, topic), 30_000);
   } finally {
     await admin.disconnect();
+  }
+}
+
+/**
+ * The records on a topic, or undefined while the broker cannot yet say: a topic Debezium has just
+ * created answers NOT_LEADER_FOR_PARTITION (retriable) until its partition has a leader.
+ */
+async function sizeOf(admin: Admin, topic: string): Promise<number | undefined> {
+  try {
+    return (await admin.fetchTopicOffsets(topic)).reduce((n, o) => n + Number(o.high), 0);
+  } catch (error) {
+    if ((error as { retriable?: unknown }).retriable === true) return undefined;
+    throw error;
   }
 }
 
