@@ -17,7 +17,7 @@ import './kafkajs-patch.js';
 const { logLevel } = kafkajs;
 
 /** Kafka errors worth another try (kafkajs marks its own retriable errors); the rest are fatal. */
-export function kafkaError(error: unknown, what: string): Error {
+export function kafkaError(error: unknown, what: string): DrainError {
   if (error instanceof DrainError) return error;
   const retriable = (error as { retriable?: unknown }).retriable === true;
   const message = error instanceof Error ? error.message : String(error);

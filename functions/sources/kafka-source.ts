@@ -1,7 +1,7 @@
-import kafkajs, { type Consumer, type Kafka } from 'kafkajs';
+import kafkajs, { type Admin, type Consumer, type Kafka } from 'kafkajs';
 import { DrainError } from '../drain/errors.js';
 import type { Logger } from '../drain/logger.js';
-import { sleep } from '../drain/retry.js';
+import { backoffDelay, type RetryPolicy, sleep } from '../drain/retry.js';
 import type {
   FetchedBatch,
   KafkaRecord,
@@ -27,9 +27,7 @@ export function createKafkaSource(kafka: Kafka, options: { groupPrefix: string; 
   registerCompressionCodecs();
   return {
     async watermarks(topics) {
-      const admin = kafka.admin();
-      try {
-        await admin.connect();
+      return onNewAdmin(kafka, 'read watermarks', options.logger, async (admin) => {
         const marks: Watermarks[] = [];
         for (const topic of topics) {
           const offsets = await admin.fetchTopicOffsets(topic);
@@ -38,17 +36,11 @@ export function createKafkaSource(kafka: Kafka, options: { groupPrefix: string; 
           }
         }
         return marks.sort((a, b) => a.topic.localeCompare(b.topic) || a.partition - b.partition);
-      } catch (error) {
-        throw kafkaError(error, 'read watermarks');
-      } finally {
-        await admin.disconnect().catch(() => {});
-      }
+      });
     },
 
     async offsetsAt(topic, timestamp) {
-      const admin = kafka.admin();
-      try {
-        await admin.connect();
+      return onNewAdmin(kafka, 'read offsets for a time', options.logger, async (admin) => {
         const found = await admin.fetchTopicOffsetsByTimestamp(topic, timestamp);
         const ends = await admin.fetchTopicOffsets(topic);
         const end = new Map(ends.map((o) => [o.partition, Number(o.high)]));
@@ -59,11 +51,7 @@ export function createKafkaSource(kafka: Kafka, options: { groupPrefix: string; 
             Number(o.offset) < 0 ? (end.get(o.partition) ?? 0) : Number(o.offset),
           ]),
         );
-      } catch (error) {
-        throw kafkaError(error, 'read offsets for a time');
-      } finally {
-        await admin.disconnect().catch(() => {});
-      }
+      });
     },
 
     async open(positions) {
@@ -77,6 +65,41 @@ export function createKafkaSource(kafka: Kafka, options: { groupPrefix: string; 
       return openReader(consumer, kafka.admin(), groupId, positions, options.logger);
     },
   };
+}
+
+/** Kafka's answers while a partition's leader moves (a broker restarts, a topic was just created). */
+const leaderMoving = new Set(['NOT_LEADER_FOR_PARTITION', 'LEADER_NOT_AVAILABLE']);
+
+/** A leader move outlasts kafkajs' own retries: about 12 s of attempts in all. */
+export const leaderMoveRetry: RetryPolicy = { attempts: 6, initialDelayMs: 500, maxDelayMs: 5_000 };
+
+/**
+ * Runs an admin call on a new admin client, again while a partition's leader is moving. kafkajs' admin
+ * gives up on NOT_LEADER_FOR_PARTITION at once and keeps its stale metadata, so only a new client (new
+ * metadata) can succeed; every other error is its own answer.
+ */
+export async function onNewAdmin<T>(
+  kafka: Pick<Kafka, 'admin'>,
+  what: string,
+  logger: Logger,
+  call: (admin: Admin) => Promise<T>,
+  policy: RetryPolicy = leaderMoveRetry,
+): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    const admin = kafka.admin();
+    try {
+      await admin.connect();
+      return await call(admin);
+    } catch (thrown) {
+      const error = kafkaError(thrown, what);
+      if (!leaderMoving.has(error.code ?? '') || attempt >= policy.attempts) throw error;
+      const delayMs = backoffDelay(policy, attempt);
+      logger.warn(`kafka ${what}: a partition's leader is moving; trying again`, { attempt, delayMs, error });
+      await sleep(delayMs);
+    } finally {
+      await admin.disconnect().catch(() => {});
+    }
+  }
 }
 
 async function openReader(

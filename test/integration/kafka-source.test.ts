@@ -43,6 +43,26 @@ test('watermarks report log start and end per partition', async () => {
   ]);
 });
 
+test('a topic whose partitions have no leader yet (just created): watermarks wait for the leaders, then answer', async () => {
+  // The broker answers NOT_LEADER_FOR_PARTITION for a moment about a new topic's partitions, as it does
+  // about any partition while a broker restarts; kafkajs' admin gives up on it at once.
+  const topic = uniqueName('src-new');
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    await admin.createTopics({ topics: [{ topic, numPartitions: 8 }], waitForLeaders: false });
+  } finally {
+    await admin.disconnect();
+  }
+  const logger = createMemoryLogger();
+  const fresh = createKafkaSource(kafka, { groupPrefix: uniqueName('kbd-test'), logger });
+  const marks = await fresh.watermarks([topic]);
+  expect(marks.map((m) => [m.partition, m.logStart, m.end])).toEqual(
+    Array.from({ length: 8 }, (_, partition) => [partition, 0, 0]),
+  );
+  console.log(`new topic: watermarks after ${logger.lines.length} leader-moving answer(s)`);
+});
+
 test('reads exactly the leased partitions from exactly the given offsets', async () => {
   const topic = uniqueName('src');
   await createTopic(topic, 3);
