@@ -1,4 +1,4 @@
-import type { Firestore } from '@google-cloud/firestore';
+import { FieldValue, type Firestore } from '@google-cloud/firestore';
 import type { PartitionRef } from '../drain/types.js';
 import { grpcError } from '../google/grpc-errors.js';
 import type { PartitionDoc } from './partition-doc.js';
@@ -38,6 +38,38 @@ export interface CheckpointStore {
     ref: FirebaseFirestore.DocumentReference,
     decide: (data: PartitionDoc | undefined, now: number) => Decision<T>,
   ): Promise<T>;
+  /**
+   * The documents as they stand, for a write conditioned on their versions: those this run wrote last
+   * (and no one since, which the write's precondition proves) from memory, the others read.
+   */
+  versions(refs: readonly FirebaseFirestore.DocumentReference[]): Promise<Version[]>;
+  /** Remembers what a write conditioned on `versions` made of each document (`writes[i]` from `versions[i]`). */
+  wrote(
+    refs: readonly FirebaseFirestore.DocumentReference[],
+    from: readonly Version[],
+    writes: readonly FirebaseFirestore.UpdateData<FirebaseFirestore.DocumentData>[],
+    at: readonly FirebaseFirestore.Timestamp[],
+  ): void;
+  /** Forgets the documents' remembered versions: a write conditioned on them was refused. */
+  forget(refs: readonly FirebaseFirestore.DocumentReference[]): void;
+}
+
+/** A partition document at one version: what it holds, and its update time (none: it does not exist). */
+export interface Version {
+  readonly data: PartitionDoc | undefined;
+  readonly updateTime: FirebaseFirestore.Timestamp | undefined;
+  /** Read from Firestore, not remembered from this run's last write. */
+  readonly read: boolean;
+}
+
+/**
+ * A refusal after which the document must be read again: someone wrote in between (9, 6) or deleted it
+ * (5). Nothing of the refused write landed, so deciding again on a fresh read is safe; after any other
+ * error the write may have landed, and the caller gets the error as before.
+ */
+export function refused(error: unknown): boolean {
+  const code = (error as { code?: unknown }).code;
+  return code === 9 || code === 6 || code === 5;
 }
 
 export function createCheckpointStore(
@@ -46,18 +78,64 @@ export function createCheckpointStore(
   clock: () => number,
   partitionRef: CheckpointStore['partitionRef'],
 ): CheckpointStore {
-  /** One compare-and-swap on its own: read, decide, write conditioned on the version read. */
+  /**
+   * What this run wrote last to each document, and the version that write made. A write conditioned on
+   * such a version skips its read: the precondition proves that no one wrote since, so the decision is
+   * made on what the document holds, as after a read. Refused, the version is forgotten and read again.
+   */
+  const known = new Map<string, Version>();
+
+  async function versions(refs: readonly DocumentRef[]): Promise<Version[]> {
+    const found = refs.map((ref) => known.get(ref.path));
+    const unknown = refs.filter((_, i) => found[i] === undefined);
+    if (unknown.length > 0) {
+      const snapshots = await db.getAll(...unknown);
+      let next = 0;
+      for (const [i, version] of found.entries())
+        if (version === undefined) found[i] = versionOf(snapshots[next++]!);
+    }
+    return found as Version[];
+  }
+
+  function wrote(
+    refs: readonly DocumentRef[],
+    from: readonly Version[],
+    writes: readonly FirebaseFirestore.UpdateData<FirebaseFirestore.DocumentData>[],
+    at: readonly FirebaseFirestore.Timestamp[],
+  ): void {
+    for (const [i, ref] of refs.entries()) {
+      const data = applied(from[i]!.data, writes[i]!);
+      if (data === undefined) known.delete(ref.path);
+      else known.set(ref.path, { data, updateTime: at[i]!, read: false });
+    }
+  }
+
+  function forget(refs: readonly DocumentRef[]): void {
+    for (const ref of refs) known.delete(ref.path);
+  }
+
+  /** One compare-and-swap on its own: read (or remembered), decide, write conditioned on that version. */
   async function alone<T>(what: string, ref: DocumentRef, decide: Decide<T>): Promise<T> {
     for (let attempt = 1; ; attempt++) {
+      let version: Version | undefined;
       try {
-        const snapshot = await ref.get();
-        const decision = decide(snapshot.data() as PartitionDoc | undefined, clock());
+        [version] = (await versions([ref])) as [Version];
+        const decision = decided(version, decide, clock());
+        if (decision === undefined) {
+          // Only a write is proven by its precondition: anything else is decided again on a read.
+          forget([ref]);
+          continue;
+        }
         if (decision.write === undefined) return decision.result;
         const batch = db.batch();
-        addWrite(batch, ref, snapshot, decision);
-        await batch.commit();
+        addWrite(batch, ref, version, decision);
+        const [result] = await batch.commit();
+        wrote([ref], [version], [decision.write], [result!.writeTime]);
         return decision.result;
       } catch (error) {
+        forget([ref]);
+        // A write on a remembered version refused: read it and decide again (not counted as contention).
+        if (version?.read === false && refused(error)) continue;
         if (contended(error, attempt)) continue;
         throw firestoreError(error, what);
       }
@@ -72,42 +150,56 @@ export function createCheckpointStore(
    * read and the write, nothing of the write lands and each is done on its own instead.
    */
   async function together(group: readonly Asked[]): Promise<void> {
-    let snapshots: FirebaseFirestore.DocumentSnapshot[];
+    let found: Version[];
     try {
-      snapshots = await db.getAll(...group.map((a) => a.ref));
+      found = await versions(group.map((a) => a.ref));
     } catch (error) {
       for (const a of group) a.reject(firestoreError(error, a.what));
       return;
     }
     const now = clock();
     const batch = db.batch();
-    const writing: { asked: Asked; result: unknown }[] = [];
+    const writing: { asked: Asked; version: Version; decision: Decision<unknown>; index: number }[] = [];
+    let writes = 0;
     for (const [i, asked] of group.entries()) {
-      const snapshot = snapshots[i]!;
-      let decision: Decision<unknown>;
+      const version = found[i]!;
+      let decision: Decision<unknown> | undefined;
       try {
-        decision = asked.decide(snapshot.data() as PartitionDoc | undefined, now);
+        decision = decided(version, asked.decide, now);
       } catch (error) {
         asked.reject(firestoreError(error, asked.what));
         continue;
       }
-      if (decision.write === undefined) asked.resolve(decision.result);
+      if (decision === undefined) {
+        forget([asked.ref]);
+        alone(asked.what, asked.ref, asked.decide).then(asked.resolve, asked.reject);
+      } else if (decision.write === undefined) asked.resolve(decision.result);
       else {
-        addWrite(batch, asked.ref, snapshot, decision);
-        writing.push({ asked, result: decision.result });
+        addWrite(batch, asked.ref, version, decision);
+        writing.push({ asked, version, decision, index: writes });
+        writes += 1 + (decision.alsoCreate?.length ?? 0);
       }
     }
     if (writing.length === 0) return;
+    let results: FirebaseFirestore.WriteResult[];
     try {
-      await batch.commit();
+      results = await batch.commit();
     } catch (error) {
+      forget(writing.map((w) => w.asked.ref));
       for (const { asked } of writing) {
-        if (contended(error, 1)) alone(asked.what, asked.ref, asked.decide).then(asked.resolve, asked.reject);
+        if (contended(error, 1) || refused(error))
+          alone(asked.what, asked.ref, asked.decide).then(asked.resolve, asked.reject);
         else asked.reject(firestoreError(error, asked.what));
       }
       return;
     }
-    for (const { asked, result } of writing) asked.resolve(result);
+    wrote(
+      writing.map((w) => w.asked.ref),
+      writing.map((w) => w.version),
+      writing.map((w) => w.decision.write!),
+      writing.map((w) => results[w.index]!.writeTime),
+    );
+    for (const { asked, decision } of writing) asked.resolve(decision.result);
   }
 
   let asked: Asked[] = [];
@@ -139,6 +231,9 @@ export function createCheckpointStore(
     pipelineId,
     clock,
     partitionRef,
+    versions,
+    wrote,
+    forget,
     compareAndSwap<T>(what: string, ref: DocumentRef, decide: Decide<T>): Promise<T> {
       return new Promise<T>((resolve, reject) => {
         asked.push({ what, ref, decide, resolve: resolve as (result: unknown) => void, reject });
@@ -151,12 +246,55 @@ export function createCheckpointStore(
 function addWrite(
   batch: FirebaseFirestore.WriteBatch,
   ref: DocumentRef,
-  snapshot: FirebaseFirestore.DocumentSnapshot,
+  version: Version,
   decision: Decision<unknown>,
 ): void {
-  if (snapshot.exists) batch.update(ref, decision.write!, { lastUpdateTime: snapshot.updateTime! });
+  if (version.updateTime !== undefined)
+    batch.update(ref, decision.write!, { lastUpdateTime: version.updateTime });
   else batch.create(ref, decision.write!);
   for (const [doc, data] of decision.alsoCreate ?? []) batch.create(doc, data);
+}
+
+/**
+ * The decision on a version; on one remembered rather than read, only a write is taken (its precondition
+ * proves the version current when it lands): a refusal or a decision to write nothing gives undefined, to
+ * be decided again on a read, so that every outcome but a write is decided exactly as before.
+ */
+function decided<T>(version: Version, decide: Decide<T>, now: number): Decision<T> | undefined {
+  if (version.read) return decide(version.data, now);
+  try {
+    const decision = decide(version.data, now);
+    return decision.write === undefined ? undefined : decision;
+  } catch {
+    return undefined;
+  }
+}
+
+function versionOf(snapshot: FirebaseFirestore.DocumentSnapshot): Version {
+  return snapshot.exists
+    ? { data: snapshot.data() as PartitionDoc, updateTime: snapshot.updateTime!, read: true }
+    : { data: undefined, updateTime: undefined, read: true };
+}
+
+const deleted = FieldValue.delete();
+
+/**
+ * The document after an update of top-level fields, as Firestore makes it; undefined where this cannot
+ * be sure (a field path, a transform such as an increment), so that the next write reads the document.
+ */
+export function applied(
+  data: PartitionDoc | undefined,
+  write: FirebaseFirestore.UpdateData<FirebaseFirestore.DocumentData>,
+): PartitionDoc | undefined {
+  const next: Record<string, unknown> = { ...data };
+  for (const [field, value] of Object.entries(write)) {
+    if (field.includes('.')) return undefined;
+    if (value instanceof FieldValue) {
+      if (!value.isEqual(deleted)) return undefined;
+      delete next[field];
+    } else if (value !== undefined) next[field] = value;
+  }
+  return next as unknown as PartitionDoc;
 }
 
 /** Compare-and-swaps sent in one Firestore write at most. */

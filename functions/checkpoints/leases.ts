@@ -2,14 +2,20 @@ import { Timestamp } from '@google-cloud/firestore';
 import { partitionId } from '../drain/assignment.js';
 import { FencedError } from '../drain/errors.js';
 import type { Checkpoints, Lease, PartitionState } from '../drain/types.js';
-import { type CheckpointStore, contended, firestoreError } from './compare-and-swap.js';
-import { assertHeld, leaseHeld, leaseOf, type PartitionDoc, partitionStateOf } from './partition-doc.js';
+import {
+  type CheckpointStore,
+  contended,
+  firestoreError,
+  refused,
+  type Version,
+} from './compare-and-swap.js';
+import { assertHeld, leaseHeld, leaseOf, partitionStateOf } from './partition-doc.js';
 
 /** Leases: read without taking (peek), taken, renewed, released; and a flush's intents, recorded under them. */
 export function createLeases(
   store: CheckpointStore,
 ): Pick<Checkpoints, 'peek' | 'acquire' | 'renew' | 'release' | 'recordIntents'> {
-  const { db, clock, partitionRef, compareAndSwap } = store;
+  const { db, clock, partitionRef, compareAndSwap, versions, wrote, forget } = store;
   return {
     async peek(partitions) {
       const states: PartitionState[] = [];
@@ -76,33 +82,43 @@ export function createLeases(
       if (intents.length === 0) return [];
       const refs = intents.map(({ lease }) => partitionRef(lease));
       for (let attempt = 1; ; attempt++) {
+        let found: Version[] | undefined;
+        let sent = false;
         try {
-          const snapshots = await db.getAll(...refs);
+          found = await versions(refs);
           const now = clock();
           const batch = db.batch();
+          const writes: FirebaseFirestore.UpdateData<FirebaseFirestore.DocumentData>[] = [];
           const leases = intents.map(({ lease, intent }, i): Lease => {
-            const snapshot = snapshots[i]!;
-            const data = snapshot.data() as PartitionDoc | undefined;
+            const { data, updateTime } = found![i]!;
             assertHeld(data, lease, now);
             if (data!.nextOffset !== intent.fromOffset) {
               throw new FencedError(
                 `checkpoint of ${partitionId(lease)} is at ${data!.nextOffset}, the intent starts at ${intent.fromOffset}`,
               );
             }
+            const write = {
+              intent: { ...intent, streams: [...intent.streams] },
+              leaseExpiresAt: Timestamp.fromMillis(now + ttlMs),
+            };
             // One precondition per document: the whole write lands only if no document changed since read.
-            batch.update(
-              refs[i]!,
-              {
-                intent: { ...intent, streams: [...intent.streams] },
-                leaseExpiresAt: Timestamp.fromMillis(now + ttlMs),
-              },
-              { lastUpdateTime: snapshot.updateTime! },
-            );
+            batch.update(refs[i]!, write, { lastUpdateTime: updateTime! });
+            writes.push(write);
             return { ...lease, expiresAt: now + ttlMs, intent };
           });
-          await batch.commit();
+          sent = true;
+          const results = await batch.commit();
+          wrote(
+            refs,
+            found,
+            writes,
+            results.map((r) => r.writeTime),
+          );
           return leases;
         } catch (error) {
+          forget(refs);
+          // Decided on remembered versions: a refusal, or the write refused, is decided again on a read.
+          if (found?.some((v) => !v.read) && (!sent || refused(error))) continue;
           if (contended(error, attempt)) continue;
           throw firestoreError(error, 'record intents');
         }

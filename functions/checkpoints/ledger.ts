@@ -79,8 +79,10 @@ export function createLedger(
         entries: (data!.ledgerEntries ?? 0) + 1,
       },
       write: {
+        // Sums from the version read, not increments: the write lands only on that version, and so the
+        // store knows the document it leaves (the next commit need not read it).
         nextOffset: commit.nextOffset,
-        ledgerEntries: FieldValue.increment(1),
+        ledgerEntries: (data!.ledgerEntries ?? 0) + 1,
         leaseExpiresAt: Timestamp.fromMillis(now + ttlMs),
         lastProgressAt: Timestamp.fromMillis(now),
         ...(commit.lastRecordTimestamp === null
@@ -88,9 +90,9 @@ export function createLedger(
           : { lastRecordAt: Timestamp.fromMillis(commit.lastRecordTimestamp) }),
         // A commit finishes whatever flush the partition had recorded (storage-write mode).
         intent: FieldValue.delete(),
-        rowsWritten: FieldValue.increment(commit.rows),
-        deadLettered: FieldValue.increment(commit.deadLetters),
-        commits: FieldValue.increment(1),
+        rowsWritten: (data!.rowsWritten ?? 0) + commit.rows,
+        deadLettered: (data!.deadLettered ?? 0) + commit.deadLetters,
+        commits: (data!.commits ?? 0) + 1,
       },
       alsoCreate: [
         [

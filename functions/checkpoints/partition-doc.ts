@@ -23,6 +23,10 @@ export interface PartitionDoc extends Partial<LivenessState> {
   replayUntil?: number | null;
   /** Ledger entries written since the last roll-up. */
   ledgerEntries?: number;
+  /** What its commits moved, in all. */
+  rowsWritten?: number;
+  deadLettered?: number;
+  commits?: number;
 }
 
 export function partitionsOf(db: Firestore, pipelineId: string) {

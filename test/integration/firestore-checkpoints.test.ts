@@ -259,8 +259,10 @@ describe('firestore checkpoints', () => {
           };
         },
       });
+      // Leases taken by another instance of the run's store: this one has never written the documents,
+      // so it reads them (a store skips the read of a document it wrote last: tested below).
       const checkpoints = createFirestoreCheckpoints(db, pipeline);
-      const leases = await Promise.all(parts.map((p) => checkpoints.acquire(p, 'run-a', 30_000)));
+      const leases = await Promise.all(parts.map((p) => other.acquire(p, 'run-a', 30_000)));
       renewing = true;
       const after = await Promise.all(
         leases.map((lease) => checkpoints.commit(commitOf(lease, 0, 7), 30_000)),
@@ -275,6 +277,115 @@ describe('firestore checkpoints', () => {
         const ledger = await docOf(pipeline, p.partition).collection('ledger').get();
         expect(ledger.size).toBe(1);
       }
+    });
+  });
+
+  describe('a document this store wrote last', () => {
+    const parts = [0, 1, 2, 3].map((partition) => ({ topic: 'orders', partition }));
+    const docOf = (pipeline: string, partition: number) =>
+      clients.firestore.doc(`pipelines/${pipeline}/partitions/orders~${partition}`);
+    const intentOf = (from: number, to: number) => ({
+      streams: [`projects/p/datasets/d/tables/t/streams/s${from}`],
+      fromOffset: from,
+      nextOffset: to,
+      records: to - from,
+      rows: to - from,
+      deadLetters: 0,
+      tombstones: 0,
+      lastRecordTimestamp: null,
+    });
+
+    /** The database, counting the documents read (every read of the store is a `getAll`). */
+    function counting() {
+      const reads = { documents: 0 };
+      const db = new Proxy(clients.firestore, {
+        get(target, key, receiver) {
+          const value = Reflect.get(target, key, receiver);
+          if (key !== 'getAll') return typeof value === 'function' ? value.bind(target) : value;
+          return (...refs: FirebaseFirestore.DocumentReference[]) => {
+            reads.documents += refs.length;
+            return target.getAll(...refs);
+          };
+        },
+      });
+      return { db, reads };
+    }
+
+    test('is not read again: a run’s intents, commits and releases after its leases read nothing, and leave the documents as reading would', async () => {
+      const pipeline = uniqueName('pipe');
+      const { db, reads } = counting();
+      const checkpoints = createFirestoreCheckpoints(db, pipeline);
+      let leases = await Promise.all(parts.map((p) => checkpoints.acquire(p, 'run-a', 30_000)));
+      expect(reads.documents).toBe(4);
+      // A new partition's first commit, where its checkpoint starts.
+      leases = await Promise.all(leases.map((lease) => checkpoints.commit(commitOf(lease, 0, 0), 30_000)));
+      for (const [from, to] of [
+        [0, 10],
+        [10, 25],
+      ] as const) {
+        const held = await checkpoints.recordIntents(
+          leases.map((lease) => ({ lease: lease!, intent: intentOf(from, to) })),
+          30_000,
+        );
+        leases = await Promise.all(
+          held.map((lease) =>
+            checkpoints.commit({ ...commitOf(lease, from, to), rows: to - from - 1, deadLetters: 1 }, 30_000),
+          ),
+        );
+      }
+      await Promise.all(leases.map((lease) => checkpoints.renew(lease!, 30_000)));
+      await Promise.all(leases.map((lease) => checkpoints.release(lease!)));
+      expect(reads.documents).toBe(4);
+      for (const p of parts) {
+        const data = (await docOf(pipeline, p.partition).get()).data()!;
+        expect(data).toMatchObject({
+          nextOffset: 25,
+          leaseOwner: null,
+          leaseEpoch: 1,
+          commits: 3,
+          ledgerEntries: 3,
+          rowsWritten: 23,
+          deadLettered: 2,
+        });
+        expect(data.intent).toBeUndefined();
+      }
+      // What another store reads is what this one remembered: the next lease, from the checkpoint.
+      const next = createFirestoreCheckpoints(clients.firestore, pipeline);
+      expect(await next.acquire(parts[0]!, 'run-b', 30_000)).toMatchObject({ epoch: 2, nextOffset: 25 });
+    });
+
+    test('written by another since: the write is refused, the document read and decided again (renewed: commits; taken over: fenced)', async () => {
+      let now = Date.now();
+      const pipeline = uniqueName('pipe');
+      const { db, reads } = counting();
+      const checkpoints = createFirestoreCheckpoints(db, pipeline, () => now);
+      const other = createFirestoreCheckpoints(clients.firestore, pipeline, () => now);
+      const leases = await Promise.all(parts.map((p) => checkpoints.acquire(p, 'run-a', 1_000)));
+      // Partition 1's lease renewed by another instance of the run, later (the document changes, the lease
+      // holds; a write of the same values would leave the document's version as it was).
+      now += 100;
+      await other.renew(leases[1]!, 1_000);
+      const after = await Promise.all(
+        leases.map((lease) => checkpoints.commit(commitOf(lease, 0, 5), 1_000)),
+      );
+      expect(after.map((l) => l.nextOffset)).toEqual([5, 5, 5, 5]);
+      expect(reads.documents).toBe(4 + 4); // the refused write's four, read again, each on its own
+      for (const p of parts) expect((await docOf(pipeline, p.partition).get()).get('commits')).toBe(1);
+
+      // Partition 2's lease expires and another run takes it: the remembered version is stale.
+      now += 2_000;
+      const taken = await other.acquire(parts[2]!, 'run-b', 30_000);
+      expect(taken).toMatchObject({ epoch: 2, nextOffset: 5 });
+      now -= 1_900;
+      await expect(checkpoints.commit(commitOf(after[2], 5, 9), 1_000)).rejects.toBeInstanceOf(FencedError);
+      await expect(
+        checkpoints.recordIntents([{ lease: after[2]!, intent: intentOf(5, 9) }], 1_000),
+      ).rejects.toBeInstanceOf(FencedError);
+      expect((await docOf(pipeline, 2).get()).data()).toMatchObject({
+        nextOffset: 5,
+        leaseOwner: 'run-b',
+        commits: 1,
+      });
     });
   });
 });
