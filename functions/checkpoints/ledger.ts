@@ -48,6 +48,8 @@ export function createLedger(
       { ledgerEntries: FieldValue.increment(-removed) },
       { lastUpdateTime: snapshot.updateTime! },
     );
+    // The store's remembered version of the document is no longer current: the next commit reads it.
+    store.forget([ref]);
     await batch.commit();
   }
 
