@@ -235,6 +235,9 @@ check_prerequisites() {
   command -v patch >/dev/null || die "patch is not on PATH (needed once, to patch the BigQuery emulator)"
   [[ -f $FIRESTORE_JAR ]] || die "Firestore emulator not found at $FIRESTORE_JAR (install google-cloud-cli's cloud-firestore-emulator, or set KBD_GCLOUD_PLATFORM)"
   [[ -n $PUBSUB_JAR && -f $PUBSUB_JAR ]] || die "Pub/Sub emulator not found under $GCLOUD_PLATFORM/pubsub-emulator (install google-cloud-cli's pubsub-emulator)"
+  # The broker's health check is a kafkajs round trip (ping-kafka.mjs): without the project's packages it
+  # could only time out, minutes later, as "kafka did not become healthy".
+  [[ -d $ROOT/node_modules/kafkajs ]] || die "the project's npm packages are not installed ($ROOT/node_modules/kafkajs is missing): run 'npm ci' first"
 }
 
 # ---------------------------------------------------------------- start
