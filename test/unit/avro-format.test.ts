@@ -194,6 +194,28 @@ describe('Avro → BigQuery', () => {
     });
   });
 
+  test('every long exact, at each varint length and both signs (avsc alone flips the sign below -2^52)', () => {
+    const schema = { type: 'record', name: 'R', fields: [{ name: 'n', type: 'long' }] };
+    const compiled = compileAvro(JSON.stringify(schema));
+    const max = 2n ** 63n - 1n;
+    const edges = [0n, 1n, -1n, 63n, -64n, 64n, 2n ** 31n, -(2n ** 31n) - 1n, 2n ** 48n - 1n, -(2n ** 48n)];
+    edges.push(2n ** 48n, -(2n ** 48n) - 1n, 2n ** 52n + 1n, -(2n ** 52n) - 1n, -(2n ** 52n) - 3n);
+    edges.push(2n ** 53n - 1n, -(2n ** 53n) + 1n, 2n ** 53n, -(2n ** 53n), 2n ** 53n + 1n, max, -max - 1n);
+    // Every varint length from 1 to 10 bytes, each at both ends.
+    for (let bits = 6n; bits <= 62n; bits += 7n)
+      edges.push(2n ** bits - 1n, 2n ** bits, -(2n ** bits), -(2n ** bits) - 1n);
+    for (const n of edges) {
+      const safe = n >= BigInt(Number.MIN_SAFE_INTEGER) && n <= BigInt(Number.MAX_SAFE_INTEGER);
+      expect(compiled.decode(avroLong(n)), String(n)).toEqual({ n: safe ? Number(n) : n.toString() });
+    }
+    // The mistake this guards against: avsc's own long type reads the varint through a double.
+    expect(avro.Type.forSchema('long').fromBuffer(avroLong(-(2n ** 52n) - 1n))).toBe(2 ** 52);
+    // A varint of more than 64 bits is no long.
+    const tooLong = Buffer.from([0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01]);
+    expect(() => compiled.decode(tooLong)).toThrow(ValueError);
+    expect(() => compiled.decode(avroLong(2n ** 64n))).toThrow(ValueError);
+  });
+
   test('bytes that are not a value of the schema are a ValueError', () => {
     const schema = { type: 'record', name: 'R', fields: [{ name: 'n', type: 'string' }] };
     expect(() => compileAvro(JSON.stringify(schema)).decode(Buffer.from([0x20, 0x61]))).toThrow(ValueError);
