@@ -23,6 +23,20 @@ function commitOf(
   };
 }
 
+/** A storage-write intent for offsets [from, to), its stream named after where it starts. */
+function intentOf(from: number, to: number) {
+  return {
+    streams: [`projects/p/datasets/d/tables/t/streams/s${from}`],
+    fromOffset: from,
+    nextOffset: to,
+    records: to - from,
+    rows: to - from,
+    deadLetters: 0,
+    tombstones: 0,
+    lastRecordTimestamp: null,
+  };
+}
+
 describe('firestore checkpoints', () => {
   test('of two contenders for one lease exactly one wins, with epoch 1', async () => {
     const checkpoints = createFirestoreCheckpoints(clients.firestore, uniqueName('pipe'));
@@ -103,23 +117,13 @@ describe('firestore checkpoints', () => {
       commitOf(await checkpoints.acquire(p1, 'run-a', 30_000), 0, 0),
       30_000,
     ))!;
-    const intent = (from: number, to: number) => ({
-      streams: ['projects/p/datasets/d/tables/t/streams/s1'],
-      fromOffset: from,
-      nextOffset: to,
-      records: to - from,
-      rows: to - from,
-      deadLetters: 0,
-      tombstones: 0,
-      lastRecordTimestamp: null,
-    });
 
     // One of the two no longer stands where its intent starts: nothing is written, for either.
     await expect(
       checkpoints.recordIntents(
         [
-          { lease: a, intent: intent(0, 10) },
-          { lease: b, intent: intent(5, 10) },
+          { lease: a, intent: intentOf(0, 10) },
+          { lease: b, intent: intentOf(5, 10) },
         ],
         30_000,
       ),
@@ -129,29 +133,29 @@ describe('firestore checkpoints', () => {
 
     const [a2, b2] = await checkpoints.recordIntents(
       [
-        { lease: a, intent: intent(0, 10) },
-        { lease: b, intent: intent(0, 7) },
+        { lease: a, intent: intentOf(0, 10) },
+        { lease: b, intent: intentOf(0, 7) },
       ],
       30_000,
     );
     expect((await doc(1).get()).get('intent')).toMatchObject({
       fromOffset: 0,
       nextOffset: 7,
-      streams: intent(0, 7).streams,
+      streams: intentOf(0, 7).streams,
     });
 
     // The next holder of the lease finds the intent; a commit clears it and names the streams in the ledger.
     await checkpoints.release(a2!);
     const next = (await checkpoints.acquire(p0, 'run-b', 30_000))!;
     expect(next.intent).toMatchObject({ fromOffset: 0, nextOffset: 10 });
-    await checkpoints.commit({ ...commitOf(next, 0, 10), streams: intent(0, 10).streams }, 30_000);
+    await checkpoints.commit({ ...commitOf(next, 0, 10), streams: intentOf(0, 10).streams }, 30_000);
     expect((await doc(0).get()).get('intent')).toBeUndefined();
     const ledger = await doc(0).collection('ledger').get();
-    expect(ledger.docs.map((d) => d.get('streams')).filter(Boolean)).toEqual([intent(0, 10).streams]);
+    expect(ledger.docs.map((d) => d.get('streams')).filter(Boolean)).toEqual([intentOf(0, 10).streams]);
 
     // A run whose lease was taken over cannot record an intent.
     await expect(
-      checkpoints.recordIntents([{ lease: a2!, intent: intent(10, 12) }], 30_000),
+      checkpoints.recordIntents([{ lease: a2!, intent: intentOf(10, 12) }], 30_000),
     ).rejects.toBeInstanceOf(FencedError);
     expect(b2!.intent).toMatchObject({ nextOffset: 7 });
   });
@@ -284,16 +288,6 @@ describe('firestore checkpoints', () => {
     const parts = [0, 1, 2, 3].map((partition) => ({ topic: 'orders', partition }));
     const docOf = (pipeline: string, partition: number) =>
       clients.firestore.doc(`pipelines/${pipeline}/partitions/orders~${partition}`);
-    const intentOf = (from: number, to: number) => ({
-      streams: [`projects/p/datasets/d/tables/t/streams/s${from}`],
-      fromOffset: from,
-      nextOffset: to,
-      records: to - from,
-      rows: to - from,
-      deadLetters: 0,
-      tombstones: 0,
-      lastRecordTimestamp: null,
-    });
 
     /** The database, counting the documents read (every read of the store is a `getAll`). */
     function counting() {
