@@ -119,7 +119,7 @@ function orders(first: number, email: boolean): string {
     "t_ms": time(12, 34, 56, 789000), "t_us": time(23, 59, 59, 999999),
     "uid": "0b7ac58c-9c57-4b5e-8e39-5c7a2b1d1e4f", "status": "PAID", "digest": b"abcd",
     "tags": ["a", "b"], "attrs": {"x": 9007199254740993}, "address": {"city": "Oslo"},
-    "note": None, "either": ${id % 2 === 0 ? '"text"' : 7}${email ? `, "email": "u${id}@example.com"` : ''} }`;
+    "note": None, "either": ${id % 2 === 0 ? '"text"' : -4503599627370497}${email ? `, "email": "u${id}@example.com"` : ''} }`;
   return `[${order(first)}, ${order(first + 1)}]`;
 }
 
@@ -177,7 +177,7 @@ describe('Avro through the registry', () => {
       `id, CAST(price AS STRING) AS price, CAST(big AS STRING) AS big, FORMAT_TIMESTAMP('%Y-%m-%dT%H:%M:%E6S', at_ms) AS at_ms,
        FORMAT_TIMESTAMP('%Y-%m-%dT%H:%M:%E6S', at_us) AS at_us, FORMAT_DATETIME('%Y-%m-%dT%H:%M:%E6S', local_us) AS local_us, CAST(day AS STRING) AS day,
        FORMAT_TIME('%H:%M:%E6S', t_ms) AS t_ms, FORMAT_TIME('%H:%M:%E6S', t_us) AS t_us, uid, status, TO_BASE64(digest) AS digest, tags,
-       (SELECT key FROM UNNEST(attrs)) AS attr_key, (SELECT CAST(value AS STRING) FROM UNNEST(attrs)) AS attr_value, address.city AS city, note, either.string AS either_string, either.long AS either_long, email`,
+       (SELECT key FROM UNNEST(attrs)) AS attr_key, (SELECT CAST(value AS STRING) FROM UNNEST(attrs)) AS attr_value, address.city AS city, note, either.string AS either_string, CAST(either.long AS STRING) AS either_long, email`,
     );
     expect(rows.map((r) => r.id)).toEqual([1, 2, 3, 4, 5, 6]);
     for (const row of rows) {
@@ -201,7 +201,8 @@ describe('Avro through the registry', () => {
         city: 'Oslo',
         note: null,
         either_string: id % 2 === 0 ? 'text' : null,
-        either_long: id % 2 === 0 ? null : 7,
+        // Below -2^52, where a long read through a double loses its sign (avsc's own long type).
+        either_long: id % 2 === 0 ? null : '-4503599627370497',
         email: id === 3 || id === 4 ? `u${id}@example.com` : null,
       });
     }
