@@ -14,14 +14,14 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { adapt, managedwriter } from '@google-cloud/bigquery-storage';
 import kafkajs from 'kafkajs';
-import { parseConfig } from '../functions/drain/config.js';
-import { createLogger } from '../functions/drain/logger.js';
+import { parseConfig } from '../functions/config/config.js';
 import { summaryLine } from '../functions/drain/run-summary.js';
-import type { Checkpoints, Sink, Source } from '../functions/drain/types.js';
 import { createGoogleClients } from '../functions/job/clients.js';
 import { runJob } from '../functions/job/run-job.js';
+import { createLogger } from '../functions/kernel/logger.js';
+import type { Checkpoints, Sink, Source } from '../functions/kernel/ports.js';
+import { readUserSchema, targetTableSchema } from '../functions/schema/table-schema.js';
 import { ensureTargetTable } from '../functions/sinks/bigquery-sink.js';
-import { readUserSchema, targetTableSchema } from '../functions/sinks/table-schema.js';
 import { toStorageRow } from '../test/support/json-writer-rows.js';
 import { shapeNamed } from './shapes.js';
 

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { dirname, relative, resolve } from 'node:path';
 import * as pulumi from '@pulumi/pulumi';
-import { stalenessOf } from '../functions/drain/cdc-config.js';
+import { stalenessOf } from '../functions/config/cdc-config.js';
 import {
   defaultTableLayout,
   parseRoutes,
@@ -10,7 +10,7 @@ import {
   tableName,
   type ValueFormatName,
   valueFormatNames,
-} from '../functions/drain/routes.js';
+} from '../functions/config/routes.js';
 
 /** A table the pipeline writes, with its schema: one per route. */
 export interface InfraRoute {

@@ -1,6 +1,6 @@
 import * as gcp from '@pulumi/gcp';
 import * as pulumi from '@pulumi/pulumi';
-import { stalenessOf } from '../functions/drain/cdc-config.js';
+import { stalenessOf } from '../functions/config/cdc-config.js';
 import {
   cdcSourceFields,
   deadLetterKey,
@@ -8,7 +8,7 @@ import {
   deadLetterTableSchema,
   readUserSchema,
   targetTableSchema,
-} from '../functions/sinks/table-schema.js';
+} from '../functions/schema/table-schema.js';
 import type { InfraConfig } from './config.js';
 
 /**

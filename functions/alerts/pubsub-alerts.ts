@@ -1,6 +1,6 @@
 import type { PubSub } from '@google-cloud/pubsub';
 import { pubsubError } from '../dead-letters/pubsub-dead-letters.js';
-import type { Alerts } from '../drain/types.js';
+import type { Alerts } from '../kernel/ports.js';
 
 /** Alerts on ALERT_TOPIC: JSON data as DESIGN.md says, with `kind`, `state`, `pipeline` as attributes. */
 export function createPubSubAlerts(pubsub: PubSub, topicName: string): Alerts {

@@ -1,6 +1,6 @@
 import { FieldValue, type Firestore } from '@google-cloud/firestore';
-import type { PartitionRef } from '../drain/types.js';
 import { grpcError } from '../google/grpc-errors.js';
+import type { PartitionRef } from '../kernel/records.js';
 import type { PartitionDoc } from './partition-doc.js';
 
 export function firestoreError(error: unknown, what: string): Error {

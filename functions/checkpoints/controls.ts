@@ -1,5 +1,5 @@
 import { Timestamp } from '@google-cloud/firestore';
-import type { CheckpointControls } from '../drain/types.js';
+import type { CheckpointControls } from '../kernel/ports.js';
 import type { CheckpointStore } from './compare-and-swap.js';
 import { assertHeld, ledgerEntryDoc } from './partition-doc.js';
 

@@ -1,5 +1,5 @@
 import type { Firestore } from '@google-cloud/firestore';
-import type { CheckpointControls, Checkpoints } from '../drain/types.js';
+import type { CheckpointControls, Checkpoints } from '../kernel/ports.js';
 import { createCheckpointStore } from './compare-and-swap.js';
 import { createCheckpointControls } from './controls.js';
 import { createLeases } from './leases.js';

@@ -6,8 +6,9 @@
 import { type Firestore, Timestamp } from '@google-cloud/firestore';
 import { partitionId } from '../drain/assignment.js';
 import type { LivenessState } from '../drain/episodes.js';
-import { FencedError } from '../drain/errors.js';
-import type { CommitIntent, Lease, PartitionRef, PartitionState } from '../drain/types.js';
+import { FencedError } from '../kernel/errors.js';
+import type { CommitIntent, Lease, PartitionState } from '../kernel/ports.js';
+import type { PartitionRef } from '../kernel/records.js';
 
 export interface PartitionDoc extends Partial<LivenessState> {
   topic: string;

@@ -1,5 +1,5 @@
 import { Timestamp } from '@google-cloud/firestore';
-import type { RunSummary } from '../drain/types.js';
+import type { RunSummary } from '../kernel/summary.js';
 import { type CheckpointStore, firestoreError } from './compare-and-swap.js';
 
 /**

@@ -3,10 +3,11 @@
  * ports and prints; the CLI entry wires them. Bad arguments change nothing and exit 2.
  */
 import { randomBytes } from 'node:crypto';
+import type { WriteMode } from '../config/config.js';
 import { partitionId } from '../drain/assignment.js';
-import type { WriteMode } from '../drain/config.js';
-import { DrainError } from '../drain/errors.js';
-import type { CheckpointControls, Checkpoints, Lease, Source, Watermarks } from '../drain/types.js';
+import { DrainError } from '../kernel/errors.js';
+import type { CheckpointControls, Checkpoints, Lease, Source } from '../kernel/ports.js';
+import type { Watermarks } from '../kernel/records.js';
 import type { PartitionStatus } from '../status/partition-status.js';
 
 export class UsageError extends DrainError {

@@ -1,9 +1,10 @@
 import { createHash } from 'node:crypto';
 import type { PubSub, Topic } from '@google-cloud/pubsub';
-import type { Logger } from '../drain/logger.js';
-import { type RetryPolicy, withRetry } from '../drain/retry.js';
-import type { DeadLetter, DeadLetters } from '../drain/types.js';
 import { grpcError } from '../google/grpc-errors.js';
+import type { Logger } from '../kernel/logger.js';
+import type { DeadLetters } from '../kernel/ports.js';
+import type { DeadLetter } from '../kernel/records.js';
+import { type RetryPolicy, withRetry } from '../kernel/retry.js';
 
 export function pubsubError(error: unknown, what: string): Error {
   return grpcError('pubsub', error, what);

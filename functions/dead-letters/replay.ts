@@ -1,5 +1,6 @@
-import type { KafkaRecord, RowResult, RowToWrite, Sink } from '../drain/types.js';
 import type { ValueFormat } from '../formats/value-format.js';
+import type { Sink } from '../kernel/ports.js';
+import type { KafkaRecord, RowResult, RowToWrite } from '../kernel/records.js';
 import { isDeadLetter, type RowShape, toRow, userColumns } from '../records/records.js';
 import type { Rules } from '../records/rules.js';
 import type { PulledLetter } from './pubsub-subscription.js';

@@ -1,3 +1,5 @@
+import type { Logger } from '../kernel/logger.js';
+import type { Alerts } from '../kernel/ports.js';
 import {
   type Alert,
   evaluateEpisodes,
@@ -5,8 +7,6 @@ import {
   type Observation,
   type Thresholds,
 } from './episodes.js';
-import type { Logger } from './logger.js';
-import type { Alerts } from './types.js';
 
 /**
  * A partition's alerts at the end of a run: its episodes opened and resolved (episodes.ts), each alert

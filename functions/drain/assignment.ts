@@ -1,4 +1,4 @@
-import type { PartitionRef } from './types.js';
+import type { PartitionRef } from '../kernel/records.js';
 
 /** FNV-1a, 32 bits: stable across processes, versions and machines (unlike anything seeded). */
 export function stableHash(text: string): number {

@@ -1,9 +1,10 @@
+import { FencedError, PartitionWaitsError } from '../kernel/errors.js';
+import type { CheckpointCommit, WrittenBatch } from '../kernel/ports.js';
+import type { FetchedBatch, KafkaRecord } from '../kernel/records.js';
 import { planFetched } from './batch.js';
-import { FencedError, PartitionWaitsError } from './errors.js';
 import type { PartitionLease } from './partition-lease.js';
 import type { DrainRun } from './run-state.js';
 import { countBatch } from './run-totals.js';
-import type { CheckpointCommit, FetchedBatch, KafkaRecord, WrittenBatch } from './types.js';
 
 /** Moves the partition's checkpoint (and extends its lease); throws a FencedError when the lease was lost. */
 export async function commitCheckpoint(

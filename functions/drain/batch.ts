@@ -1,6 +1,6 @@
+import { chunksOf } from '../kernel/chunks.js';
+import type { KafkaRecord } from '../kernel/records.js';
 import { recordSize } from '../records/records.js';
-import { chunksOf } from './chunks.js';
-import type { KafkaRecord } from './types.js';
 
 /**
  * What one fetch of a partition becomes: the records between the checkpoint (`position`) and the end seen

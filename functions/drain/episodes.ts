@@ -3,42 +3,9 @@
  * and tasks, and resolves once when it ends. Pure: given what a run saw of a partition, it returns the
  * alerts to send and the state to keep.
  */
-export type AlertKind = 'idle' | 'stalled' | 'retention_gap' | 'backlog';
+import type { Alert, AlertKind, LivenessState, OpenEpisode } from '../kernel/liveness.js';
 
-export interface Alert {
-  kind: AlertKind;
-  state: 'open' | 'resolved';
-  pipeline: string;
-  topic: string;
-  partition: number;
-  detail: string;
-  /** When the episode began (ISO-8601). */
-  since: string;
-  observedAt: string;
-  lostFrom?: number;
-  lostTo?: number;
-}
-
-export interface OpenEpisode {
-  since: number;
-  detail: string;
-  lostFrom?: number;
-  lostTo?: number;
-}
-
-/** What is kept in the partition's document between runs. */
-export interface LivenessState {
-  openAlerts: Partial<Record<AlertKind, OpenEpisode>>;
-  highWatermark: number | null;
-  /** The earliest offset still in the log when last seen. */
-  logStart?: number | null;
-  /** When the high watermark was last seen to move: the last time a record arrived, as far as we know. */
-  highWatermarkChangedAt: number | null;
-  /** Lag left after the last runs, newest last (at most a few). */
-  lagHistory: number[];
-  /** Alerts decided but not yet acknowledged by Pub/Sub: sent again by the next run. */
-  pendingAlerts: Alert[];
-}
+export type { Alert, AlertKind, LivenessState, OpenEpisode };
 
 export interface Observation {
   pipeline: string;

@@ -1,8 +1,8 @@
-import { FencedError } from './errors.js';
-import type { Logger } from './logger.js';
+import { FencedError } from '../kernel/errors.js';
+import type { Logger } from '../kernel/logger.js';
+import type { Checkpoints } from '../kernel/ports.js';
+import type { Timers } from '../kernel/timers.js';
 import type { PartitionLease } from './partition-lease.js';
-import type { Timers } from './timers.js';
-import type { Checkpoints } from './types.js';
 
 /**
  * How long before its lease expires a run leaves a partition whose lease it could not renew: a sixth of

@@ -1,11 +1,12 @@
+import { startOffset } from '../config/start-position.js';
+import { asError } from '../kernel/errors.js';
+import type { Position, Watermarks } from '../kernel/records.js';
+import type { PartitionSummary } from '../kernel/summary.js';
 import { partitionId } from './assignment.js';
 import { commitCheckpoint } from './batch-phase.js';
-import { asError } from './errors.js';
 import { PartitionLease } from './partition-lease.js';
 import { planStart } from './partition-start.js';
 import type { DrainRun } from './run-state.js';
-import { startOffset } from './start-position.js';
-import type { PartitionSummary, Position, Watermarks } from './types.js';
 
 /**
  * Leases one partition and makes it ready to read: what an earlier run left is finished first (the

@@ -1,4 +1,6 @@
-import type { Lease, PartitionRef, PartitionSummary, Watermarks } from './types.js';
+import type { Lease } from '../kernel/ports.js';
+import type { PartitionRef, Watermarks } from '../kernel/records.js';
+import type { PartitionSummary } from '../kernel/summary.js';
 
 /** Why a run left a partition before its end: for its summary line. */
 export interface Leaving {

@@ -1,4 +1,4 @@
-import type { Watermarks } from './types.js';
+import type { Watermarks } from '../kernel/records.js';
 
 /**
  * Where a leased partition's drain starts, decided from its checkpoint and the log as seen at the start

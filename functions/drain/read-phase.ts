@@ -1,10 +1,11 @@
+import { forEachLimited } from '../kernel/concurrency.js';
+import type { SourceReader } from '../kernel/ports.js';
+import type { Position, Watermarks } from '../kernel/records.js';
 import { recordSize } from '../records/records.js';
 import { partitionId } from './assignment.js';
 import { drainFetched } from './batch-phase.js';
-import { forEachLimited } from './concurrency.js';
 import { leasePartition } from './lease-phase.js';
 import type { DrainRun } from './run-state.js';
-import type { Position, SourceReader, Watermarks } from './types.js';
 
 /** Leases the partitions, then reads and drains those with records waiting, until done or stopped. */
 export async function drainPartitions(

@@ -1,5 +1,5 @@
+import { forEachLimited } from '../kernel/concurrency.js';
 import { reportAlerts } from './alert-report.js';
-import { forEachLimited } from './concurrency.js';
 import { emptyLiveness, type LivenessState } from './episodes.js';
 import type { PartitionLease } from './partition-lease.js';
 import type { DrainRun } from './run-state.js';

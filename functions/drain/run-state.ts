@@ -1,11 +1,12 @@
+import type { StartPosition } from '../config/start-position.js';
+import type { Logger } from '../kernel/logger.js';
+import type { Alerts, Checkpoints, Source, SourceReader, Writer } from '../kernel/ports.js';
+import type { PartitionSummary } from '../kernel/summary.js';
+import type { Timers } from '../kernel/timers.js';
 import type { Thresholds } from './episodes.js';
-import type { Logger } from './logger.js';
 import type { PartitionLease } from './partition-lease.js';
 import type { RunTotals } from './run-totals.js';
-import type { StartPosition } from './start-position.js';
 import type { RunStop } from './stop.js';
-import type { Timers } from './timers.js';
-import type { Alerts, Checkpoints, PartitionSummary, Source, SourceReader, Writer } from './types.js';
 
 export interface DrainPorts {
   readonly source: Source;

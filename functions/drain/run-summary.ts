@@ -3,7 +3,7 @@
  * line stays far below Cloud Logging's 256 KB per entry at any partition count. The full per-partition
  * detail goes to the run's document in Firestore (`pipelines/{id}/runs/{runId}`).
  */
-import type { PartitionSummary, RunSummary, StopReason } from './types.js';
+import type { PartitionSummary, RunSummary, StopReason } from '../kernel/summary.js';
 
 /** Up to this many partitions a summary lists them all (a few KB); beyond, the ones worth a look. */
 export const partitionsListed = 50;

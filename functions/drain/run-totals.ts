@@ -1,5 +1,6 @@
+import type { WrittenBatch } from '../kernel/ports.js';
+import type { PartitionSummary, RunSummary, StopReason } from '../kernel/summary.js';
 import type { DrainOptions } from './run-state.js';
-import type { PartitionSummary, RunSummary, StopReason, WrittenBatch } from './types.js';
 
 export interface RunTotals {
   recordsRead: number;

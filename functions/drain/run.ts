@@ -1,5 +1,7 @@
+import { asError } from '../kernel/errors.js';
+import type { RunSummary } from '../kernel/summary.js';
+import { systemTimers } from '../kernel/timers.js';
 import { ownedBy, partitionId } from './assignment.js';
-import { asError } from './errors.js';
 import { startLeaseKeeper } from './lease-keeper.js';
 import { drainPartitions } from './read-phase.js';
 import { releaseAll } from './release-phase.js';
@@ -7,8 +9,6 @@ import type { DrainContext, DrainOptions, DrainPorts, DrainRun } from './run-sta
 import { emptyTotals, runSummary } from './run-totals.js';
 import { shareWork } from './share-phase.js';
 import { createRunStop } from './stop.js';
-import { systemTimers } from './timers.js';
-import type { RunSummary } from './types.js';
 
 /**
  * One bounded run: lease this task's partitions, drain each from its checkpoint up to the end offset seen

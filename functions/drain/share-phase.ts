@@ -1,8 +1,8 @@
+import type { Watermarks } from '../kernel/records.js';
 import { partitionId } from './assignment.js';
 import { drainPartitions } from './read-phase.js';
 import type { DrainRun } from './run-state.js';
 import { planSharing, type Watched } from './share.js';
-import type { Watermarks } from './types.js';
 
 /**
  * After its own share, while its budget lasts: other tasks' partitions whose records wait and whose

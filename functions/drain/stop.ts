@@ -1,5 +1,5 @@
-import type { Timers } from './timers.js';
-import type { StopReason } from './types.js';
+import type { StopReason } from '../kernel/summary.js';
+import type { Timers } from '../kernel/timers.js';
 
 /**
  * When a run stops. The soft stop (`signal`: the budget ran out, or SIGTERM/SIGINT) ends fetching and

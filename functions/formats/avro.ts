@@ -1,8 +1,8 @@
 import avro from 'avsc';
-import type { JsonValue } from '../drain/types.js';
+import type { JsonValue } from '../kernel/records.js';
 import { convertValue } from '../records/debezium.js';
 import { floatValue } from '../records/validate.js';
-import type { SchemaField } from '../sinks/table-schema.js';
+import type { SchemaField } from '../schema/table-schema.js';
 import { exactLong } from './avro-long.js';
 import {
   bigOf,

@@ -1,5 +1,5 @@
+import type { SchemaField } from '../schema/table-schema.js';
 import { modeOf, typeOf } from '../sinks/schema-evolution.js';
-import type { SchemaField } from '../sinks/table-schema.js';
 
 /**
  * How the columns of one schema version (the values' own) fit the table's: `missing` are columns the

@@ -1,6 +1,6 @@
 import { isUtf8 } from 'node:buffer';
-import type { JsonValue } from '../drain/types.js';
-import type { SchemaField } from '../sinks/table-schema.js';
+import type { JsonValue } from '../kernel/records.js';
+import type { SchemaField } from '../schema/table-schema.js';
 import { type CompiledSchema, columnName, joinPath, UnmappableSchemaError, ValueError } from './mapped.js';
 
 /**

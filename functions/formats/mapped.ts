@@ -1,6 +1,6 @@
-import type { JsonValue } from '../drain/types.js';
+import type { JsonValue } from '../kernel/records.js';
 import { decimalText } from '../records/validate.js';
-import type { SchemaField } from '../sinks/table-schema.js';
+import type { SchemaField } from '../schema/table-schema.js';
 
 /**
  * What a format's schema compiles to: the BigQuery columns its values fill, and a decoder from its

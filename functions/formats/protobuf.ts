@@ -1,8 +1,8 @@
 import protobuf from 'protobufjs';
 import descriptor from 'protobufjs/ext/descriptor/index.js';
-import type { JsonValue } from '../drain/types.js';
+import type { JsonValue } from '../kernel/records.js';
 import { floatValue } from '../records/validate.js';
-import type { SchemaField } from '../sinks/table-schema.js';
+import type { SchemaField } from '../schema/table-schema.js';
 import {
   bigOf,
   type CompiledSchema,

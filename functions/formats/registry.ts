@@ -1,4 +1,4 @@
-import { DrainError } from '../drain/errors.js';
+import { DrainError } from '../kernel/errors.js';
 
 /**
  * A schema registry speaking Confluent's REST API (Confluent, Karapace, Apicurio's compatibility API,

@@ -1,9 +1,9 @@
-import { DrainError, isRetriable, PartitionWaitsError } from '../drain/errors.js';
-import type { Logger } from '../drain/logger.js';
-import { type RetryPolicy, withRetry } from '../drain/retry.js';
-import type { ValueFormatName } from '../drain/routes.js';
-import type { JsonValue, KafkaRecord } from '../drain/types.js';
-import type { SchemaField } from '../sinks/table-schema.js';
+import type { ValueFormatName } from '../config/routes.js';
+import { DrainError, isRetriable, PartitionWaitsError } from '../kernel/errors.js';
+import type { Logger } from '../kernel/logger.js';
+import type { JsonValue, KafkaRecord } from '../kernel/records.js';
+import { type RetryPolicy, withRetry } from '../kernel/retry.js';
+import type { SchemaField } from '../schema/table-schema.js';
 import { compileAvro } from './avro.js';
 import { fitColumns } from './columns.js';
 import { type CompiledSchema, UnmappableSchemaError, ValueError } from './mapped.js';

@@ -2,7 +2,7 @@
  * Google's gRPC clients (Firestore, Pub/Sub, the Storage Write API): one table of the status codes worth
  * another try, shared by their adapters; every other code is fatal.
  */
-import { DrainError } from '../drain/errors.js';
+import { DrainError } from '../kernel/errors.js';
 
 export const retriableGrpcCodes: ReadonlyMap<number, string> = new Map([
   [1, 'CANCELLED'],

@@ -3,7 +3,7 @@ import { managedwriter } from '@google-cloud/bigquery-storage';
 import { Firestore } from '@google-cloud/firestore';
 import { PubSub } from '@google-cloud/pubsub';
 import * as grpc from '@grpc/grpc-js';
-import type { DrainConfig } from '../drain/config.js';
+import type { DrainConfig } from '../config/config.js';
 import { patchFirestoreTermination } from '../google/firestore-patch.js';
 
 export interface GoogleClients {

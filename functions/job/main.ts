@@ -4,12 +4,12 @@
  * configuration, a retry will not help. The last line on stdout is always the run summary.
  */
 import { pathToFileURL } from 'node:url';
-import { createCallTracker, describe } from '../drain/calls.js';
-import { parseConfig } from '../drain/config.js';
-import { asError, ConfigError } from '../drain/errors.js';
-import { createLogger, type Logger } from '../drain/logger.js';
+import { parseConfig } from '../config/config.js';
 import { summaryLine } from '../drain/run-summary.js';
-import type { RunSummary } from '../drain/types.js';
+import { createCallTracker, describe } from '../kernel/calls.js';
+import { asError, ConfigError } from '../kernel/errors.js';
+import { createLogger, type Logger } from '../kernel/logger.js';
+import type { RunSummary } from '../kernel/summary.js';
 import { cutoffAfterSettleMs, settleMs } from './deadline.js';
 import { type JobIo, runJob } from './run-job.js';
 

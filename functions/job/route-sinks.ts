@@ -1,18 +1,19 @@
-import type { CallTracker } from '../drain/calls.js';
-import type { DrainConfig } from '../drain/config.js';
-import { ConfigError } from '../drain/errors.js';
-import type { Logger } from '../drain/logger.js';
-import { onceUntilFailure } from '../drain/once.js';
-import { defaultRetryPolicy } from '../drain/retry.js';
-import type { Route } from '../drain/routes.js';
-import type { ErrorTable, Sink, StreamSink } from '../drain/types.js';
+import type { DrainConfig } from '../config/config.js';
+import type { Route } from '../config/routes.js';
+import type { CallTracker } from '../kernel/calls.js';
+import { ConfigError } from '../kernel/errors.js';
+import type { Logger } from '../kernel/logger.js';
+import { onceUntilFailure } from '../kernel/once.js';
+import type { Sink } from '../kernel/ports.js';
+import { defaultRetryPolicy } from '../kernel/retry.js';
+import { type SchemaField, targetTableSchema } from '../schema/table-schema.js';
 import { createInsertAllSink, ensureTargetTable, insertAllLimits } from '../sinks/bigquery-sink.js';
 import { type ChangeSink, cdcSourceFields, createCdcSink, ensureCdcTable } from '../sinks/cdc-sink.js';
+import type { ErrorTable, StreamSink } from '../sinks/contracts.js';
 import { createMergeErrorTable } from '../sinks/error-table.js';
 import { createMergeSink } from '../sinks/merge-sink.js';
 import { evolveTable, type SchemaEvolution } from '../sinks/schema-evolution.js';
 import { createStorageWriteSink } from '../sinks/storage-write-sink.js';
-import { type SchemaField, targetTableSchema } from '../sinks/table-schema.js';
 import type { WriterPorts } from '../writers/create-writer.js';
 import type { GoogleClients } from './clients.js';
 

@@ -1,6 +1,6 @@
 import type { Kafka } from 'kafkajs';
-import type { DrainConfig } from '../drain/config.js';
-import { needsTopicList, type RoutedTopics, resolveTopics } from '../drain/routes.js';
+import type { DrainConfig } from '../config/config.js';
+import { needsTopicList, type RoutedTopics, resolveTopics } from '../config/routes.js';
 import { listTopics } from '../sources/kafka-client.js';
 
 /**

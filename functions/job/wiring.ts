@@ -4,18 +4,18 @@
  */
 import type kafkajs from 'kafkajs';
 import { createPubSubAlerts } from '../alerts/pubsub-alerts.js';
+import type { DrainConfig } from '../config/config.js';
+import { type Route, type RoutedTopics, tableName } from '../config/routes.js';
 import { createPubSubDeadLetters } from '../dead-letters/pubsub-dead-letters.js';
-import { type CallTracker, trackedPort, trackedSource } from '../drain/calls.js';
-import type { DrainConfig } from '../drain/config.js';
-import { ConfigError } from '../drain/errors.js';
-import type { Logger } from '../drain/logger.js';
-import { defaultRetryPolicy } from '../drain/retry.js';
-import { type Route, type RoutedTopics, tableName } from '../drain/routes.js';
 import type { DrainOptions, DrainPorts } from '../drain/run-state.js';
-import type { Checkpoints, Sink, Source } from '../drain/types.js';
 import type { ValueFormat } from '../formats/value-format.js';
+import { type CallTracker, trackedPort, trackedSource } from '../kernel/calls.js';
+import { ConfigError } from '../kernel/errors.js';
+import type { Logger } from '../kernel/logger.js';
+import type { Checkpoints, Sink, Source } from '../kernel/ports.js';
+import { defaultRetryPolicy } from '../kernel/retry.js';
 import { loadRules, type Rules } from '../records/rules.js';
-import type { SchemaField } from '../sinks/table-schema.js';
+import type { SchemaField } from '../schema/table-schema.js';
 import { createKafkaSource } from '../sources/kafka-source.js';
 import { createWriter } from '../writers/create-writer.js';
 import type { GoogleClients } from './clients.js';

@@ -5,8 +5,9 @@
  * record's offset: BigQuery applies a key's change with the highest sequence number, so a replayed change
  * (a crash, a retried append, a backward seek) can never overwrite a later one.
  */
-import type { DeadLetter, JsonValue, KafkaRecord, RowToWrite } from '../drain/types.js';
+
 import type { ValueFormat } from '../formats/value-format.js';
+import type { DeadLetter, JsonValue, KafkaRecord, RowToWrite } from '../kernel/records.js';
 import { type Change, debeziumChange } from './debezium.js';
 import { decodeValue, finishRow, isDeadLetter, type RowShape } from './records.js';
 import type { Rules } from './rules.js';

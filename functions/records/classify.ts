@@ -1,5 +1,5 @@
-import type { DeadLetter, KafkaRecord, RowToWrite } from '../drain/types.js';
 import type { ValueFormat } from '../formats/value-format.js';
+import type { DeadLetter, KafkaRecord, RowToWrite } from '../kernel/records.js';
 import { isDeadLetter, type RowShape, toRow, userColumns } from './records.js';
 import type { Rules } from './rules.js';
 

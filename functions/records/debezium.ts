@@ -9,8 +9,9 @@
  * times and timestamps as text. Without it the values are taken as they come (the validator then judges
  * them against the table's columns): a decimal is base64 bytes whose scale only the schema knows.
  */
-import type { JsonValue } from '../drain/types.js';
+
 import { dateText, microsText, scaledText, timeOfDayText } from '../formats/mapped.js';
+import type { JsonValue } from '../kernel/records.js';
 
 /** What one change event asks of the table. */
 export type Change =

@@ -1,7 +1,14 @@
 import { isUtf8 } from 'node:buffer';
-import type { DeadLetter, JsonValue, KafkaRecord, MetadataColumns, Row, RowToWrite } from '../drain/types.js';
 import type { ValueFormat } from '../formats/value-format.js';
-import type { SchemaField } from '../sinks/table-schema.js';
+import type {
+  DeadLetter,
+  JsonValue,
+  KafkaRecord,
+  MetadataColumns,
+  Row,
+  RowToWrite,
+} from '../kernel/records.js';
+import type { SchemaField } from '../schema/table-schema.js';
 import { type UnknownFields, validateRecord } from './validate.js';
 
 /** The table's user columns and what to do with fields it does not have; without it, rows go as they are. */

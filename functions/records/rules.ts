@@ -1,4 +1,4 @@
-import type { JsonValue, KafkaRecord } from '../drain/types.js';
+import type { JsonValue, KafkaRecord } from '../kernel/records.js';
 
 /**
  * Business rules: `RULES_MODULE` names a JS/TS module exporting `validate(record, context)`. It returns

@@ -1,5 +1,5 @@
-import type { JsonValue } from '../drain/types.js';
-import type { SchemaField } from '../sinks/table-schema.js';
+import type { JsonValue } from '../kernel/records.js';
+import type { SchemaField } from '../schema/table-schema.js';
 import { canonicalUtc, validDateAt, validTimeAt } from './civil-time.js';
 import { geographyProblem } from './geography.js';
 

@@ -1,7 +1,7 @@
 import type { managedwriter } from '@google-cloud/bigquery-storage';
-import { chunksOf } from '../drain/chunks.js';
-import { DrainError } from '../drain/errors.js';
-import type { DeadLetter, KafkaRecord } from '../drain/types.js';
+import { chunksOf } from '../kernel/chunks.js';
+import { DrainError } from '../kernel/errors.js';
+import type { DeadLetter, KafkaRecord } from '../kernel/records.js';
 
 /** One AppendRows request stays well under BigQuery's 10 MB. */
 export const maxAppendBytes = 5 * 1024 * 1024;

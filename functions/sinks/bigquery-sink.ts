@@ -1,11 +1,12 @@
 import type { BigQuery, Table } from '@google-cloud/bigquery';
-import { chunksOf } from '../drain/chunks.js';
-import { ConfigError, DrainError } from '../drain/errors.js';
-import type { Logger } from '../drain/logger.js';
-import { type RetryPolicy, withRetry } from '../drain/retry.js';
-import { defaultTableLayout, type TableLayout } from '../drain/routes.js';
-import type { MetadataColumns, RowResult, RowToInsert, Sink } from '../drain/types.js';
-import { type SchemaField, targetTableSchema } from './table-schema.js';
+import { defaultTableLayout, type TableLayout } from '../config/routes.js';
+import { chunksOf } from '../kernel/chunks.js';
+import { ConfigError, DrainError } from '../kernel/errors.js';
+import type { Logger } from '../kernel/logger.js';
+import type { Sink } from '../kernel/ports.js';
+import type { MetadataColumns, RowResult, RowToInsert } from '../kernel/records.js';
+import { type RetryPolicy, withRetry } from '../kernel/retry.js';
+import { type SchemaField, targetTableSchema } from '../schema/table-schema.js';
 
 /**
  * HTTP statuses and BigQuery reasons that are transient; anything else is fatal. `jobInternalError` comes

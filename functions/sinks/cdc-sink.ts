@@ -9,25 +9,25 @@
  */
 import type { BigQuery } from '@google-cloud/bigquery';
 import { adapt, managedwriter } from '@google-cloud/bigquery-storage';
-import { DrainError } from '../drain/errors.js';
-import type { Logger } from '../drain/logger.js';
-import { onceUntilFailure } from '../drain/once.js';
-import type { DeadLetter, Row, RowToWrite } from '../drain/types.js';
+import { DrainError } from '../kernel/errors.js';
+import type { Logger } from '../kernel/logger.js';
+import { onceUntilFailure } from '../kernel/once.js';
+import type { DeadLetter, Row, RowToWrite } from '../kernel/records.js';
 import { changeSequenceColumn, changeTypeColumn, sequenceNumber } from '../records/changes.js';
 import { maxRecordBytes } from '../records/records.js';
-import { appendRefusing, errorTableRefusal, rejectedLetters } from './append-rows.js';
-import { bigQueryError } from './bigquery-sink.js';
-import { compileRowEncoder } from './row-encoder.js';
-import { storageWriteError } from './storage-write-sink.js';
 import {
   deadLetterKey,
   deadLetterRow,
   deadLetterTableName,
   deadLetterTableSchema,
   type SchemaField,
-} from './table-schema.js';
+} from '../schema/table-schema.js';
+import { appendRefusing, errorTableRefusal, rejectedLetters } from './append-rows.js';
+import { bigQueryError } from './bigquery-sink.js';
+import { compileRowEncoder } from './row-encoder.js';
+import { storageWriteError } from './storage-write-sink.js';
 
-export { cdcSourceFields, deadLetterKey } from './table-schema.js';
+export { cdcSourceFields, deadLetterKey } from '../schema/table-schema.js';
 
 const pseudoColumns: readonly SchemaField[] = [
   { name: changeTypeColumn, type: 'STRING', mode: 'NULLABLE' },

@@ -1,10 +1,10 @@
-import { DrainError } from '../drain/errors.js';
-import { onceUntilFailure } from '../drain/once.js';
-import type { ErrorTable } from '../drain/types.js';
+import { DrainError } from '../kernel/errors.js';
+import { onceUntilFailure } from '../kernel/once.js';
 import { rowKey } from '../records/records.js';
+import { deadLetterRow, deadLetterTableName, deadLetterTableSchema } from '../schema/table-schema.js';
 import { ensureTable } from './bigquery-sink.js';
+import type { ErrorTable } from './contracts.js';
 import { createMergeSink, type MergeSinkOptions } from './merge-sink.js';
-import { deadLetterRow, deadLetterTableName, deadLetterTableSchema } from './table-schema.js';
 
 /**
  * How much of a dead letter's value the error table keeps in merge mode: staging goes through insertAll,

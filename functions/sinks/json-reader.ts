@@ -1,9 +1,9 @@
 import { isUtf8 } from 'node:buffer';
 import { canonicalMicrosIn, dateDaysIn } from '../records/civil-time.js';
 import { maxRecordBytes, metadataColumns, type RowShape } from '../records/records.js';
+import type { SchemaField } from '../schema/table-schema.js';
 import { doubleOf, FALSE, type JsonCursor, NULL, plainDecimal, TRUE } from './json-cursor.js';
 import type { ProtoWriter } from './proto-writer.js';
-import type { SchemaField } from './table-schema.js';
 
 /**
  * The one-pass reader of a record's JSON text against a route's shape: no `JSON.parse`, no row object, no

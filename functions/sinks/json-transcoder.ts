@@ -1,10 +1,10 @@
 import { isUtf8 } from 'node:buffer';
-import type { KafkaRecord } from '../drain/types.js';
+import type { KafkaRecord } from '../kernel/records.js';
 import type { RowShape } from '../records/records.js';
+import type { SchemaField } from '../schema/table-schema.js';
 import { JsonCursor } from './json-cursor.js';
 import { maxMs, readingOf, readRecord } from './json-reader.js';
 import type { ProtoWriter } from './proto-writer.js';
-import type { SchemaField } from './table-schema.js';
 
 /**
  * A record's JSON text straight to its row's protocol buffer bytes, in one pass over the bytes: no

@@ -1,12 +1,13 @@
 import { createHash } from 'node:crypto';
 import type { BigQuery, Table } from '@google-cloud/bigquery';
-import { DrainError } from '../drain/errors.js';
 import { createFlushQueue } from '../drain/flush-queue.js';
-import type { Logger } from '../drain/logger.js';
-import { backoffDelay, type RetryPolicy, sleep, withRetry } from '../drain/retry.js';
-import type { RowResult, RowToInsert, Sink } from '../drain/types.js';
+import { DrainError } from '../kernel/errors.js';
+import type { Logger } from '../kernel/logger.js';
+import type { Sink } from '../kernel/ports.js';
+import type { RowResult, RowToInsert } from '../kernel/records.js';
+import { backoffDelay, type RetryPolicy, sleep, withRetry } from '../kernel/retry.js';
+import type { SchemaField } from '../schema/table-schema.js';
 import { bigQueryError, createInsertAllSink, insertAllLimits } from './bigquery-sink.js';
-import type { SchemaField } from './table-schema.js';
 
 /**
  * `merge` mode (exactly once): a flush stages its rows, tagged with a batch id, in the task's staging

@@ -7,10 +7,10 @@
  * conversion pass, protobufjs's reflection and its writer's operation per field (proto-writer.ts). Exact throughout: INT64 and TIMESTAMP
  * never pass through a float that was not one already.
  */
-import type { JsonValue, Row } from '../drain/types.js';
+import type { JsonValue, Row } from '../kernel/records.js';
 import { daysFromCivilParts, digitsAt } from '../records/civil-time.js';
+import type { SchemaField } from '../schema/table-schema.js';
 import { ProtoWriter } from './proto-writer.js';
-import type { SchemaField } from './table-schema.js';
 
 type Encode = (writer: ProtoWriter, value: JsonValue) => void;
 

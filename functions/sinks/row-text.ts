@@ -1,4 +1,4 @@
-import type { KafkaRecord } from '../drain/types.js';
+import type { KafkaRecord } from '../kernel/records.js';
 import { ingestedText, keyText, type RowShape } from '../records/records.js';
 import { JsonCursor } from './json-cursor.js';
 import { maxMs, type Out, readingOf, readRecord } from './json-reader.js';

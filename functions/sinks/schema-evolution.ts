@@ -1,9 +1,9 @@
 import type { BigQuery } from '@google-cloud/bigquery';
-import { ConfigError } from '../drain/errors.js';
-import type { Logger } from '../drain/logger.js';
-import { sleep } from '../drain/retry.js';
+import { ConfigError } from '../kernel/errors.js';
+import type { Logger } from '../kernel/logger.js';
+import { sleep } from '../kernel/retry.js';
+import type { SchemaField } from '../schema/table-schema.js';
 import { bigQueryError } from './bigquery-sink.js';
-import type { SchemaField } from './table-schema.js';
 
 /**
  * Additive schema evolution: at the start of a run the table's schema is compared with the schema file's.

@@ -11,22 +11,23 @@
  */
 import type { BigQuery } from '@google-cloud/bigquery';
 import { adapt, managedwriter } from '@google-cloud/bigquery-storage';
-import { DrainError } from '../drain/errors.js';
-import type { Logger } from '../drain/logger.js';
-import { onceUntilFailure } from '../drain/once.js';
-import type { DeadLetter, KafkaRecord, PartitionRef, Row, StreamSink, StreamState } from '../drain/types.js';
 import { grpcError } from '../google/grpc-errors.js';
+import { DrainError } from '../kernel/errors.js';
+import type { Logger } from '../kernel/logger.js';
+import { onceUntilFailure } from '../kernel/once.js';
+import type { DeadLetter, KafkaRecord, PartitionRef, Row } from '../kernel/records.js';
 import { maxRecordBytes, type RowShape } from '../records/records.js';
-import { appendRefusing, errorTableRefusal, rejectedLetters } from './append-rows.js';
-import { ensureTable } from './bigquery-sink.js';
-import { compileTranscoder, type Transcode } from './json-transcoder.js';
-import { compileRowEncoder, type RowEncoder } from './row-encoder.js';
 import {
   deadLetterRow,
   deadLetterTableName,
   deadLetterTableSchema,
   type SchemaField,
-} from './table-schema.js';
+} from '../schema/table-schema.js';
+import { appendRefusing, errorTableRefusal, rejectedLetters } from './append-rows.js';
+import { ensureTable } from './bigquery-sink.js';
+import type { StreamSink, StreamState } from './contracts.js';
+import { compileTranscoder, type Transcode } from './json-transcoder.js';
+import { compileRowEncoder, type RowEncoder } from './row-encoder.js';
 import { offsetsHeld, tableStats } from './table-stats.js';
 
 /** A Storage Write API failure: one worth another stream, or fatal (the table of Google's gRPC codes). */

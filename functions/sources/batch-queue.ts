@@ -1,4 +1,4 @@
-import type { FetchedBatch } from '../drain/types.js';
+import type { FetchedBatch } from '../kernel/records.js';
 
 /**
  * A small bounded hand-over between a push-style consumer (kafkajs `eachBatch`) and the pull-style

@@ -7,7 +7,7 @@
  * Nothing is signed: the broker checks the access token with Google.
  */
 import kafkajs, { type AuthenticationProviderArgs, type Authenticator } from 'kafkajs';
-import { onceUntilFailure } from '../drain/once.js';
+import { onceUntilFailure } from '../kernel/once.js';
 
 /** kafkajs's own error for a refused authentication: not retriable, so the run fails at once. */
 const authError = (message: string): Error =>

@@ -2,8 +2,8 @@ import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { type ConnectionOptions, connect as tlsConnect } from 'node:tls';
 import kafkajs, { type Kafka, type KafkaConfig } from 'kafkajs';
-import type { DrainConfig, KafkaSasl } from '../drain/config.js';
-import { ConfigError, DrainError } from '../drain/errors.js';
+import type { DrainConfig, KafkaSasl } from '../config/config.js';
+import { ConfigError, DrainError } from '../kernel/errors.js';
 import {
   applicationDefaultCredentials,
   createKafkaTokenSource,

@@ -1,16 +1,9 @@
 import kafkajs, { type Admin, type Consumer, type Kafka } from 'kafkajs';
-import { DrainError } from '../drain/errors.js';
-import type { Logger } from '../drain/logger.js';
-import { backoffDelay, type RetryPolicy, sleep } from '../drain/retry.js';
-import type {
-  FetchedBatch,
-  KafkaRecord,
-  PartitionRef,
-  Position,
-  Source,
-  SourceReader,
-  Watermarks,
-} from '../drain/types.js';
+import { DrainError } from '../kernel/errors.js';
+import type { Logger } from '../kernel/logger.js';
+import type { Source, SourceReader } from '../kernel/ports.js';
+import type { FetchedBatch, KafkaRecord, PartitionRef, Position, Watermarks } from '../kernel/records.js';
+import { backoffDelay, type RetryPolicy, sleep } from '../kernel/retry.js';
 import { createBatchQueue } from './batch-queue.js';
 import { registerCompressionCodecs } from './codecs.js';
 import { kafkaError } from './kafka-client.js';

@@ -4,11 +4,11 @@
  */
 import * as functions from '@google-cloud/functions-framework';
 import kafkajs from 'kafkajs';
-import { parseConfig } from '../drain/config.js';
-import { ConfigError } from '../drain/errors.js';
-import { createLogger } from '../drain/logger.js';
+import { parseConfig } from '../config/config.js';
 import { createGoogleClients } from '../job/clients.js';
 import { routeTopics } from '../job/routing.js';
+import { ConfigError } from '../kernel/errors.js';
+import { createLogger } from '../kernel/logger.js';
 import { kafkaClientOptions } from '../sources/kafka-client.js';
 import { createKafkaSource } from '../sources/kafka-source.js';
 import { partitionStatus } from './partition-status.js';

@@ -1,8 +1,8 @@
 import type { Firestore } from '@google-cloud/firestore';
 import { leaseHeld, partitionDocOf, partitionsOf } from '../checkpoints/partition-doc.js';
+import { type RoutedTopics, tableName } from '../config/routes.js';
 import { partitionId } from '../drain/assignment.js';
-import { type RoutedTopics, tableName } from '../drain/routes.js';
-import type { Source } from '../drain/types.js';
+import type { Source } from '../kernel/ports.js';
 
 export interface PartitionStatus {
   topic: string;

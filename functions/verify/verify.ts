@@ -1,7 +1,7 @@
 import type { BigQuery } from '@google-cloud/bigquery';
 import type { Firestore } from '@google-cloud/firestore';
 import { partitionDocOf, partitionsOf } from '../checkpoints/partition-doc.js';
-import { forEachLimited } from '../drain/concurrency.js';
+import { forEachLimited } from '../kernel/concurrency.js';
 import { type OffsetRange, tableStatsByPartition } from '../sinks/table-stats.js';
 import { ledgerEntryOf } from './ledger.js';
 import { type LedgerEntry, type PartitionVerdict, reconcile, type TableStats } from './reconcile.js';

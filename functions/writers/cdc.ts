@@ -1,7 +1,7 @@
-import { DrainError } from '../drain/errors.js';
-import type { Logger } from '../drain/logger.js';
-import { defaultRetryPolicy, type RetryPolicy, withRetry } from '../drain/retry.js';
-import type { DeadLetters, Writer } from '../drain/types.js';
+import { DrainError } from '../kernel/errors.js';
+import type { Logger } from '../kernel/logger.js';
+import type { DeadLetters, Writer } from '../kernel/ports.js';
+import { defaultRetryPolicy, type RetryPolicy, withRetry } from '../kernel/retry.js';
 import { type ChangePolicy, classifyChanges, primaryKeyOfKey } from '../records/changes.js';
 import type { ChangeSink } from '../sinks/cdc-sink.js';
 import { publishDeadLetters } from './dead-letters.js';

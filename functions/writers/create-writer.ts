@@ -1,5 +1,6 @@
-import type { CdcConfig } from '../drain/config.js';
-import type { ErrorTable, Sink, StreamSink, Writer } from '../drain/types.js';
+import type { CdcConfig } from '../config/config.js';
+import type { Sink, Writer } from '../kernel/ports.js';
+import type { ErrorTable, StreamSink } from '../sinks/contracts.js';
 import { type ChangePorts, createCdcWriter } from './cdc.js';
 import { createInsertAllWriter, createMergeWriter, type SinkWriterOptions } from './sink-writer.js';
 import { createStorageWriteWriter, type StorageWriteWriterOptions } from './storage-write.js';

@@ -1,4 +1,5 @@
-import type { DeadLetter, DeadLetters } from '../drain/types.js';
+import type { DeadLetters } from '../kernel/ports.js';
+import type { DeadLetter } from '../kernel/records.js';
 
 /** Publishes dead letters in offset order (as a reader of the topic saw them in Kafka); resolves when acknowledged. */
 export async function publishDeadLetters(letters: DeadLetter[], deadLetters: DeadLetters): Promise<void> {

@@ -3,7 +3,9 @@
  * and error tables still hold (the same offset with the same Kafka timestamp) are counted, not written
  * again. Pure, so that the split is unit-tested.
  */
-import type { HeldOffsets, KafkaRecord } from '../drain/types.js';
+
+import type { KafkaRecord } from '../kernel/records.js';
+import type { HeldOffsets } from '../sinks/contracts.js';
 
 export type Replay = HeldOffsets & { readonly until: number };
 

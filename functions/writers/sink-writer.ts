@@ -1,14 +1,8 @@
-import type {
-  BatchToWrite,
-  DeadLetters,
-  ErrorTable,
-  RowToInsert,
-  Sink,
-  Writer,
-  WrittenBatch,
-} from '../drain/types.js';
+import type { BatchToWrite, DeadLetters, Sink, Writer, WrittenBatch } from '../kernel/ports.js';
+import type { RowToInsert } from '../kernel/records.js';
 import { classifyEach, directShape, type RecordPolicy } from '../records/classify.js';
 import { type RowShape, rowKey } from '../records/records.js';
+import type { ErrorTable } from '../sinks/contracts.js';
 import { compileRowText, type RowText } from '../sinks/row-text.js';
 import { publishDeadLetters } from './dead-letters.js';
 

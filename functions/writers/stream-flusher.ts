@@ -15,20 +15,14 @@
  * once, so committing a recorded stream is always safe, and a range is never written again while its
  * stream could still commit.
  */
-import { DrainError, FencedError } from '../drain/errors.js';
+
 import { createFlushQueue, type Waiting } from '../drain/flush-queue.js';
-import type { Logger } from '../drain/logger.js';
-import { defaultRetryPolicy, type RetryPolicy, withRetry } from '../drain/retry.js';
-import type {
-  Checkpoints,
-  CommitIntent,
-  DeadLetter,
-  DeadLetters,
-  EncodedRow,
-  Lease,
-  PartitionRef,
-  StreamSink,
-} from '../drain/types.js';
+import { DrainError, FencedError } from '../kernel/errors.js';
+import type { Logger } from '../kernel/logger.js';
+import type { Checkpoints, CommitIntent, DeadLetters, Lease } from '../kernel/ports.js';
+import type { DeadLetter, PartitionRef } from '../kernel/records.js';
+import { defaultRetryPolicy, type RetryPolicy, withRetry } from '../kernel/retry.js';
+import type { EncodedRow, StreamSink } from '../sinks/contracts.js';
 import { publishDeadLetters } from './dead-letters.js';
 
 /** One partition's batch, classified, waiting for a flush. */

@@ -1,10 +1,10 @@
 import { afterAll, expect, test } from 'vitest';
-import { createMemoryLogger } from '../../functions/drain/logger.js';
-import type { RowToWrite, TextRow } from '../../functions/drain/types.js';
+import { createMemoryLogger } from '../../functions/kernel/logger.js';
+import type { RowToWrite, TextRow } from '../../functions/kernel/records.js';
 import { type RowShape, rowKey, toRow } from '../../functions/records/records.js';
+import type { SchemaField } from '../../functions/schema/table-schema.js';
 import { createInsertAllSink, ensureTargetTable } from '../../functions/sinks/bigquery-sink.js';
 import { compileRowText } from '../../functions/sinks/row-text.js';
-import type { SchemaField } from '../../functions/sinks/table-schema.js';
 import { record } from '../support/memory-ports.js';
 import { stackClients, uniqueName } from '../support/stack.js';
 

@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, test } from 'vitest';
 import { createFirestoreCheckpoints } from '../../functions/checkpoints/firestore-checkpoints.js';
-import { FencedError } from '../../functions/drain/errors.js';
+import { FencedError } from '../../functions/kernel/errors.js';
 import { stackClients, uniqueName } from '../support/stack.js';
 
 const clients = await stackClients();

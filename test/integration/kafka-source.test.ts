@@ -1,6 +1,7 @@
 import { afterAll, expect, test } from 'vitest';
-import { createMemoryLogger } from '../../functions/drain/logger.js';
-import type { FetchedBatch, SourceReader } from '../../functions/drain/types.js';
+import { createMemoryLogger } from '../../functions/kernel/logger.js';
+import type { SourceReader } from '../../functions/kernel/ports.js';
+import type { FetchedBatch } from '../../functions/kernel/records.js';
 import { createKafkaSource } from '../../functions/sources/kafka-source.js';
 import { createTopic, produce, testKafka } from '../support/kafka.js';
 import { uniqueName } from '../support/stack.js';

@@ -1,12 +1,12 @@
 import { afterAll, describe, expect, test } from 'vitest';
-import { createMemoryLogger } from '../../functions/drain/logger.js';
-import type { DeadLetter, RowToWrite, TextRow } from '../../functions/drain/types.js';
+import { createMemoryLogger } from '../../functions/kernel/logger.js';
+import type { DeadLetter, RowToWrite, TextRow } from '../../functions/kernel/records.js';
 import { rowKey, toRow } from '../../functions/records/records.js';
+import { targetTableSchema } from '../../functions/schema/table-schema.js';
 import { ensureTargetTable } from '../../functions/sinks/bigquery-sink.js';
 import { createMergeErrorTable } from '../../functions/sinks/error-table.js';
 import { createMergeSink, stagingPrefix, stagingTableName } from '../../functions/sinks/merge-sink.js';
 import { compileRowText } from '../../functions/sinks/row-text.js';
-import { targetTableSchema } from '../../functions/sinks/table-schema.js';
 import { record } from '../support/memory-ports.js';
 import { stackClients, uniqueName } from '../support/stack.js';
 

@@ -1,6 +1,6 @@
 import { afterAll, expect, test } from 'vitest';
 import { createPubSubDeadLetters } from '../../functions/dead-letters/pubsub-dead-letters.js';
-import { createMemoryLogger } from '../../functions/drain/logger.js';
+import { createMemoryLogger } from '../../functions/kernel/logger.js';
 import { record } from '../support/memory-ports.js';
 import { pullAll } from '../support/pubsub.js';
 import { stackClients, uniqueName } from '../support/stack.js';

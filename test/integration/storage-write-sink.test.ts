@@ -4,12 +4,13 @@
  * a stream's state is known, and dead letters land in the error table keyed by origin.
  */
 import { afterAll, describe, expect, test } from 'vitest';
-import { createMemoryLogger } from '../../functions/drain/logger.js';
-import type { EncodedRow, KafkaRecord, RowToWrite, StreamSink } from '../../functions/drain/types.js';
+import { createMemoryLogger } from '../../functions/kernel/logger.js';
+import type { KafkaRecord, RowToWrite } from '../../functions/kernel/records.js';
 import { isDeadLetter, toRow } from '../../functions/records/records.js';
+import { type SchemaField, targetTableSchema } from '../../functions/schema/table-schema.js';
 import { ensureTargetTable } from '../../functions/sinks/bigquery-sink.js';
+import type { EncodedRow, StreamSink } from '../../functions/sinks/contracts.js';
 import { createStorageWriteSink } from '../../functions/sinks/storage-write-sink.js';
-import { type SchemaField, targetTableSchema } from '../../functions/sinks/table-schema.js';
 import { stackClients, stackEnv, stackWriter, uniqueName } from '../support/stack.js';
 
 /** The rows encoded as the writer encodes a batch. */

@@ -1,4 +1,4 @@
-import type { Timers } from '../../functions/drain/timers.js';
+import type { Timers } from '../../functions/kernel/timers.js';
 
 interface Scheduled {
   readonly id: number;

@@ -7,8 +7,8 @@
  * passing through a float), NUMERIC/BIGNUMERIC/DATETIME/TIME/JSON/GEOGRAPHY as text. Exact throughout:
  * no value goes through a JavaScript number that was not one already.
  */
-import type { JsonValue, Row } from '../../functions/drain/types.js';
-import type { SchemaField } from '../../functions/sinks/table-schema.js';
+import type { JsonValue, Row } from '../../functions/kernel/records.js';
+import type { SchemaField } from '../../functions/schema/table-schema.js';
 
 export type StorageValue = string | number | boolean | Buffer | null | StorageValue[] | StorageRow;
 export interface StorageRow {

@@ -5,28 +5,29 @@
 
 import { partitionId } from '../../functions/drain/assignment.js';
 import type { Alert, LivenessState } from '../../functions/drain/episodes.js';
-import { DrainError, FencedError } from '../../functions/drain/errors.js';
+import { DrainError, FencedError } from '../../functions/kernel/errors.js';
 import type {
   CheckpointCommit,
   Checkpoints,
   CommitIntent,
-  DeadLetter,
   DeadLetters,
-  EncodedRow,
+  Lease,
+  Sink,
+  Source,
+  SourceReader,
+} from '../../functions/kernel/ports.js';
+import type {
+  DeadLetter,
   FetchedBatch,
   KafkaRecord,
-  Lease,
   PartitionRef,
   Row,
   RowResult,
   RowToWrite,
-  RunSummary,
-  Sink,
-  Source,
-  SourceReader,
-  StreamSink,
-} from '../../functions/drain/types.js';
+} from '../../functions/kernel/records.js';
+import type { RunSummary } from '../../functions/kernel/summary.js';
 import { rowKey } from '../../functions/records/records.js';
+import type { EncodedRow, StreamSink } from '../../functions/sinks/contracts.js';
 
 export function record(topic: string, partition: number, offset: number, value: unknown): KafkaRecord {
   return {

@@ -6,17 +6,10 @@
 
 import { runDrain as drain } from '../../functions/drain/run.js';
 import type { DrainContext, DrainOptions as RunOptions } from '../../functions/drain/run-state.js';
-import type {
-  Alerts,
-  Checkpoints,
-  DeadLetters,
-  ErrorTable,
-  RunSummary,
-  Sink,
-  Source,
-  StreamSink,
-} from '../../functions/drain/types.js';
+import type { Alerts, Checkpoints, DeadLetters, Sink, Source } from '../../functions/kernel/ports.js';
+import type { RunSummary } from '../../functions/kernel/summary.js';
 import type { RecordPolicy } from '../../functions/records/classify.js';
+import type { ErrorTable, StreamSink } from '../../functions/sinks/contracts.js';
 import { createWriter, type WriterPorts } from '../../functions/writers/create-writer.js';
 
 export type DrainOptions = RunOptions &

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'vitest';
-import { createCallTracker, ServiceTimeoutError, trackedPort } from '../../functions/drain/calls.js';
-import { isRetriable } from '../../functions/drain/errors.js';
 import { retriedByDefault } from '../../functions/job/clients.js';
+import { createCallTracker, ServiceTimeoutError, trackedPort } from '../../functions/kernel/calls.js';
+import { isRetriable } from '../../functions/kernel/errors.js';
 
 const never = () => new Promise<never>(() => {});
 

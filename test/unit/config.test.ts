@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest';
-import { parseConfig } from '../../functions/drain/config.js';
-import { ConfigError } from '../../functions/drain/errors.js';
+import { parseConfig } from '../../functions/config/config.js';
+import { ConfigError } from '../../functions/kernel/errors.js';
 import { kafkaClientOptions } from '../../functions/sources/kafka-client.js';
 
 const base = {

@@ -8,9 +8,9 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import avro from 'avsc';
 import { describe, expect, test } from 'vitest';
-import type { JsonValue, KafkaRecord } from '../../functions/drain/types.js';
 import { compileAvro } from '../../functions/formats/avro.js';
 import { afterFields } from '../../functions/formats/route-values.js';
+import type { JsonValue, KafkaRecord } from '../../functions/kernel/records.js';
 import {
   classifyChanges,
   keyObject,

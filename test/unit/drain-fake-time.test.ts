@@ -4,9 +4,9 @@
  */
 import { describe, expect, test } from 'vitest';
 import { ownedBy } from '../../functions/drain/assignment.js';
-import { DrainError } from '../../functions/drain/errors.js';
-import { createMemoryLogger } from '../../functions/drain/logger.js';
-import type { KafkaRecord, Watermarks } from '../../functions/drain/types.js';
+import { DrainError } from '../../functions/kernel/errors.js';
+import { createMemoryLogger } from '../../functions/kernel/logger.js';
+import type { KafkaRecord, Watermarks } from '../../functions/kernel/records.js';
 import { testDrainOptions } from '../support/drain-options.js';
 import { createFakeClock } from '../support/fake-clock.js';
 import {

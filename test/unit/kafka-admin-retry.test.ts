@@ -1,7 +1,7 @@
 import kafkajs, { type Admin } from 'kafkajs';
 import { describe, expect, test } from 'vitest';
-import { DrainError } from '../../functions/drain/errors.js';
-import { createMemoryLogger } from '../../functions/drain/logger.js';
+import { DrainError } from '../../functions/kernel/errors.js';
+import { createMemoryLogger } from '../../functions/kernel/logger.js';
 import { onNewAdmin } from '../../functions/sources/kafka-source.js';
 
 const { KafkaJSProtocolError } = kafkajs;

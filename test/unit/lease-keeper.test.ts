@@ -1,9 +1,10 @@
 import { describe, expect, test } from 'vitest';
-import { DrainError, FencedError } from '../../functions/drain/errors.js';
 import { leaseGiveUpMarginMs, startLeaseKeeper } from '../../functions/drain/lease-keeper.js';
-import { createMemoryLogger } from '../../functions/drain/logger.js';
 import { PartitionLease } from '../../functions/drain/partition-lease.js';
-import type { Checkpoints, Lease, PartitionRef } from '../../functions/drain/types.js';
+import { DrainError, FencedError } from '../../functions/kernel/errors.js';
+import { createMemoryLogger } from '../../functions/kernel/logger.js';
+import type { Checkpoints, Lease } from '../../functions/kernel/ports.js';
+import type { PartitionRef } from '../../functions/kernel/records.js';
 import { createFakeClock } from '../support/fake-clock.js';
 
 const ttl = 1_200;

@@ -5,10 +5,10 @@
  */
 import type { BigQuery } from '@google-cloud/bigquery';
 import { describe, expect, test } from 'vitest';
-import { createMemoryLogger } from '../../functions/drain/logger.js';
-import type { KafkaRecord, Row } from '../../functions/drain/types.js';
+import { createMemoryLogger } from '../../functions/kernel/logger.js';
+import type { KafkaRecord, Row } from '../../functions/kernel/records.js';
+import { targetTableSchema } from '../../functions/schema/table-schema.js';
 import { confirmStatement, createMergeSink } from '../../functions/sinks/merge-sink.js';
-import { targetTableSchema } from '../../functions/sinks/table-schema.js';
 import { testDrainOptions } from '../support/drain-options.js';
 import {
   createMemoryCheckpoints,

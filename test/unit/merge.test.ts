@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import type { RowToWrite } from '../../functions/drain/types.js';
+import type { RowToWrite } from '../../functions/kernel/records.js';
 import { toRow } from '../../functions/records/records.js';
 import {
   batchId,

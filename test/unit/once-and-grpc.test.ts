@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'vitest';
-import { DrainError } from '../../functions/drain/errors.js';
-import { onceUntilFailure } from '../../functions/drain/once.js';
 import { grpcError } from '../../functions/google/grpc-errors.js';
+import { DrainError } from '../../functions/kernel/errors.js';
+import { onceUntilFailure } from '../../functions/kernel/once.js';
 
 describe('onceUntilFailure', () => {
   test('made once and shared while it holds; made again after it failed', async () => {

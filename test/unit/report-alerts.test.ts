@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import { reportAlerts } from '../../functions/drain/alert-report.js';
 import { emptyLiveness } from '../../functions/drain/episodes.js';
-import { createMemoryLogger } from '../../functions/drain/logger.js';
+import { createMemoryLogger } from '../../functions/kernel/logger.js';
 import { createMemoryAlerts } from '../support/memory-ports.js';
 
 const thresholds = { idleSeconds: 300, stallSeconds: 900, backlogRecords: 1_000_000, backlogGrowingRuns: 3 };

@@ -1,9 +1,9 @@
 import { describe, expect, test } from 'vitest';
-import { parseConfig } from '../../functions/drain/config.js';
-import { ConfigError } from '../../functions/drain/errors.js';
-import { parseRoutes, resolveTopics, routeOf, tableName } from '../../functions/drain/routes.js';
+import { parseConfig } from '../../functions/config/config.js';
+import { parseRoutes, resolveTopics, routeOf, tableName } from '../../functions/config/routes.js';
 import { mergeRunSummaries } from '../../functions/drain/run-summary.js';
-import type { RunSummary } from '../../functions/drain/types.js';
+import { ConfigError } from '../../functions/kernel/errors.js';
+import type { RunSummary } from '../../functions/kernel/summary.js';
 
 const noMetadata = { headers: false, keyText: false };
 const defaults = { dataset: null, metadata: noMetadata };

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'vitest';
-import { forEachLimited } from '../../functions/drain/concurrency.js';
 import { partitionsWorthALook, summaryLine } from '../../functions/drain/run-summary.js';
-import type { PartitionSummary, RunSummary } from '../../functions/drain/types.js';
+import { forEachLimited } from '../../functions/kernel/concurrency.js';
+import type { PartitionSummary, RunSummary } from '../../functions/kernel/summary.js';
 
 const partition = (n: number, more: Partial<PartitionSummary> = {}): PartitionSummary => ({
   topic: `topic-${Math.floor(n / 100)}`,

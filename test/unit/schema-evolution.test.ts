@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest';
+import type { SchemaField } from '../../functions/schema/table-schema.js';
 import { compareSchemas, evolvedSchema } from '../../functions/sinks/schema-evolution.js';
-import type { SchemaField } from '../../functions/sinks/table-schema.js';
 
 const table: SchemaField[] = [
   { name: 'id', type: 'STRING', mode: 'REQUIRED' },

@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import { planSharing } from '../../functions/drain/share.js';
-import type { PartitionState, Watermarks } from '../../functions/drain/types.js';
+import type { PartitionState } from '../../functions/kernel/ports.js';
+import type { Watermarks } from '../../functions/kernel/records.js';
 
 const mark = (partition: number, end: number, logStart = 0): Watermarks => ({
   topic: 't',

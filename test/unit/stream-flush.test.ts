@@ -4,9 +4,9 @@
  * forward by another run.
  */
 import { describe, expect, test } from 'vitest';
-import { DrainError } from '../../functions/drain/errors.js';
-import { createMemoryLogger } from '../../functions/drain/logger.js';
-import type { KafkaRecord } from '../../functions/drain/types.js';
+import { DrainError } from '../../functions/kernel/errors.js';
+import { createMemoryLogger } from '../../functions/kernel/logger.js';
+import type { KafkaRecord } from '../../functions/kernel/records.js';
 import { testDrainOptions } from '../support/drain-options.js';
 import {
   createMemoryCheckpoints,

@@ -1,8 +1,8 @@
 import { describe, expect, test } from 'vitest';
-import type { JsonValue } from '../../functions/drain/types.js';
+import type { JsonValue } from '../../functions/kernel/records.js';
 import { createRules } from '../../functions/records/rules.js';
 import { validateRecord } from '../../functions/records/validate.js';
-import type { SchemaField } from '../../functions/sinks/table-schema.js';
+import type { SchemaField } from '../../functions/schema/table-schema.js';
 import { record } from '../support/memory-ports.js';
 
 const one = (type: string, mode: SchemaField['mode'] = 'NULLABLE'): SchemaField[] => [

@@ -1,8 +1,5 @@
 import avro from 'avsc';
 import { describe, expect, test } from 'vitest';
-import { DrainError, PartitionWaitsError } from '../../functions/drain/errors.js';
-import { createLogger } from '../../functions/drain/logger.js';
-import type { KafkaRecord } from '../../functions/drain/types.js';
 import { compileAvro } from '../../functions/formats/avro.js';
 import {
   type RegisteredSchema,
@@ -10,6 +7,9 @@ import {
   type SchemaRegistry,
 } from '../../functions/formats/registry.js';
 import { createRegistryFormat } from '../../functions/formats/value-format.js';
+import { DrainError, PartitionWaitsError } from '../../functions/kernel/errors.js';
+import { createLogger } from '../../functions/kernel/logger.js';
+import type { KafkaRecord } from '../../functions/kernel/records.js';
 
 const v1 = { type: 'record', name: 'User', fields: [{ name: 'id', type: 'long' }] };
 const v2 = { ...v1, fields: [...v1.fields, { name: 'email', type: ['null', 'string'], default: null }] };

@@ -4,9 +4,9 @@
  * checkpoint moves past all of it.
  */
 import { describe, expect, test } from 'vitest';
-import { DrainError } from '../../functions/drain/errors.js';
-import { createMemoryLogger } from '../../functions/drain/logger.js';
-import type { DeadLetter, KafkaRecord, RowToWrite } from '../../functions/drain/types.js';
+import { DrainError } from '../../functions/kernel/errors.js';
+import { createMemoryLogger } from '../../functions/kernel/logger.js';
+import type { DeadLetter, KafkaRecord, RowToWrite } from '../../functions/kernel/records.js';
 import { createCdcWriter } from '../../functions/writers/cdc.js';
 import { testDrainOptions } from '../support/drain-options.js';
 import {

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
-import { ConfigError } from '../drain/errors.js';
-import type { DeadLetter, MetadataColumns } from '../drain/types.js';
+import { ConfigError } from '../kernel/errors.js';
+import type { DeadLetter, MetadataColumns } from '../kernel/records.js';
 
 export interface SchemaField {
   name: string;

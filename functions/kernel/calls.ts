@@ -7,7 +7,7 @@
  * fails at once: nothing may keep a run alive past budget + 10 s (Cloud Run kills the task then).
  */
 import { DrainError } from './errors.js';
-import type { Source } from './types.js';
+import type { Source } from './ports.js';
 
 export type Service = 'kafka' | 'firestore' | 'pubsub' | 'bigquery';
 

@@ -1,5 +1,5 @@
-import { ConfigError } from './errors.js';
-import type { Watermarks } from './types.js';
+import { ConfigError } from '../kernel/errors.js';
+import type { Watermarks } from '../kernel/records.js';
 
 /** Where a partition with no checkpoint yet starts. Never used for one that has a checkpoint. */
 export type StartPosition =

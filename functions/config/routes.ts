@@ -8,8 +8,8 @@
  * redeploy. Kafka's internal topics (`__consumer_offsets`, ...) never match a regex.
  */
 import { dirname, isAbsolute, resolve } from 'node:path';
-import { ConfigError } from './errors.js';
-import type { MetadataColumns } from './types.js';
+import { ConfigError } from '../kernel/errors.js';
+import type { MetadataColumns } from '../kernel/records.js';
 
 /**
  * How a route's table is laid out: time partitioning by a column (the Kafka timestamp by default, or a

@@ -1,5 +1,5 @@
+import { ConfigError } from '../kernel/errors.js';
 import type { Reader } from './config.js';
-import { ConfigError } from './errors.js';
 
 /** cdc mode: how records are changes, by which key, and the tables' max staleness. */
 export interface CdcConfig {

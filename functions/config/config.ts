@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
+import { ConfigError } from '../kernel/errors.js';
+import { type LogLevel, logLevelNames } from '../kernel/logger.js';
 import { type CdcConfig, cdcOf } from './cdc-config.js';
-import { ConfigError } from './errors.js';
-import { type LogLevel, logLevelNames } from './logger.js';
 import {
   defaultTableLayout,
   parseRoutes,

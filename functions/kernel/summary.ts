@@ -1,0 +1,72 @@
+import type { PartitionRef } from './records.js';
+
+/**
+ * Why a run ended: it caught up; its budget ran out; a signal; `stalled`: it got through all it could but
+ * left partitions that could not move (a recorded flush it could not finish), each saying why in its
+ * `waiting`; or an error (exit 1).
+ */
+export type StopReason = 'caught_up' | 'budget' | 'stalled' | 'signal' | 'error';
+
+export interface PartitionSummary extends PartitionRef {
+  from: number | null;
+  to: number | null;
+  /** Records left between `to` and the end offset seen at start (or the latest seen). */
+  lag: number | null;
+  read: number;
+  rowsWritten: number;
+  deadLettered: number;
+  /** Tombstones skipped (TOMBSTONES=skip); absent when none. */
+  tombstonesSkipped?: number;
+  /** Why this partition was not (fully) drained, if it was not. */
+  skipped?: 'leased_elsewhere' | 'fenced' | 'error' | 'paused';
+  /** Why the partition cannot move until something changes (its `stalled` alert opens on schedule). */
+  waiting?: string;
+  /** Another task's partition, taken after this task's own share because its records waited. */
+  shared?: true;
+  /** The table it is routed to (`dataset.table`), in the summary of a pipeline with several routes. */
+  table?: string;
+}
+
+/** One table's part of a run (a pipeline with several routes). */
+export interface TableSummary {
+  table: string;
+  stopReason: StopReason;
+  recordsRead: number;
+  rowsWritten: number;
+  deadLettered: number;
+  lag: number;
+  partitionCount: number;
+  error?: string;
+}
+
+export interface RunSummary {
+  event: 'run_summary';
+  pipeline: string;
+  runId: string;
+  execution: string;
+  taskIndex: number;
+  taskCount: number;
+  stopReason: StopReason;
+  recordsRead: number;
+  rowsWritten: number;
+  deadLettered: number;
+  /** Records with a null value skipped under TOMBSTONES=skip: read, accounted in the ledger, not written. */
+  tombstonesSkipped: number;
+  alerts: number;
+  commits: number;
+  durationMs: number;
+  /** Records left undrained across this run's partitions (a log-based metric reads this). */
+  lag: number;
+  /** Partitions this run looked at (leased or tried to). */
+  partitionCount: number;
+  /**
+   * In the logged line, the partitions worth a look (all of them up to 50; see run-summary.ts); in the
+   * run's Firestore document, all of them.
+   */
+  partitions: PartitionSummary[];
+  /** Partitions left out of the logged line (nothing to see: caught up, no error). */
+  partitionsOmitted?: number;
+  /** Per table, with several routes. */
+  tables?: TableSummary[];
+  error?: string;
+}
