@@ -1,5 +1,5 @@
 import { ConfigError } from '../kernel/errors.js';
-import type { Reader } from './config.js';
+import type { Reader } from './reader.js';
 
 /** cdc mode: how records are changes, by which key, and the tables' max staleness. */
 export interface CdcConfig {

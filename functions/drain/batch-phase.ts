@@ -1,3 +1,4 @@
+import { crashPoint, crashPointsArmed } from '../kernel/crash-points.js';
 import { FencedError, PartitionWaitsError } from '../kernel/errors.js';
 import type { CheckpointCommit, WrittenBatch } from '../kernel/ports.js';
 import type { FetchedBatch, KafkaRecord } from '../kernel/records.js';
@@ -14,7 +15,7 @@ export async function commitCheckpoint(
 ): Promise<void> {
   const pending = run.ports.checkpoints.commit({ lease: entry.lease, ...batch }, run.options.leaseTtlMs);
   // Crash tests: die while the commit is on the wire (it may or may not have landed).
-  if (run.context.fault) setImmediate(() => run.context.fault?.('mid-commit'));
+  if (crashPointsArmed()) setImmediate(() => crashPoint('mid-commit'));
   const lease = await pending;
   run.totals.commits++;
   entry.advance(lease, batch.nextOffset, run.now());
@@ -149,7 +150,7 @@ async function commitWritten(
     lastRecordTimestamp: records[records.length - 1]!.timestamp,
     ...(written.streams === undefined ? {} : { streams: written.streams }),
   });
-  run.context.fault?.('after-commit');
+  crashPoint('after-commit');
   countBatch(run.totals, entry.summary, records.length, written);
 }
 

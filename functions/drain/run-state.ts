@@ -56,7 +56,6 @@ export interface DrainContext {
   /** Aborts on SIGTERM/SIGINT. */
   readonly signal: AbortSignal;
   /** Test-only crash points; a no-op in production. */
-  readonly fault?: (point: string) => void;
   readonly onProgress?: (progress: { recordsRead: number; lag: Map<string, number> }) => void;
 }
 

@@ -7,6 +7,7 @@ import { pathToFileURL } from 'node:url';
 import { parseConfig } from '../config/config.js';
 import { summaryLine } from '../drain/run-summary.js';
 import { createCallTracker, describe } from '../kernel/calls.js';
+import { armCrashPoints } from '../kernel/crash-points.js';
 import { asError, ConfigError } from '../kernel/errors.js';
 import { createLogger, type Logger } from '../kernel/logger.js';
 import type { RunSummary } from '../kernel/summary.js';
@@ -43,7 +44,7 @@ export async function runMain(io: MainIo): Promise<number> {
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
-  const fault = faultOf(config);
+  armCrashPoints(crashPointsOf(io.env));
   const overdue = watchdog.overdue;
 
   let summary: RunSummary;
@@ -52,7 +53,6 @@ export async function runMain(io: MainIo): Promise<number> {
       runJob(config, {
         logger,
         signal: shutdown.signal,
-        fault,
         onProgress: io.onProgress,
         calls,
         startedAt,
@@ -148,14 +148,18 @@ function startWatchdog(calls: ReturnType<typeof createCallTracker>, budgetMs: nu
   };
 }
 
-/** Test-only crash points (KBD_FAULT_POINT): SIGKILL there, or freeze once (SIGSTOP: a zombie). */
-function faultOf(config: ReturnType<typeof parseConfig>): ((point: string) => void) | undefined {
-  const faultPoint = config.faultPoint;
+/**
+ * Test-only crash points (KBD_FAULT_POINT): SIGKILL there, or freeze once (KBD_FAULT_ACTION=stop: SIGSTOP,
+ * a zombie). Read here, at the entry, and nowhere else: the production config knows nothing of them.
+ */
+function crashPointsOf(env: MainIo['env']): ((point: string) => void) | undefined {
+  const faultPoint = env.KBD_FAULT_POINT?.trim() || null;
   if (faultPoint === null) return undefined;
+  const action = env.KBD_FAULT_ACTION === 'stop' ? 'stop' : 'kill';
   let frozen = false;
   return (point) => {
     if (point !== faultPoint) return;
-    if (config.faultAction === 'kill') process.kill(process.pid, 'SIGKILL');
+    if (action === 'kill') process.kill(process.pid, 'SIGKILL');
     else if (!frozen) {
       // A zombie: frozen once, here; after SIGCONT it goes on as a run that slept would.
       frozen = true;

@@ -116,14 +116,13 @@ export interface RouteSinksOptions {
   readonly logger: Logger;
   /** The drain's (or replay's) owner id: its staging tables are its own. */
   readonly runId: string;
-  readonly fault?: (point: string) => void;
   readonly calls?: CallTracker;
 }
 
 export type RouteSinks = ReturnType<typeof eagerSinks>;
 
 export function createRouteSinks(options: RouteSinksOptions): RouteSinks {
-  const { config, route, clients, userSchema, logger, runId, fault, calls } = options;
+  const { config, route, clients, userSchema, logger, runId, calls } = options;
   const mode = config.bigquery.writeMode;
   const tracked = (make: () => Promise<Made>) =>
     calls === undefined ? make : () => calls.track('bigquery', 'preparing the table', make);
@@ -143,7 +142,6 @@ export function createRouteSinks(options: RouteSinksOptions): RouteSinks {
               location: config.bigquery.location,
               schema,
               logger,
-              fault,
             })
           : undefined;
       // Not awaited: the Storage Write client loads and connects while the table is checked.
@@ -174,7 +172,6 @@ export function createRouteSinks(options: RouteSinksOptions): RouteSinks {
         runId,
         retry: defaultRetryPolicy,
         logger,
-        fault,
         // Older than any run can last: a staging table this old belongs to no live run.
         leftoverAgeMs: (config.budgetSeconds + 600) * 1000,
       };
@@ -224,7 +221,7 @@ export function writerPorts(
  * may come from the records themselves; then its columns follow the schema file as in every mode.
  */
 async function cdcSinks(options: RouteSinksOptions): Promise<Made> {
-  const { config, route, clients, userSchema, logger, runId, fault } = options;
+  const { config, route, clients, userSchema, logger, runId } = options;
   const cdc = config.bigquery.cdc!;
   const target = { dataset: route.dataset, table: route.table, location: config.bigquery.location };
   const fields = targetTableSchema(
@@ -239,7 +236,6 @@ async function cdcSinks(options: RouteSinksOptions): Promise<Made> {
     schema: fields,
     maxStaleness: cdc.maxStaleness,
     logger,
-    fault,
   });
   let made: { key: string; done: Promise<void> } | undefined;
   const ready = (primaryKey: readonly string[]) => {

@@ -31,7 +31,6 @@ import {
 export interface JobIo {
   readonly logger: Logger;
   readonly signal: AbortSignal;
-  readonly fault?: DrainContext['fault'];
   readonly onProgress?: DrainContext['onProgress'];
   /** Replaces the BigQuery sink (the benchmark's null sink). */
   readonly sink?: Sink;
@@ -90,14 +89,12 @@ export async function runJob(config: DrainConfig, io: JobIo): Promise<RunSummary
           checkpoints: routeCheckpoints,
           ...(io.sink === undefined ? {} : { sink: io.sink }),
           ...(io.observeSource === undefined ? {} : { observeSource: io.observeSource }),
-          ...(io.fault === undefined ? {} : { fault: io.fault }),
         });
         const route = { runId: target.runId, topics: target.routed.topics, routeCount: targets.length };
         const summary = await runDrain(ports, drainOptionsFor(config, route, Date.now() - startedAt), {
           logger: target.logger,
           now: Date.now,
           signal: io.signal,
-          fault: io.fault,
           onProgress: io.onProgress,
         });
         return { table: tableName(target.routed.route), summary };
@@ -172,7 +169,6 @@ async function routeTargets(
               userSchema,
               logger: routeLogger,
               runId,
-              ...(io.fault === undefined ? {} : { fault: io.fault }),
               calls,
             })
           : undefined,

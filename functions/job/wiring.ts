@@ -104,7 +104,6 @@ export function routeDrainPorts(
     /** Replaces the BigQuery sink (the benchmark's null sink): written as insert-all. */
     readonly sink?: Sink;
     readonly observeSource?: (source: Source) => Source;
-    readonly fault?: (point: string) => void;
   },
 ): DrainPorts {
   const { clients, calls, checkpoints } = shared;
@@ -147,7 +146,6 @@ export function routeDrainPorts(
       cdc: config.bigquery.cdc,
       logger,
       now: Date.now,
-      ...(shared.fault === undefined ? {} : { fault: shared.fault }),
     },
   );
   const source = trackedSource(

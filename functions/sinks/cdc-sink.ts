@@ -9,6 +9,7 @@
  */
 import type { BigQuery } from '@google-cloud/bigquery';
 import { adapt, managedwriter } from '@google-cloud/bigquery-storage';
+import { crashPoint } from '../kernel/crash-points.js';
 import { DrainError } from '../kernel/errors.js';
 import type { Logger } from '../kernel/logger.js';
 import { onceUntilFailure } from '../kernel/once.js';
@@ -109,7 +110,6 @@ export interface CdcSinkOptions {
   readonly schema: readonly SchemaField[];
   readonly maxStaleness: string | null;
   readonly logger: Logger;
-  readonly fault?: (point: string) => void;
 }
 
 export function createCdcSink(options: CdcSinkOptions): ChangeSink {
@@ -187,7 +187,7 @@ export function createCdcSink(options: CdcSinkOptions): ChangeSink {
           options.table,
           rows.map((r) => r.row),
         );
-        options.fault?.('after-append');
+        crashPoint('after-append');
         rejected.push(...rejectedLetters(rows, refused));
       }
       const toErrorTable = [...letters, ...rejected];

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { BigQuery, Table } from '@google-cloud/bigquery';
 import { createFlushQueue } from '../drain/flush-queue.js';
+import { crashPoint } from '../kernel/crash-points.js';
 import { DrainError } from '../kernel/errors.js';
 import type { Logger } from '../kernel/logger.js';
 import type { Sink } from '../kernel/ports.js';
@@ -43,7 +44,6 @@ export interface MergeSinkOptions {
   readonly runId: string;
   readonly retry: RetryPolicy;
   readonly logger: Logger;
-  readonly fault?: (point: string) => void;
   /** A staging table of this task older than this belongs to no live run. */
   readonly leftoverAgeMs: number;
   /** How long after creating its staging table a 404 from it is taken for propagation and retried. */
@@ -305,7 +305,7 @@ export function createMergeSink(options: MergeSinkOptions): MergeSink {
   async function flush(rows: RowToInsert[], signal?: AbortSignal): Promise<Map<string, RowResult>> {
     const began = Date.now();
     const { id, results } = await stage(rows, signal);
-    options.fault?.('after-stage');
+    crashPoint('after-stage');
     const accepted = rows.filter((_, i) => results[i]!.ok);
     if (accepted.length > 0) {
       const target = { dataset: options.dataset, table: options.table, columns };
@@ -313,7 +313,7 @@ export function createMergeSink(options: MergeSinkOptions): MergeSink {
       await merge(mergeStatement(target, stagingName, id, days), signal);
       await confirm(accepted, days);
     }
-    options.fault?.('after-merge-before-commit');
+    crashPoint('after-merge-before-commit');
     options.logger.debug('flush merged', { batch: id, rows: rows.length, durationMs: Date.now() - began });
     return new Map(rows.map((r, i) => [r.rowKey, results[i]!]));
   }

@@ -12,6 +12,7 @@
 import type { BigQuery } from '@google-cloud/bigquery';
 import { adapt, managedwriter } from '@google-cloud/bigquery-storage';
 import { grpcError } from '../google/grpc-errors.js';
+import { crashPoint } from '../kernel/crash-points.js';
 import { DrainError } from '../kernel/errors.js';
 import type { Logger } from '../kernel/logger.js';
 import { onceUntilFailure } from '../kernel/once.js';
@@ -45,7 +46,6 @@ export interface StorageWriteSinkOptions {
   /** The target table's schema, metadata columns included. */
   readonly schema: readonly SchemaField[];
   readonly logger: Logger;
-  readonly fault?: (point: string) => void;
 }
 
 export function createStorageWriteSink(
@@ -125,7 +125,7 @@ export function createStorageWriteSink(
         // Every row was refused: the stream holds nothing and is never committed (it expires).
         return { stream: undefined, refused };
       }
-      options.fault?.('after-append');
+      crashPoint('after-append');
       const finalized = await options.writer.finalizeWriteStream({ name: stream }).catch((error: unknown) => {
         throw storageWriteError(error, 'finalize');
       });
@@ -135,7 +135,7 @@ export function createStorageWriteSink(
           { retriable: true },
         );
       }
-      options.fault?.('after-finalize');
+      crashPoint('after-finalize');
       return { stream, refused };
     } finally {
       writer.close();

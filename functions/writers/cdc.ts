@@ -1,3 +1,4 @@
+import { crashPoint } from '../kernel/crash-points.js';
 import { DrainError } from '../kernel/errors.js';
 import type { Logger } from '../kernel/logger.js';
 import type { DeadLetters, Writer } from '../kernel/ports.js';
@@ -21,7 +22,6 @@ export interface CdcWriterOptions extends ChangePorts {
   readonly logger: Logger;
   /** Transient failures of the appends and of making the table (default: defaultRetryPolicy). */
   readonly retry?: RetryPolicy;
-  readonly fault?: (point: string) => void;
 }
 
 /**
@@ -65,9 +65,9 @@ export function createCdcWriter(options: CdcWriterOptions): Writer {
         signal,
       );
       const all = [...letters, ...rejected];
-      options.fault?.('after-error-table');
+      crashPoint('after-error-table');
       await publishDeadLetters(all, options.deadLetters);
-      options.fault?.('after-dead-letter-before-commit');
+      crashPoint('after-dead-letter-before-commit');
       return { rows: rows.length - rejected.length, deadLetters: all.length, tombstones };
     },
   };

@@ -35,7 +35,6 @@ export function createWriter(ports: WriterPorts, options: CommonWriterOptions): 
         deadLetters: options.deadLetters,
         now: options.now,
         logger: options.logger,
-        ...(options.fault === undefined ? {} : { fault: options.fault }),
         policy: {
           format: cdc.changeFormat,
           primaryKey: cdc.primaryKey,

@@ -1,3 +1,4 @@
+import { crashPoint } from '../kernel/crash-points.js';
 import type { BatchToWrite, DeadLetters, Sink, Writer, WrittenBatch } from '../kernel/ports.js';
 import type { RowToInsert } from '../kernel/records.js';
 import { classifyEach, directShape, type RecordPolicy } from '../records/classify.js';
@@ -11,8 +12,6 @@ export interface SinkWriterOptions {
   readonly deadLetters: DeadLetters;
   readonly records: RecordPolicy;
   readonly now: () => number;
-  /** Test-only crash points. */
-  readonly fault?: (point: string) => void;
 }
 
 /**
@@ -67,7 +66,6 @@ export async function writeBatch(
     readonly sink: Sink;
     readonly deadLetters: DeadLetters;
     readonly errorTable?: ErrorTable;
-    readonly fault?: (point: string) => void;
     /** Makes a JSON record's row straight from its text, or leaves the record to the general path. */
     readonly rowText?: RowText;
   },
@@ -98,12 +96,12 @@ export async function writeBatch(
       else letters.push({ record: rows[i]!.record, kind: 'rejected', message: result.reason });
     });
   }
-  ports.fault?.('after-write');
+  crashPoint('after-write');
   if (ports.errorTable !== undefined && letters.length > 0) {
     await ports.errorTable.write(letters, ingestedAt, policy.signal);
-    ports.fault?.('after-error-table');
+    crashPoint('after-error-table');
   }
   await publishDeadLetters(letters, ports.deadLetters);
-  ports.fault?.('after-dead-letter-before-commit');
+  crashPoint('after-dead-letter-before-commit');
   return { rows: written, deadLetters: letters.length, tombstones };
 }

@@ -19,7 +19,6 @@ export interface StorageWriteWriterOptions {
   readonly flushMaxBytes: number;
   readonly logger: Logger;
   readonly now: () => number;
-  readonly fault?: (point: string) => void;
 }
 
 /**

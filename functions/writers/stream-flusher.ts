@@ -1,3 +1,4 @@
+import { crashPoint } from '../kernel/crash-points.js';
 /**
  * `storage-write` mode's way to durability, per flush (the batches of every partition ready at the same
  * time, so one pair of streams and one commit serve them all):
@@ -63,7 +64,6 @@ export function createStreamFlusher(
     flushMaxBytes: number;
     logger: Logger;
     now: () => number;
-    fault?: (point: string) => void;
     /** Transient failures of prepare and commit (default: defaultRetryPolicy). */
     retry?: RetryPolicy;
   },
@@ -111,7 +111,7 @@ export function createStreamFlusher(
         members = members.filter((m) => !fenced.includes(m));
         continue;
       }
-      options.fault?.('after-intent');
+      crashPoint('after-intent');
       // Committing the same streams again is safe: a stream commits at most once ("already committed"
       // counts as committed). Should the attempts run out, the intent stays for the next lease holder.
       await withRetry(
@@ -120,7 +120,7 @@ export function createStreamFlusher(
         (error, attempt, delayMs) =>
           options.logger.warn('committing the flush failed; retrying', { error, attempt, delayMs }),
       );
-      options.fault?.('after-batch-commit');
+      crashPoint('after-batch-commit');
       for (const [i, m] of members.entries())
         m.resolve({ lease: leases[i]!, streams, rejected: rejectedOf[i]! });
       return;

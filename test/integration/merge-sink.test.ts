@@ -1,4 +1,5 @@
 import { afterAll, describe, expect, test } from 'vitest';
+import { armCrashPoints } from '../../functions/kernel/crash-points.js';
 import { createMemoryLogger } from '../../functions/kernel/logger.js';
 import type { DeadLetter, RowToWrite, TextRow } from '../../functions/kernel/records.js';
 import { rowKey, toRow } from '../../functions/records/records.js';
@@ -17,7 +18,7 @@ const userFields = [
   { name: 'n', type: 'INT64', mode: 'NULLABLE' as const },
 ];
 
-function sinkOn(dataset: string, runId: string, fault?: (point: string) => void) {
+function sinkOn(dataset: string, runId: string) {
   return createMergeSink({
     bigquery: clients.bigquery,
     dataset,
@@ -29,14 +30,15 @@ function sinkOn(dataset: string, runId: string, fault?: (point: string) => void)
     retry: { attempts: 3, initialDelayMs: 1, maxDelayMs: 5 },
     logger: createMemoryLogger(),
     leftoverAgeMs: 0,
-    fault,
   });
 }
 
 async function setup(runId: string, fault?: (point: string) => void) {
   const dataset = uniqueName('merge');
   await ensureTargetTable(clients.bigquery, { dataset, table: 'target', location: null }, userFields);
-  return { dataset, sink: sinkOn(dataset, runId, fault) };
+  // The crash point (if any) is armed for this test's first sink; it is disarmed once that sink crashed.
+  armCrashPoints(fault);
+  return { dataset, sink: sinkOn(dataset, runId) };
 }
 
 function batch(from: number, to: number, partition = 0): RowToWrite[] {
@@ -117,6 +119,7 @@ test('rows a run staged but never merged (it crashed) are discarded with its sta
     if (point === 'after-stage') throw crash;
   });
   await expect(sink.write(batch(0, 40))).rejects.toBe(crash);
+  armCrashPoints(undefined); // the run that crashed is gone; the next one is not armed
   expect(await targetStats(dataset)).toEqual({ c: 0, d: 0 });
   expect((await tables(dataset)).filter((t) => t.startsWith(stagingPrefix('p1', 0)))).toHaveLength(1);
 
@@ -136,6 +139,7 @@ test('a batch merged by a run that crashed before its checkpoint commit inserts 
     if (point === 'after-merge-before-commit') throw crash;
   });
   await expect(sink.write(batch(0, 40))).rejects.toBe(crash);
+  armCrashPoints(undefined); // the run that crashed is gone; the next one is not armed
   expect(await targetStats(dataset)).toEqual({ c: 40, d: 40 });
   const replay = sinkOn(dataset, 'run-g');
   await replay.cleanLeftovers();

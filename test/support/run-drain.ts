@@ -50,7 +50,6 @@ export function runDrain(
     flushMaxBytes: options.batchMaxBytes * 4,
     logger: context.logger,
     now: context.now,
-    ...(context.fault === undefined ? {} : { fault: context.fault }),
   });
   return drain(
     {

@@ -32,7 +32,6 @@ describe('parseConfig', () => {
       taskIndex: 0,
       taskCount: 1,
       emulators: { firestore: null, pubsub: null },
-      faultPoint: null,
     });
     expect(Object.isFrozen(config)).toBe(true);
     expect(Object.isFrozen(config.kafka.brokers)).toBe(true);

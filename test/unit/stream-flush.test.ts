@@ -3,7 +3,9 @@
  * is finished by the next holder of the lease, including a zombie that wakes after its flush was rolled
  * forward by another run.
  */
+
 import { describe, expect, test } from 'vitest';
+import { armCrashPoints } from '../../functions/kernel/crash-points.js';
 import { DrainError } from '../../functions/kernel/errors.js';
 import { createMemoryLogger } from '../../functions/kernel/logger.js';
 import type { KafkaRecord } from '../../functions/kernel/records.js';
@@ -36,12 +38,19 @@ function world(log: Map<string, KafkaRecord[]>) {
   const checkpoints = createMemoryCheckpoints(Date.now);
   const streams = createMemoryStreamSink();
   const deadLetters = createMemoryDeadLetters();
-  const run = (runId: string, fault?: (point: string) => void, logger = createMemoryLogger()) =>
-    runDrain(
-      { source: createMemorySource(log), checkpoints, sink: createMemorySink(), streams, deadLetters },
-      { ...options, runId },
-      { logger, now: Date.now, signal: new AbortController().signal, ...(fault ? { fault } : {}) },
-    );
+  /** One run; a crash point, when given, is armed for this run alone. */
+  const run = async (runId: string, fault?: (point: string) => void, logger = createMemoryLogger()) => {
+    armCrashPoints(fault);
+    try {
+      return await runDrain(
+        { source: createMemorySource(log), checkpoints, sink: createMemorySink(), streams, deadLetters },
+        { ...options, runId },
+        { logger, now: Date.now, signal: new AbortController().signal },
+      );
+    } finally {
+      armCrashPoints(undefined);
+    }
+  };
   /** Each offset of the log exactly once, in the table or the error table. */
   const exactlyOnce = () => {
     for (const [id, records] of log) {

@@ -1,0 +1,38 @@
+import { ConfigError } from '../kernel/errors.js';
+import { type CdcConfig, cdcOf } from './cdc-config.js';
+import type { Reader } from './reader.js';
+
+/** The write modes, by the names BQ_WRITE_MODE takes; each is a folder of modes/ (see modes/registry.ts). */
+export const writeModeNames = ['storage-write', 'merge', 'insert-all', 'cdc'] as const;
+export type WriteMode = (typeof writeModeNames)[number];
+/** Exactly once, at the Storage Write API's price. */
+export const defaultWriteMode: WriteMode = 'storage-write';
+
+export interface BigQueryConfig {
+  readonly writeMode: WriteMode;
+  /** cdc mode's settings; null in the other modes. */
+  readonly cdc: CdcConfig | null;
+  readonly location: string | null;
+  readonly apiEndpoint: string | null;
+  /** The Storage Write API's gRPC `host:port` of a local emulator (plaintext); null in production. */
+  readonly storageEndpoint: string | null;
+}
+
+/** BQ_WRITE_MODE and its mode's settings, BQ_LOCATION, and the local emulators' endpoints. */
+export function bigqueryOf(read: Reader, writeMode: WriteMode): BigQueryConfig {
+  const apiEndpoint = read.optional('BIGQUERY_API_ENDPOINT');
+  if (apiEndpoint !== null && !/^https?:\/\/[^/]+/.test(apiEndpoint)) {
+    throw new ConfigError('BIGQUERY_API_ENDPOINT', `"${apiEndpoint}" is not an http(s) URL`);
+  }
+  return {
+    writeMode,
+    cdc: writeMode === 'cdc' ? cdcOf(read) : null,
+    location: read.optional('BQ_LOCATION'),
+    apiEndpoint,
+    storageEndpoint: read.matching('BIGQUERY_STORAGE_ENDPOINT', /^[^\s:/]+:\d{1,5}$/, 'host:port', true),
+  };
+}
+
+export function writeModeOf(read: Reader): WriteMode {
+  return read.oneOf('BQ_WRITE_MODE', writeModeNames, defaultWriteMode);
+}

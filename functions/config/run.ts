@@ -1,0 +1,28 @@
+import { ConfigError } from '../kernel/errors.js';
+import type { Reader } from './reader.js';
+
+/** The run's budget and lease, and this task's place among the execution's tasks. */
+export function runShape(read: Reader) {
+  const budgetSeconds = read.integer('DRAIN_BUDGET_SECONDS', 240, 5, 7 * 24 * 3600);
+  // The default follows a short budget down: a default must never turn a valid budget into an error.
+  const leaseTtlSeconds = read.integer('LEASE_TTL_SECONDS', Math.min(60, budgetSeconds), 3, 3600);
+  // A crashed run keeps its partitions blocked until its leases expire; a TTL longer than a whole run
+  // would make the next scheduled run skip them.
+  if (leaseTtlSeconds > budgetSeconds) {
+    throw new ConfigError(
+      'LEASE_TTL_SECONDS',
+      `(${leaseTtlSeconds}) must not exceed DRAIN_BUDGET_SECONDS (${budgetSeconds}): a crashed run would block its partitions past the next run`,
+    );
+  }
+
+  const taskCount = read.integer('CLOUD_RUN_TASK_COUNT', 1, 1, 10_000);
+  const taskIndex = read.integer('CLOUD_RUN_TASK_INDEX', 0, 0, 9_999);
+  if (taskIndex >= taskCount) {
+    throw new ConfigError(
+      'CLOUD_RUN_TASK_INDEX',
+      `(${taskIndex}) must be below CLOUD_RUN_TASK_COUNT (${taskCount})`,
+    );
+  }
+
+  return { budgetSeconds, leaseTtlSeconds, taskCount, taskIndex };
+}
