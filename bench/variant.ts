@@ -21,7 +21,7 @@ import { runJob } from '../functions/job/run-job.js';
 import { createLogger } from '../functions/kernel/logger.js';
 import type { Checkpoints, Sink, Source } from '../functions/kernel/ports.js';
 import { readUserSchema, targetTableSchema } from '../functions/schema/table-schema.js';
-import { ensureTargetTable } from '../functions/sinks/bigquery-sink.js';
+import { ensureTargetTable } from '../functions/sinks/bigquery-tables.js';
 import { toStorageRow } from '../test/support/json-writer-rows.js';
 import { shapeNamed } from './shapes.js';
 

@@ -14,11 +14,12 @@ import { createDeadLetterSubscription } from '../dead-letters/pubsub-subscriptio
 import { type ReplayTarget, replayDeadLetters } from '../dead-letters/replay.js';
 import { createGoogleClients } from '../job/clients.js';
 import { exitWhenWritten, quietLocalAuth, runMain } from '../job/main.js';
-import { createRouteSinks } from '../job/route-sinks.js';
 import { routeTopics } from '../job/routing.js';
 import { createRegistry, namedTopics, routeValues, rulesFor } from '../job/wiring.js';
 import { ConfigError } from '../kernel/errors.js';
 import { createLogger } from '../kernel/logger.js';
+import { writeModeNamed } from '../modes/registry.js';
+import { createRouteSinks } from '../modes/route-sinks.js';
 import { deadLetterTableName } from '../schema/table-schema.js';
 import { kafkaClientOptions } from '../sources/kafka-client.js';
 import { createKafkaSource } from '../sources/kafka-source.js';
@@ -284,6 +285,7 @@ async function verify(env: NodeJS.ProcessEnv, json: boolean): Promise<number> {
       kafkaClientOptions(config, `kafka-bigquery-drain-cli-${config.pipelineId}`),
     );
     const verdicts: (PartitionVerdict & { table: string })[] = [];
+    const { verifies } = writeModeNamed(config.bigquery.writeMode);
     for (const { route, topics } of await routeTopics(config, kafka)) {
       if (topics.length === 0) continue;
       const found = await verifyPipeline(clients, {
@@ -292,10 +294,8 @@ async function verify(env: NodeJS.ProcessEnv, json: boolean): Promise<number> {
         table: route.table,
         topics,
         // The exactly-once modes write the error table themselves, each dead letter once: it is reconciled too.
-        ...(config.bigquery.writeMode !== 'insert-all'
-          ? { deadLetterTable: deadLetterTableName(route.table) }
-          : {}),
-        ...(config.bigquery.writeMode === 'cdc' ? { changes: true } : {}),
+        ...(verifies.errorTable ? { deadLetterTable: deadLetterTableName(route.table) } : {}),
+        ...(verifies.changes ? { changes: true } : {}),
       });
       verdicts.push(...found.map((v) => ({ table: tableName(route), ...v })));
     }

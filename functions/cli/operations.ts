@@ -2,12 +2,14 @@
  * The operator's commands: seek (move checkpoints on purpose), pause, resume and status. Each takes its
  * ports and prints; the CLI entry wires them. Bad arguments change nothing and exit 2.
  */
+
 import { randomBytes } from 'node:crypto';
 import type { WriteMode } from '../config/config.js';
 import { partitionId } from '../drain/assignment.js';
 import { DrainError } from '../kernel/errors.js';
 import type { CheckpointControls, Checkpoints, Lease, Source } from '../kernel/ports.js';
 import type { Watermarks } from '../kernel/records.js';
+import { writeModeNamed } from '../modes/registry.js';
 import type { PartitionStatus } from '../status/partition-status.js';
 
 export class UsageError extends DrainError {
@@ -191,14 +193,7 @@ export async function seek(deps: OperationsDeps, args: OperatorArgs): Promise<nu
         from === null ? 'set' : to < from ? 'backwards' : to > from ? 'forwards' : 'unchanged';
       let note = '';
       if (direction === 'backwards') {
-        note =
-          deps.writeMode === 'merge'
-            ? `: records [${to}, ${from}) will be read again; merge mode inserts none of them twice`
-            : deps.writeMode === 'storage-write'
-              ? `: records [${to}, ${from}) will be read again; those the tables still hold are not written again`
-              : deps.writeMode === 'cdc'
-                ? `: records [${to}, ${from}) will be read again; a replayed change never undoes a later one (sequence numbers)`
-                : `: records [${to}, ${from}) will be read again; in ${deps.writeMode} mode those already in the table will be there twice`;
+        note = `: ${writeModeNamed(deps.writeMode).seekBackNote(to, from!)}`;
       } else if (direction === 'forwards') {
         note = `: records [${from}, ${to}) will never be drained`;
       }

@@ -12,11 +12,12 @@ import type { Logger } from '../kernel/logger.js';
 import type { Checkpoints, Sink, Source } from '../kernel/ports.js';
 import { sleep } from '../kernel/retry.js';
 import type { RunSummary } from '../kernel/summary.js';
+import { writeModeNamed } from '../modes/registry.js';
+import { createRouteSinks } from '../modes/route-sinks.js';
+import { recordIncompatibleSchema } from '../modes/target-table.js';
 import { checkBrokerCertificate, kafkaClientOptions } from '../sources/kafka-client.js';
-import { checkPartitionCounts } from './cdc-partitions.js';
 import { createGoogleClients, type GoogleClients } from './clients.js';
 import { callDeadlinesMs, closeWithin, cutOffLateCalls } from './deadline.js';
-import { createRouteSinks, recordIncompatibleSchema } from './route-sinks.js';
 import { routeTopics } from './routing.js';
 import {
   checkRouteFiles,
@@ -63,10 +64,11 @@ export async function runJob(config: DrainConfig, io: JobIo): Promise<RunSummary
     await checkBrokerCertificate(kafkaOptions);
     targets.push(...(await routeTargets(config, io, { kafka, clients, calls, runId, logger })));
     await failOnBadSchema(targets, io.signal);
-    if (config.bigquery.writeMode === 'cdc') {
+    const { beforeRun } = writeModeNamed(config.bigquery.writeMode);
+    if (beforeRun !== undefined) {
       const topics = targets.flatMap((t) => t.routed.topics);
-      await calls.track('kafka', 'check the cdc topics’ partition counts', () =>
-        checkPartitionCounts({ kafka, firestore: clients.firestore, logger }, config.pipelineId, topics),
+      await calls.track('kafka', 'check the topics for the write mode', () =>
+        beforeRun({ config, clients, kafka, topics, logger }),
       );
     }
 

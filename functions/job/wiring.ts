@@ -14,13 +14,14 @@ import { ConfigError } from '../kernel/errors.js';
 import type { Logger } from '../kernel/logger.js';
 import type { Checkpoints, Sink, Source } from '../kernel/ports.js';
 import { defaultRetryPolicy } from '../kernel/retry.js';
+import { writeModeNamed } from '../modes/registry.js';
+import type { RouteSinks, WriterOptions } from '../modes/route-sinks.js';
+import { createInsertAllWriter } from '../modes/sink-writer.js';
 import { loadRules, type Rules } from '../records/rules.js';
 import type { SchemaField } from '../schema/table-schema.js';
 import { createKafkaSource } from '../sources/kafka-source.js';
-import { createWriter } from '../writers/create-writer.js';
 import type { GoogleClients } from './clients.js';
 import { callDeadlinesMs, settleMs } from './deadline.js';
-import { type RouteSinks, writerPorts } from './route-sinks.js';
 
 export { checkRouteFiles, createRegistry, namedTopics, routeValues } from '../formats/route-values.js';
 
@@ -60,9 +61,7 @@ export function drainOptionsFor(
     retentionGapPolicy: config.retentionGapPolicy,
     startPosition: config.startPosition,
     settleMs,
-    // Exactly-once modes write a flush for all partitions ready at once (one commit or MERGE), so many
-    // may be in flight; insert-all writes each batch on its own, so few.
-    partitionConcurrency: config.bigquery.writeMode === 'insert-all' ? 8 : 256,
+    partitionConcurrency: writeModeNamed(config.bigquery.writeMode).partitionConcurrency,
     // Four batches' bytes: as much as one flush takes (flushMaxBytes); reading further ahead only holds
     // fetched records in memory (eight: peak RSS 273 MB against 230 on 80,000 wide records, the same CPU
     // and drain time). The routes' drains share the process's memory.
@@ -124,30 +123,30 @@ export function routeDrainPorts(
     }),
     { deadlineMs: callDeadlinesMs.pubsub },
   );
-  const writer = createWriter(
-    shared.sink !== undefined
-      ? { mode: 'insert-all', sink: shared.sink }
-      : writerPorts(config.bigquery.writeMode, target.sinks!, tracked),
-    {
-      checkpoints,
-      deadLetters,
-      records: {
-        shape: {
-          fields: target.userSchema,
-          unknownFields: config.unknownFields,
-          metadata: routed.route.metadata,
-        },
-        tombstones: config.tombstones,
-        ...(target.rules === undefined ? {} : { rules: target.rules }),
-        ...(target.format === undefined ? {} : { format: target.format }),
+  const writerOptions: WriterOptions = {
+    checkpoints,
+    deadLetters,
+    records: {
+      shape: {
+        fields: target.userSchema,
+        unknownFields: config.unknownFields,
+        metadata: routed.route.metadata,
       },
-      leaseTtlMs: config.leaseTtlSeconds * 1000,
-      flushMaxBytes: config.batchMaxBytes * 4,
-      cdc: config.bigquery.cdc,
-      logger,
-      now: Date.now,
+      tombstones: config.tombstones,
+      ...(target.rules === undefined ? {} : { rules: target.rules }),
+      ...(target.format === undefined ? {} : { format: target.format }),
     },
-  );
+    leaseTtlMs: config.leaseTtlSeconds * 1000,
+    flushMaxBytes: config.batchMaxBytes * 4,
+    cdc: config.bigquery.cdc,
+    logger,
+    now: Date.now,
+  };
+  // The benchmark's null sink is written to as a plain sink: each batch on its own, as insert-all does.
+  const writer =
+    shared.sink !== undefined
+      ? createInsertAllWriter({ ...writerOptions, sink: shared.sink })
+      : target.sinks!.writer(writerOptions, tracked);
   const source = trackedSource(
     calls,
     createKafkaSource(shared.kafka, {

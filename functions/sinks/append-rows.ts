@@ -1,4 +1,5 @@
 import type { managedwriter } from '@google-cloud/bigquery-storage';
+import { grpcError } from '../google/grpc-errors.js';
 import { chunksOf } from '../kernel/chunks.js';
 import { DrainError } from '../kernel/errors.js';
 import type { DeadLetter, KafkaRecord } from '../kernel/records.js';
@@ -82,4 +83,9 @@ export function errorTableRefusal(
     `bigquery storage write: the error table refused the dead letter of ${r.topic}:${r.partition}:${r.offset}: ${message}`,
     { retriable: false, code: 'row_error' },
   );
+}
+
+/** A Storage Write API failure: one worth another stream, or fatal (the table of Google's gRPC codes). */
+export function storageWriteError(error: unknown, what: string): Error {
+  return grpcError('bigquery storage write', error, what);
 }

@@ -3,7 +3,7 @@ import { ConfigError } from '../kernel/errors.js';
 import type { Logger } from '../kernel/logger.js';
 import { sleep } from '../kernel/retry.js';
 import type { SchemaField } from '../schema/table-schema.js';
-import { bigQueryError } from './bigquery-sink.js';
+import { bigQueryError } from './bigquery-tables.js';
 
 /**
  * Additive schema evolution: at the start of a run the table's schema is compared with the schema file's.

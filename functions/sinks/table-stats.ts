@@ -1,6 +1,6 @@
 import type { BigQuery } from '@google-cloud/bigquery';
 import type { TableStats } from '../verify/reconcile.js';
-import { bigQueryError } from './bigquery-sink.js';
+import { bigQueryError } from './bigquery-tables.js';
 
 export interface OffsetRange {
   readonly topic: string;

@@ -5,7 +5,7 @@
  * loser of the race took "someone else made it" for a failure (seen in the routes e2e).
  */
 import { afterAll, expect, test } from 'vitest';
-import { ensureTable } from '../../functions/sinks/bigquery-sink.js';
+import { ensureTable } from '../../functions/sinks/bigquery-tables.js';
 import { stackClients, uniqueName } from '../support/stack.js';
 
 const clients = await stackClients();

@@ -5,7 +5,7 @@
  */
 import { afterAll, expect, test } from 'vitest';
 import { createFirestoreCheckpoints } from '../../functions/checkpoints/firestore-checkpoints.js';
-import { ensureTargetTable } from '../../functions/sinks/bigquery-sink.js';
+import { ensureTargetTable } from '../../functions/sinks/bigquery-tables.js';
 import { verifyPipeline } from '../../functions/verify/verify.js';
 import { stackClients, uniqueName } from '../support/stack.js';
 

@@ -6,11 +6,11 @@
 import { afterAll, describe, expect, test } from 'vitest';
 import { createMemoryLogger } from '../../functions/kernel/logger.js';
 import type { KafkaRecord, RowToWrite } from '../../functions/kernel/records.js';
+import { createStorageWriteSink } from '../../functions/modes/storage-write/storage-write-sink.js';
 import { isDeadLetter, toRow } from '../../functions/records/records.js';
 import { type SchemaField, targetTableSchema } from '../../functions/schema/table-schema.js';
-import { ensureTargetTable } from '../../functions/sinks/bigquery-sink.js';
+import { ensureTargetTable } from '../../functions/sinks/bigquery-tables.js';
 import type { EncodedRow, StreamSink } from '../../functions/sinks/contracts.js';
-import { createStorageWriteSink } from '../../functions/sinks/storage-write-sink.js';
 import { stackClients, stackEnv, stackWriter, uniqueName } from '../support/stack.js';
 
 /** The rows encoded as the writer encodes a batch. */

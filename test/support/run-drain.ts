@@ -6,11 +6,13 @@
 
 import { runDrain as drain } from '../../functions/drain/run.js';
 import type { DrainContext, DrainOptions as RunOptions } from '../../functions/drain/run-state.js';
-import type { Alerts, Checkpoints, DeadLetters, Sink, Source } from '../../functions/kernel/ports.js';
+import type { Alerts, Checkpoints, DeadLetters, Sink, Source, Writer } from '../../functions/kernel/ports.js';
 import type { RunSummary } from '../../functions/kernel/summary.js';
+import type { WriterOptions } from '../../functions/modes/route-sinks.js';
+import { createInsertAllWriter, createMergeWriter } from '../../functions/modes/sink-writer.js';
+import { createStorageWriteWriter } from '../../functions/modes/storage-write/storage-write-writer.js';
 import type { RecordPolicy } from '../../functions/records/classify.js';
 import type { ErrorTable, StreamSink } from '../../functions/sinks/contracts.js';
-import { createWriter, type WriterPorts } from '../../functions/writers/create-writer.js';
 
 export type DrainOptions = RunOptions &
   Pick<RecordPolicy, 'tombstones'> & { readonly rowShape?: RecordPolicy['shape'] };
@@ -26,11 +28,12 @@ export interface TestPorts {
   readonly rules?: RecordPolicy['rules'];
 }
 
-export function writerPortsOf(ports: TestPorts): WriterPorts {
-  if (ports.streams !== undefined) return { mode: 'storage-write', streams: ports.streams };
+/** The writer of the mode whose sinks the test gives: streams (storage-write), an error table (merge), or a sink. */
+export function writerOf(ports: TestPorts, options: WriterOptions): Writer {
+  if (ports.streams !== undefined) return createStorageWriteWriter({ ...options, streams: ports.streams });
   if (ports.errorTable !== undefined)
-    return { mode: 'merge', sink: ports.sink!, errorTable: ports.errorTable };
-  return { mode: 'insert-all', sink: ports.sink! };
+    return createMergeWriter({ ...options, sink: ports.sink!, errorTable: ports.errorTable });
+  return createInsertAllWriter({ ...options, sink: ports.sink! });
 }
 
 export function runDrain(
@@ -38,7 +41,7 @@ export function runDrain(
   options: DrainOptions,
   context: DrainContext,
 ): Promise<RunSummary> {
-  const writer = createWriter(writerPortsOf(ports), {
+  const writer = writerOf(ports, {
     checkpoints: ports.checkpoints,
     deadLetters: ports.deadLetters,
     records: {
@@ -50,6 +53,7 @@ export function runDrain(
     flushMaxBytes: options.batchMaxBytes * 4,
     logger: context.logger,
     now: context.now,
+    cdc: null,
   });
   return drain(
     {

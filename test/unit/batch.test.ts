@@ -1,8 +1,8 @@
 import { describe, expect, test } from 'vitest';
 import { planFetched } from '../../functions/drain/batch.js';
 import type { DeadLetter, KafkaRecord } from '../../functions/kernel/records.js';
+import { writeBatch } from '../../functions/modes/sink-writer.js';
 import type { ErrorTable } from '../../functions/sinks/contracts.js';
-import { writeBatch } from '../../functions/writers/sink-writer.js';
 import { createMemoryDeadLetters, createMemorySink, record } from '../support/memory-ports.js';
 
 function records(): KafkaRecord[] {

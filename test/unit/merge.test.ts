@@ -1,13 +1,13 @@
 import { describe, expect, test } from 'vitest';
 import type { RowToWrite } from '../../functions/kernel/records.js';
-import { toRow } from '../../functions/records/records.js';
 import {
   batchId,
   mergeStatement,
   offsetRanges,
   stagingTableName,
   timestampDays,
-} from '../../functions/sinks/merge-sink.js';
+} from '../../functions/modes/merge/merge-sink.js';
+import { toRow } from '../../functions/records/records.js';
 import { record } from '../support/memory-ports.js';
 
 function rows(spec: [string, number, number][]): RowToWrite[] {

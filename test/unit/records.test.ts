@@ -6,7 +6,7 @@ import { DrainError } from '../../functions/kernel/errors.js';
 import type { RowToWrite } from '../../functions/kernel/records.js';
 import { backoffDelay, withRetry } from '../../functions/kernel/retry.js';
 import { isDeadLetter, toRow } from '../../functions/records/records.js';
-import { splitRequests } from '../../functions/sinks/bigquery-sink.js';
+import { splitRequests } from '../../functions/sinks/insert-all-sink.js';
 import { record } from '../support/memory-ports.js';
 
 const at = new Date('2026-01-02T03:04:05.000Z');

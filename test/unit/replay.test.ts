@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { splitReplayed } from '../../functions/writers/replay.js';
+import { splitReplayed } from '../../functions/modes/storage-write/replay.js';
 import { record } from '../support/memory-ports.js';
 
 describe('splitReplayed', () => {

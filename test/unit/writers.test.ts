@@ -7,7 +7,7 @@ import { describe, expect, test } from 'vitest';
 import { DrainError } from '../../functions/kernel/errors.js';
 import { createMemoryLogger } from '../../functions/kernel/logger.js';
 import type { DeadLetter, KafkaRecord, RowToWrite } from '../../functions/kernel/records.js';
-import { createCdcWriter } from '../../functions/writers/cdc.js';
+import { createCdcWriter } from '../../functions/modes/cdc/cdc-writer.js';
 import { testDrainOptions } from '../support/drain-options.js';
 import {
   createMemoryCheckpoints,

@@ -1,14 +1,15 @@
 import { createHash } from 'node:crypto';
 import type { BigQuery, Table } from '@google-cloud/bigquery';
-import { createFlushQueue } from '../drain/flush-queue.js';
-import { crashPoint } from '../kernel/crash-points.js';
-import { DrainError } from '../kernel/errors.js';
-import type { Logger } from '../kernel/logger.js';
-import type { Sink } from '../kernel/ports.js';
-import type { RowResult, RowToInsert } from '../kernel/records.js';
-import { backoffDelay, type RetryPolicy, sleep, withRetry } from '../kernel/retry.js';
-import type { SchemaField } from '../schema/table-schema.js';
-import { bigQueryError, createInsertAllSink, insertAllLimits } from './bigquery-sink.js';
+import { createFlushQueue } from '../../drain/flush-queue.js';
+import { crashPoint } from '../../kernel/crash-points.js';
+import { DrainError } from '../../kernel/errors.js';
+import type { Logger } from '../../kernel/logger.js';
+import type { Sink } from '../../kernel/ports.js';
+import type { RowResult, RowToInsert } from '../../kernel/records.js';
+import { backoffDelay, type RetryPolicy, sleep, withRetry } from '../../kernel/retry.js';
+import type { SchemaField } from '../../schema/table-schema.js';
+import { bigQueryError } from '../../sinks/bigquery-tables.js';
+import { createInsertAllSink, insertAllLimits } from '../../sinks/insert-all-sink.js';
 
 /**
  * `merge` mode (exactly once): a flush stages its rows, tagged with a batch id, in the task's staging
@@ -270,7 +271,7 @@ export function createMergeSink(options: MergeSinkOptions): MergeSink {
         try {
           await options.bigquery.query({ query: sql });
         } catch (error) {
-          const mapped = bigQueryError(error, 'merge');
+          const mapped = bigQueryError(error, 'MERGE');
           // Concurrent DML on one table: BigQuery asks for the serialisation failure to be retried.
           if (/could not serialize access/i.test(mapped.message)) {
             throw new DrainError(mapped.message, { retriable: true, cause: error });

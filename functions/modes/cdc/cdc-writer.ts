@@ -1,11 +1,11 @@
-import { crashPoint } from '../kernel/crash-points.js';
-import { DrainError } from '../kernel/errors.js';
-import type { Logger } from '../kernel/logger.js';
-import type { DeadLetters, Writer } from '../kernel/ports.js';
-import { defaultRetryPolicy, type RetryPolicy, withRetry } from '../kernel/retry.js';
-import { type ChangePolicy, classifyChanges, primaryKeyOfKey } from '../records/changes.js';
-import type { ChangeSink } from '../sinks/cdc-sink.js';
-import { publishDeadLetters } from './dead-letters.js';
+import { crashPoint } from '../../kernel/crash-points.js';
+import { DrainError } from '../../kernel/errors.js';
+import type { Logger } from '../../kernel/logger.js';
+import type { DeadLetters, Writer } from '../../kernel/ports.js';
+import { defaultRetryPolicy, type RetryPolicy, withRetry } from '../../kernel/retry.js';
+import { type ChangePolicy, classifyChanges, primaryKeyOfKey } from '../../records/changes.js';
+import { publishDeadLetters } from '../dead-letters.js';
+import type { ChangeSink } from './cdc-sink.js';
 
 /** The cdc sink, and the table made ready for a primary key (created with it, or checked). */
 export interface ChangePorts {

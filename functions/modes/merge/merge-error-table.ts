@@ -1,9 +1,9 @@
-import { DrainError } from '../kernel/errors.js';
-import { onceUntilFailure } from '../kernel/once.js';
-import { rowKey } from '../records/records.js';
-import { deadLetterRow, deadLetterTableName, deadLetterTableSchema } from '../schema/table-schema.js';
-import { ensureTable } from './bigquery-sink.js';
-import type { ErrorTable } from './contracts.js';
+import { DrainError } from '../../kernel/errors.js';
+import { onceUntilFailure } from '../../kernel/once.js';
+import { rowKey } from '../../records/records.js';
+import { deadLetterRow, deadLetterTableName, deadLetterTableSchema } from '../../schema/table-schema.js';
+import { ensureTable } from '../../sinks/bigquery-tables.js';
+import type { ErrorTable } from '../../sinks/contracts.js';
 import { createMergeSink, type MergeSinkOptions } from './merge-sink.js';
 
 /**

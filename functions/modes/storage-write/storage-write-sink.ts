@@ -11,30 +11,29 @@
  */
 import type { BigQuery } from '@google-cloud/bigquery';
 import { adapt, managedwriter } from '@google-cloud/bigquery-storage';
-import { grpcError } from '../google/grpc-errors.js';
-import { crashPoint } from '../kernel/crash-points.js';
-import { DrainError } from '../kernel/errors.js';
-import type { Logger } from '../kernel/logger.js';
-import { onceUntilFailure } from '../kernel/once.js';
-import type { DeadLetter, KafkaRecord, PartitionRef, Row } from '../kernel/records.js';
-import { maxRecordBytes, type RowShape } from '../records/records.js';
+import { crashPoint } from '../../kernel/crash-points.js';
+import { DrainError } from '../../kernel/errors.js';
+import type { Logger } from '../../kernel/logger.js';
+import { onceUntilFailure } from '../../kernel/once.js';
+import type { DeadLetter, KafkaRecord, PartitionRef, Row } from '../../kernel/records.js';
+import { maxRecordBytes, type RowShape } from '../../records/records.js';
 import {
   deadLetterRow,
   deadLetterTableName,
   deadLetterTableSchema,
   type SchemaField,
-} from '../schema/table-schema.js';
-import { appendRefusing, errorTableRefusal, rejectedLetters } from './append-rows.js';
-import { ensureTable } from './bigquery-sink.js';
-import type { StreamSink, StreamState } from './contracts.js';
-import { compileTranscoder, type Transcode } from './json-transcoder.js';
-import { compileRowEncoder, type RowEncoder } from './row-encoder.js';
-import { offsetsHeld, tableStats } from './table-stats.js';
-
-/** A Storage Write API failure: one worth another stream, or fatal (the table of Google's gRPC codes). */
-export function storageWriteError(error: unknown, what: string): Error {
-  return grpcError('bigquery storage write', error, what);
-}
+} from '../../schema/table-schema.js';
+import {
+  appendRefusing,
+  errorTableRefusal,
+  rejectedLetters,
+  storageWriteError,
+} from '../../sinks/append-rows.js';
+import { ensureTable } from '../../sinks/bigquery-tables.js';
+import type { StreamSink, StreamState } from '../../sinks/contracts.js';
+import { compileTranscoder, type Transcode } from '../../sinks/json-transcoder.js';
+import { compileRowEncoder, type RowEncoder } from '../../sinks/row-encoder.js';
+import { offsetsHeld, tableStats } from '../../sinks/table-stats.js';
 
 export interface StorageWriteSinkOptions {
   readonly bigquery: BigQuery;

@@ -4,8 +4,8 @@
  * again. Pure, so that the split is unit-tested.
  */
 
-import type { KafkaRecord } from '../kernel/records.js';
-import type { HeldOffsets } from '../sinks/contracts.js';
+import type { KafkaRecord } from '../../kernel/records.js';
+import type { HeldOffsets } from '../../sinks/contracts.js';
 
 export type Replay = HeldOffsets & { readonly until: number };
 

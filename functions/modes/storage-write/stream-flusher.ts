@@ -1,4 +1,4 @@
-import { crashPoint } from '../kernel/crash-points.js';
+import { crashPoint } from '../../kernel/crash-points.js';
 /**
  * `storage-write` mode's way to durability, per flush (the batches of every partition ready at the same
  * time, so one pair of streams and one commit serve them all):
@@ -17,14 +17,14 @@ import { crashPoint } from '../kernel/crash-points.js';
  * stream could still commit.
  */
 
-import { createFlushQueue, type Waiting } from '../drain/flush-queue.js';
-import { DrainError, FencedError } from '../kernel/errors.js';
-import type { Logger } from '../kernel/logger.js';
-import type { Checkpoints, CommitIntent, DeadLetters, Lease } from '../kernel/ports.js';
-import type { DeadLetter, PartitionRef } from '../kernel/records.js';
-import { defaultRetryPolicy, type RetryPolicy, withRetry } from '../kernel/retry.js';
-import type { EncodedRow, StreamSink } from '../sinks/contracts.js';
-import { publishDeadLetters } from './dead-letters.js';
+import { createFlushQueue, type Waiting } from '../../drain/flush-queue.js';
+import { DrainError, FencedError } from '../../kernel/errors.js';
+import type { Logger } from '../../kernel/logger.js';
+import type { Checkpoints, CommitIntent, DeadLetters, Lease } from '../../kernel/ports.js';
+import type { DeadLetter, PartitionRef } from '../../kernel/records.js';
+import { defaultRetryPolicy, type RetryPolicy, withRetry } from '../../kernel/retry.js';
+import type { EncodedRow, StreamSink } from '../../sinks/contracts.js';
+import { publishDeadLetters } from '../dead-letters.js';
 
 /** One partition's batch, classified, waiting for a flush. */
 export interface FlushItem {

@@ -9,26 +9,30 @@
  */
 import type { BigQuery } from '@google-cloud/bigquery';
 import { adapt, managedwriter } from '@google-cloud/bigquery-storage';
-import { crashPoint } from '../kernel/crash-points.js';
-import { DrainError } from '../kernel/errors.js';
-import type { Logger } from '../kernel/logger.js';
-import { onceUntilFailure } from '../kernel/once.js';
-import type { DeadLetter, Row, RowToWrite } from '../kernel/records.js';
-import { changeSequenceColumn, changeTypeColumn, sequenceNumber } from '../records/changes.js';
-import { maxRecordBytes } from '../records/records.js';
+import { crashPoint } from '../../kernel/crash-points.js';
+import { DrainError } from '../../kernel/errors.js';
+import type { Logger } from '../../kernel/logger.js';
+import { onceUntilFailure } from '../../kernel/once.js';
+import type { DeadLetter, Row, RowToWrite } from '../../kernel/records.js';
+import { changeSequenceColumn, changeTypeColumn, sequenceNumber } from '../../records/changes.js';
+import { maxRecordBytes } from '../../records/records.js';
 import {
   deadLetterKey,
   deadLetterRow,
   deadLetterTableName,
   deadLetterTableSchema,
   type SchemaField,
-} from '../schema/table-schema.js';
-import { appendRefusing, errorTableRefusal, rejectedLetters } from './append-rows.js';
-import { bigQueryError } from './bigquery-sink.js';
-import { compileRowEncoder } from './row-encoder.js';
-import { storageWriteError } from './storage-write-sink.js';
+} from '../../schema/table-schema.js';
+import {
+  appendRefusing,
+  errorTableRefusal,
+  rejectedLetters,
+  storageWriteError,
+} from '../../sinks/append-rows.js';
+import { bigQueryError } from '../../sinks/bigquery-tables.js';
+import { compileRowEncoder } from '../../sinks/row-encoder.js';
 
-export { cdcSourceFields, deadLetterKey } from '../schema/table-schema.js';
+export { cdcSourceFields, deadLetterKey } from '../../schema/table-schema.js';
 
 const pseudoColumns: readonly SchemaField[] = [
   { name: changeTypeColumn, type: 'STRING', mode: 'NULLABLE' },

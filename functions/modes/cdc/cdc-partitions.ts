@@ -1,7 +1,7 @@
 import type { Firestore } from '@google-cloud/firestore';
 import type { Kafka } from 'kafkajs';
-import { DrainError } from '../kernel/errors.js';
-import type { Logger } from '../kernel/logger.js';
+import { DrainError } from '../../kernel/errors.js';
+import type { Logger } from '../../kernel/logger.js';
 
 /**
  * cdc mode: a key's changes are ordered by their offsets, which only holds while the key stays in one

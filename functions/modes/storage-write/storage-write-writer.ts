@@ -1,11 +1,11 @@
-import { partitionId } from '../drain/assignment.js';
-import type { Logger } from '../kernel/logger.js';
-import type { Checkpoints, DeadLetters, Lease, Writer } from '../kernel/ports.js';
-import { defaultRetryPolicy, withRetry } from '../kernel/retry.js';
-import { classifyEach, directShape, type RecordPolicy } from '../records/classify.js';
-import { recordSize } from '../records/records.js';
-import type { StreamSink } from '../sinks/contracts.js';
-import { publishDeadLetters } from './dead-letters.js';
+import { partitionId } from '../../drain/assignment.js';
+import type { Logger } from '../../kernel/logger.js';
+import type { Checkpoints, DeadLetters, Lease, Writer } from '../../kernel/ports.js';
+import { defaultRetryPolicy, withRetry } from '../../kernel/retry.js';
+import { classifyEach, directShape, type RecordPolicy } from '../../records/classify.js';
+import { recordSize } from '../../records/records.js';
+import type { StreamSink } from '../../sinks/contracts.js';
+import { publishDeadLetters } from '../dead-letters.js';
 import { type Replay, splitReplayed } from './replay.js';
 import { createStreamFlusher, finishIntent } from './stream-flusher.js';
 

@@ -1,0 +1,147 @@
+import type { BigQuery, Table } from '@google-cloud/bigquery';
+import { defaultTableLayout, type TableLayout } from '../config/routes.js';
+import { ConfigError, DrainError } from '../kernel/errors.js';
+import type { MetadataColumns } from '../kernel/records.js';
+import { type SchemaField, targetTableSchema } from '../schema/table-schema.js';
+
+/** BigQuery's tables as every write mode meets them: errors classified, a table made if missing (a 409 is fine). */
+/**
+ * HTTP statuses and BigQuery reasons that are transient; anything else is fatal. `jobInternalError` comes
+ * with HTTP 400, but BigQuery's error table says to back off and retry it (an internal error of a job).
+ */
+const retriableHttpStatus = new Set([408, 429, 500, 502, 503, 504]);
+export const retriableReasons = new Set([
+  'backendError',
+  'rateLimitExceeded',
+  'internalError',
+  'jobInternalError',
+  'timeout',
+  'jobRateLimitExceeded',
+]);
+const retriableNetworkCodes = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EAI_AGAIN',
+  'ENOTFOUND',
+  'UND_ERR_SOCKET',
+]);
+
+export function bigQueryError(error: unknown, what: string): Error {
+  if (error instanceof DrainError || error instanceof TypeError || error instanceof RangeError) return error;
+  const e = error as { code?: unknown; errors?: { reason?: string }[]; cause?: { code?: unknown } };
+  const reason = e.errors?.[0]?.reason;
+  const network =
+    typeof e.code === 'string' ? e.code : typeof e.cause?.code === 'string' ? e.cause.code : undefined;
+  const retriable =
+    (typeof e.code === 'number' && retriableHttpStatus.has(e.code)) ||
+    (reason !== undefined && retriableReasons.has(reason)) ||
+    (network !== undefined && retriableNetworkCodes.has(network)) ||
+    /socket hang up|fetch failed|ECONNREFUSED|ECONNRESET/.test(String((error as Error)?.message));
+  const message = error instanceof Error ? error.message : String(error);
+  return new DrainError(`bigquery ${what}: ${message}`, {
+    retriable,
+    code: String(e.code ?? reason),
+    cause: error,
+  });
+}
+
+/** Creates the target table if it is missing: user columns + metadata, laid out as the route says. */
+export function ensureTargetTable(
+  bigquery: BigQuery,
+  target: {
+    dataset: string;
+    table: string;
+    location: string | null;
+    metadata?: MetadataColumns;
+    layout?: TableLayout;
+  },
+  userFields: readonly SchemaField[],
+): Promise<Table> {
+  const fields = targetTableSchema(userFields, target.metadata);
+  const layout = target.layout ?? defaultTableLayout;
+  checkLayout(layout, fields);
+  return ensureTable(bigquery, target, target.table, fields, layout);
+}
+
+/** The table's layout: BigQuery's `timePartitioning`, `clustering` and partition-filter settings. */
+export function tableLayoutMetadata(layout: TableLayout) {
+  return {
+    timePartitioning: {
+      type: layout.partitionType,
+      field: layout.partitionField,
+      ...(layout.partitionExpirationDays === null
+        ? {}
+        : { expirationMs: String(Math.round(layout.partitionExpirationDays * 86_400_000)) }),
+    },
+    ...(layout.clustering.length === 0 ? {} : { clustering: { fields: [...layout.clustering] } }),
+    ...(layout.requirePartitionFilter ? { requirePartitionFilter: true } : {}),
+  };
+}
+
+/** A partition column must be a top-level TIMESTAMP, DATE or DATETIME; clustering columns top-level scalars. */
+export function checkLayout(layout: TableLayout, fields: readonly SchemaField[]): void {
+  const find = (name: string) => fields.find((f) => f.name.toLowerCase() === name.toLowerCase());
+  const partition = find(layout.partitionField);
+  if (
+    partition === undefined ||
+    !['TIMESTAMP', 'DATE', 'DATETIME'].includes(partition.type.toUpperCase()) ||
+    partition.mode === 'REPEATED'
+  )
+    throw new ConfigError(
+      'BQ_PARTITION_FIELD',
+      `${layout.partitionField} must be a TIMESTAMP, DATE or DATETIME column of the table${partition === undefined ? ' (it has none of that name)' : ''}`,
+    );
+  for (const name of layout.clustering) {
+    const column = find(name);
+    if (
+      column === undefined ||
+      ['RECORD', 'STRUCT', 'JSON'].includes(column.type.toUpperCase()) ||
+      column.mode === 'REPEATED'
+    )
+      throw new ConfigError(
+        'BQ_CLUSTERING',
+        `${name} must be a top-level, non-repeated column of the table that is no RECORD or JSON`,
+      );
+  }
+}
+
+/**
+ * Creates a table of the dataset (and the dataset) if missing, day-partitioned by the Kafka timestamp and
+ * clustered by origin, as every table the drain writes is.
+ */
+export async function ensureTable(
+  bigquery: BigQuery,
+  target: { dataset: string; location: string | null },
+  name: string,
+  fields: readonly SchemaField[],
+  layout: TableLayout = defaultTableLayout,
+): Promise<Table> {
+  const dataset = bigquery.dataset(target.dataset);
+  const table = dataset.table(name);
+  try {
+    const [datasetExists] = await dataset.exists();
+    if (!datasetExists) {
+      await dataset
+        .create(target.location === null ? {} : { location: target.location })
+        .catch(ignoreAlreadyExists);
+    }
+    const [tableExists] = await table.exists();
+    if (!tableExists) {
+      await dataset
+        .createTable(name, {
+          schema: { fields: [...fields] },
+          ...tableLayoutMetadata(layout),
+        })
+        .catch(ignoreAlreadyExists);
+    }
+    return table;
+  } catch (error) {
+    throw bigQueryError(error, `ensure table ${name}`);
+  }
+}
+
+function ignoreAlreadyExists(error: unknown): void {
+  if ((error as { code?: unknown }).code !== 409) throw error;
+}
