@@ -1,25 +1,11 @@
-import { crashPoint, crashPointsArmed } from '../kernel/crash-points.js';
+import { crashPoint } from '../kernel/crash-points.js';
 import { FencedError, PartitionWaitsError } from '../kernel/errors.js';
-import type { CheckpointCommit, WrittenBatch } from '../kernel/ports.js';
+import type { WrittenBatch } from '../kernel/ports.js';
 import type { FetchedBatch, KafkaRecord } from '../kernel/records.js';
 import { planFetched } from './batch.js';
+import { commitCheckpoint } from './commit.js';
 import type { PartitionLease } from './partition-lease.js';
 import type { DrainRun } from './run-state.js';
-import { countBatch } from './run-totals.js';
-
-/** Moves the partition's checkpoint (and extends its lease); throws a FencedError when the lease was lost. */
-export async function commitCheckpoint(
-  run: DrainRun,
-  entry: PartitionLease,
-  batch: Omit<CheckpointCommit, 'lease'>,
-): Promise<void> {
-  const pending = run.ports.checkpoints.commit({ lease: entry.lease, ...batch }, run.options.leaseTtlMs);
-  // Crash tests: die while the commit is on the wire (it may or may not have landed).
-  if (crashPointsArmed()) setImmediate(() => crashPoint('mid-commit'));
-  const lease = await pending;
-  run.totals.commits++;
-  entry.advance(lease, batch.nextOffset, run.now());
-}
 
 /**
  * One fetch of a partition: checked for continuity with the checkpoint, cut into batches, each written
@@ -139,7 +125,7 @@ async function commitWritten(
   written: WrittenBatch,
 ): Promise<void> {
   // storage-write: the lease as the recorded intent left it.
-  if (written.lease !== undefined) entry.lease = written.lease;
+  if (written.lease !== undefined) entry.intentRecorded(written.lease);
   await commitCheckpoint(run, entry, {
     fromOffset: entry.position,
     nextOffset,
@@ -151,7 +137,7 @@ async function commitWritten(
     ...(written.streams === undefined ? {} : { streams: written.streams }),
   });
   crashPoint('after-commit');
-  countBatch(run.totals, entry.summary, records.length, written);
+  run.record.counted(entry, records.length, written);
 }
 
 /** Resolves with the promise's value, or with undefined as soon as the signal aborts. */

@@ -40,8 +40,7 @@ export function startLeaseKeeper(
   };
 
   function renew(entry: PartitionLease, at: number): void {
-    entry.lastRenewedAt = at;
-    entry.renewing = true;
+    entry.renewalSent(at);
     const where = { topic: entry.lease.topic, partition: entry.lease.partition };
     ports.checkpoints
       .renew(entry.lease, leaseTtlMs)
@@ -60,9 +59,7 @@ export function startLeaseKeeper(
           }
         },
       )
-      .finally(() => {
-        entry.renewing = false;
-      });
+      .finally(() => entry.renewalSettled());
   }
 
   function giveUp(entry: PartitionLease, at: number): void {

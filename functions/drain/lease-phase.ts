@@ -2,8 +2,7 @@ import { startOffset } from '../config/start-position.js';
 import { asError } from '../kernel/errors.js';
 import type { Position, Watermarks } from '../kernel/records.js';
 import type { PartitionSummary } from '../kernel/summary.js';
-import { partitionId } from './assignment.js';
-import { commitCheckpoint } from './batch-phase.js';
+import { commitCheckpoint } from './commit.js';
 import { PartitionLease } from './partition-lease.js';
 import { planStart } from './partition-start.js';
 import type { DrainRun } from './run-state.js';
@@ -25,7 +24,7 @@ export async function leasePartition(
   // Another task's partition that someone took first is simply not this run's business.
   if (lease === undefined && shared) return undefined;
   const summary = emptySummary(mark, shared);
-  run.summaries.push(summary);
+  run.record.lookedAt(summary);
   if (lease === undefined) {
     summary.skipped = 'leased_elsewhere';
     await reportHeldElsewhere(run, mark, summary);
@@ -42,7 +41,7 @@ export async function leasePartition(
   const entry = new PartitionLease({ lease, mark, summary, position: start, at: run.now() }, (p) =>
     run.reader?.finish(p),
   );
-  run.partitions.set(partitionId(mark), entry);
+  run.record.leased(entry);
   const recovered = await recover(run, entry, start);
   if (recovered === undefined) return undefined;
   return planAndBegin(run, entry, recovered);
@@ -79,20 +78,20 @@ async function planAndBegin(
   entry: PartitionLease,
   start: number,
 ): Promise<Position | undefined> {
-  const { mark, summary } = entry;
+  const { mark } = entry;
   const log = run.logger.child({ topic: mark.topic, partition: mark.partition });
   const policy = run.options.retentionGapPolicy;
   const plan = planStart(start, entry.startCheckpoint, mark, policy);
-  summary.from = summary.to = plan.from;
-  if (plan.action !== 'past-end' && plan.lost !== undefined) {
+  const lost = plan.action !== 'past-end' ? plan.lost : undefined;
+  entry.planned(plan.from, lost);
+  if (lost !== undefined) {
     // Records in [lost.from, logStart) were deleted by retention before we read them. Never silent.
     log.error('retention gap: records were deleted before they were drained', {
       kind: 'retention_gap',
-      lostFrom: plan.lost.from,
-      lostTo: plan.lost.to,
+      lostFrom: lost.from,
+      lostTo: lost.to,
       policy,
     });
-    entry.lost = plan.lost;
   }
   if (plan.action === 'retention-gap-wait' || plan.action === 'past-end') {
     if (plan.action === 'past-end') {
@@ -101,7 +100,7 @@ async function planAndBegin(
         end: mark.end,
       });
     }
-    summary.lag = Math.max(0, mark.end - plan.from);
+    entry.waitsAt(plan.from);
     entry.leave({ skipped: 'error' });
     return undefined;
   }
@@ -117,8 +116,7 @@ async function planAndBegin(
   // The start position is resolved once and kept: `latest` or a time must not move on the next run.
   if (plan.pin)
     await commitCheckpoint(run, entry, { fromOffset: plan.from, nextOffset: plan.from, ...empty });
-  summary.lag = mark.end - plan.from;
-  entry.position = plan.from;
+  entry.startsAt(plan.from);
   await run.ports.writer.begin(entry.lease, plan.from, entry.end);
   if (plan.action === 'idle') {
     entry.leave(); // nothing to read: an idle partition costs one lease round trip

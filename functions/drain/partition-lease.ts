@@ -17,19 +17,16 @@ export interface Leaving {
  * flips flags.
  */
 export class PartitionLease {
-  lease: Lease;
   readonly mark: Watermarks;
   /** The checkpoint as this run found it. */
   readonly startCheckpoint: number | null;
-  readonly summary: PartitionSummary;
-  /** Records deleted by retention before they were drained, seen at the start of this run. */
-  lost?: { from: number; to: number; skipped: boolean };
-  /** The checkpoint as last committed. */
-  position: number;
-  /** When the lease was last extended (a commit or a renewal sent). */
-  lastRenewedAt: number;
-  /** A renewal is on the wire (renewals never pile up behind a service that does not answer). */
-  renewing = false;
+  readonly summary: Readonly<PartitionSummary>;
+  #lease: Lease;
+  #summary: PartitionSummary;
+  #lost: { from: number; to: number; skipped: boolean } | undefined;
+  #position: number;
+  #lastRenewedAt: number;
+  #renewing = false;
   #done = false;
   readonly #abandon = new AbortController();
   readonly #onLeft: (partition: PartitionRef) => void;
@@ -38,13 +35,39 @@ export class PartitionLease {
     init: { lease: Lease; mark: Watermarks; summary: PartitionSummary; position: number; at: number },
     onLeft: (partition: PartitionRef) => void,
   ) {
-    this.lease = init.lease;
+    this.#lease = init.lease;
     this.mark = init.mark;
     this.startCheckpoint = init.lease.nextOffset;
+    this.#summary = init.summary;
     this.summary = init.summary;
-    this.position = init.position;
-    this.lastRenewedAt = init.at;
+    this.#position = init.position;
+    this.#lastRenewedAt = init.at;
     this.#onLeft = onLeft;
+  }
+
+  /** The lease as last granted, renewed or recorded with an intent: every commit names it. */
+  get lease(): Lease {
+    return this.#lease;
+  }
+
+  /** The checkpoint as last committed (or planned, before the first read). */
+  get position(): number {
+    return this.#position;
+  }
+
+  /** When the lease was last extended (a commit or a renewal sent). */
+  get lastRenewedAt(): number {
+    return this.#lastRenewedAt;
+  }
+
+  /** A renewal is on the wire (renewals never pile up behind a service that does not answer). */
+  get renewing(): boolean {
+    return this.#renewing;
+  }
+
+  /** Records deleted by retention before they were drained, seen at the start of this run. */
+  get lost(): { from: number; to: number; skipped: boolean } | undefined {
+    return this.#lost;
   }
 
   /** The end offset seen at start: this run reads up to here and no further. */
@@ -63,30 +86,71 @@ export class PartitionLease {
 
   /** Records left between the checkpoint and the end seen at start. */
   get lag(): number {
-    return Math.max(0, this.end - this.position);
+    return Math.max(0, this.end - this.#position);
+  }
+
+  /** The start is planned: the partition's line reads from `from`. */
+  planned(from: number, lost?: { from: number; to: number; skipped: boolean }): void {
+    this.#summary.from = this.#summary.to = from;
+    if (lost !== undefined) this.#lost = lost;
+  }
+
+  /** The partition waits at `from` (a retention gap, a checkpoint past the end): its line says the lag. */
+  waitsAt(from: number): void {
+    this.#summary.lag = Math.max(0, this.end - from);
+  }
+
+  /** Reading starts at `from`. */
+  startsAt(from: number): void {
+    this.#position = from;
+    this.#summary.lag = this.end - from;
   }
 
   /** A commit landed: the checkpoint stands at `nextOffset`, under `lease`. */
   advance(lease: Lease, nextOffset: number, at: number): void {
-    this.lease = lease;
-    this.position = nextOffset;
-    this.lastRenewedAt = at;
-    this.summary.to = nextOffset;
-    this.summary.lag = this.lag;
+    this.#lease = lease;
+    this.#position = nextOffset;
+    this.#lastRenewedAt = at;
+    this.#summary.to = nextOffset;
+    this.#summary.lag = this.lag;
+  }
+
+  /** A flush's intent was recorded under the lease (storage-write): the commit goes under the lease it left. */
+  intentRecorded(lease: Lease): void {
+    this.#lease = lease;
+  }
+
+  /** A renewal was sent at `at`. */
+  renewalSent(at: number): void {
+    this.#lastRenewedAt = at;
+    this.#renewing = true;
+  }
+
+  /** The renewal sent answered, either way. */
+  renewalSettled(): void {
+    this.#renewing = false;
   }
 
   /** A renewal landed; an older answer than the lease held (a commit overtook it) changes nothing. */
   renewed(lease: Lease): void {
-    if (!this.#done && lease.expiresAt > this.lease.expiresAt) this.lease = lease;
+    if (!this.#done && lease.expiresAt > this.#lease.expiresAt) this.#lease = lease;
+  }
+
+  /** A committed batch: counted in the partition's line (what this run wrote, not what a replay found held). */
+  counted(records: number, rows: number, deadLetters: number, tombstones: number): void {
+    this.#summary.read += records;
+    this.#summary.rowsWritten += rows;
+    this.#summary.deadLettered += deadLetters;
+    if (tombstones > 0) this.#summary.tombstonesSkipped = (this.#summary.tombstonesSkipped ?? 0) + tombstones;
   }
 
   /** The run is done with the partition (see the class). Only the first call counts. */
   leave(why: Leaving = {}): void {
     if (this.#done) return;
     this.#done = true;
-    if (why.skipped !== undefined) this.summary.skipped = why.skipped;
-    if (why.waiting !== undefined) this.summary.waiting = why.waiting;
+    if (why.skipped !== undefined) this.#summary.skipped = why.skipped;
+    if (why.waiting !== undefined) this.#summary.waiting = why.waiting;
     this.#abandon.abort();
-    this.#onLeft(this.lease);
+    this.#onLeft(this.#lease);
   }
 }

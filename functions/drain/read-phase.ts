@@ -39,7 +39,7 @@ async function readOpenPartitions(run: DrainRun, source: SourceReader): Promise<
   let bytesInFlight = 0;
   let failure: unknown;
   let wake = new AbortController();
-  const open = (): boolean => [...run.partitions.values()].some((p) => !p.done);
+  const open = (): boolean => [...run.record.partitions.values()].some((p) => !p.done);
 
   while (!run.stop.signal.aborted && failure === undefined && open()) {
     if (inFlight.size >= options.partitionConcurrency || bytesInFlight >= options.inFlightMaxBytes) {
@@ -50,7 +50,7 @@ async function readOpenPartitions(run: DrainRun, source: SourceReader): Promise<
     const fetched = await source.next(AbortSignal.any([run.stop.signal, wake.signal]));
     if (fetched === undefined) continue; // stopped, or a batch settled: look at the state again
     const id = partitionId(fetched);
-    const entry = run.partitions.get(id);
+    const entry = run.record.partitions.get(id);
     if (entry === undefined || entry.done) continue;
     const bytes = fetched.records.reduce((n, r) => n + recordSize(r), 0);
     bytesInFlight += bytes;
@@ -58,7 +58,7 @@ async function readOpenPartitions(run: DrainRun, source: SourceReader): Promise<
       .then(() => drainFetched(run, entry, fetched))
       .then(() => {
         if (entry.position >= entry.end) entry.leave(); // drained up to the end seen at start
-        run.context.onProgress?.({ recordsRead: run.totals.recordsRead, lag: lagByPartition(run) });
+        run.context.onProgress?.({ recordsRead: run.record.totals.recordsRead, lag: lagByPartition(run) });
       })
       .catch((error: unknown) => {
         failure ??= error;
@@ -75,5 +75,5 @@ async function readOpenPartitions(run: DrainRun, source: SourceReader): Promise<
 }
 
 function lagByPartition(run: DrainRun): Map<string, number> {
-  return new Map([...run.partitions].map(([id, p]) => [id, p.lag]));
+  return new Map([...run.record.partitions].map(([id, p]) => [id, p.lag]));
 }

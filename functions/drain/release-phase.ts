@@ -10,7 +10,7 @@ import type { DrainRun } from './run-state.js';
  */
 export async function releaseAll(run: DrainRun): Promise<void> {
   const { logger } = run;
-  await forEachLimited(run.partitions.values(), run.options.firestoreConcurrency, async (entry) => {
+  await forEachLimited(run.record.partitions.values(), run.options.firestoreConcurrency, async (entry) => {
     if (entry.summary.skipped === 'fenced') return;
     const liveness = await alertsFor(run, entry).catch((error: unknown) => {
       logger.warn('alert evaluation failed; the next run evaluates again', { error });
@@ -48,6 +48,6 @@ async function alertsFor(run: DrainRun, entry: PartitionLease): Promise<Liveness
     run.options.alertThresholds,
     { logger: run.logger, ...(run.ports.alerts === undefined ? {} : { alerts: run.ports.alerts }) },
   );
-  run.totals.alerts += raised;
+  run.record.alerted(raised);
   return state;
 }

@@ -1,11 +1,9 @@
 import type { StartPosition } from '../config/start-position.js';
 import type { Logger } from '../kernel/logger.js';
 import type { Alerts, Checkpoints, Source, SourceReader, Writer } from '../kernel/ports.js';
-import type { PartitionSummary } from '../kernel/summary.js';
 import type { Timers } from '../kernel/timers.js';
 import type { Thresholds } from './episodes.js';
-import type { PartitionLease } from './partition-lease.js';
-import type { RunTotals } from './run-totals.js';
+import type { RunRecord } from './run-record.js';
 import type { RunStop } from './stop.js';
 
 export interface DrainPorts {
@@ -70,11 +68,8 @@ export interface DrainRun {
   /** When the run began (`now()`): the share grace counts from here. */
   readonly startedAt: number;
   readonly stop: RunStop;
-  /** The partitions this run leased, by `topic~partition`. */
-  readonly partitions: Map<string, PartitionLease>;
-  /** Every partition the run looked at (leased or tried to), for its summary. */
-  readonly summaries: PartitionSummary[];
-  readonly totals: RunTotals;
+  /** What the run records: the partitions it leased, every partition it looked at, its totals. */
+  readonly record: RunRecord;
   /** Per topic, the offsets of START_POSITION=timestamp, looked up once. */
   readonly offsetsAtStart: Map<string, Promise<Map<number, number>>>;
   /** The reader of the partitions being drained (one per round: the task's own share, then shared ones). */

@@ -5,8 +5,8 @@ import { ownedBy, partitionId } from './assignment.js';
 import { startLeaseKeeper } from './lease-keeper.js';
 import { drainPartitions } from './read-phase.js';
 import { releaseAll } from './release-phase.js';
+import { RunRecord } from './run-record.js';
 import type { DrainContext, DrainOptions, DrainPorts, DrainRun } from './run-state.js';
-import { emptyTotals, runSummary } from './run-totals.js';
 import { shareWork } from './share-phase.js';
 import { createRunStop } from './stop.js';
 
@@ -36,14 +36,12 @@ export async function runDrain(
       { budgetMs: options.budgetMs, settleMs: options.settleMs, signal: context.signal },
       timers,
     ),
-    partitions: new Map(),
-    summaries: [],
-    totals: emptyTotals(),
+    record: new RunRecord(),
     offsetsAtStart: new Map(),
     reader: undefined,
   };
   const stopKeeping = startLeaseKeeper(
-    () => run.partitions.values(),
+    () => run.record.partitions.values(),
     ports,
     { ...options, logger, now },
     timers,
@@ -70,10 +68,8 @@ export async function runDrain(
     await releaseAll(run);
   }
 
-  const summary = runSummary(options, {
+  const summary = run.record.summary(options, {
     stopReason: failure === undefined ? (run.stop.reason ?? 'caught_up') : 'error',
-    totals: run.totals,
-    summaries: run.summaries,
     durationMs: now() - startedAt,
     ...(failure === undefined ? {} : { failure }),
   });

@@ -137,7 +137,7 @@ describe('the lease keeper, under a fake clock', () => {
       clock,
     );
     // Frozen: the process did not run while its lease ran out; the first look after it sees it expired.
-    entry.lease = { ...entry.lease, expiresAt: clock.now() + 50 };
+    entry.advance({ ...entry.lease, expiresAt: clock.now() + 50 }, entry.position, entry.lastRenewedAt);
     await clock.advance(100);
     expect(entry.done).toBe(true);
     expect(entry.summary.skipped).toBe('fenced');
