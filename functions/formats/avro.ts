@@ -1,15 +1,15 @@
 import avro from 'avsc';
 import type { JsonValue } from '../kernel/records.js';
-import { convertValue } from '../records/debezium.js';
-import { floatValue } from '../records/validate.js';
 import type { SchemaField } from '../schema/table-schema.js';
 import { exactLong } from './avro-long.js';
+import { convertValue } from './connect.js';
 import {
   bigOf,
   type CompiledSchema,
   columnName,
   dateText,
   decimalColumn,
+  floatValue,
   int64Value,
   joinPath,
   microsText,

@@ -1,5 +1,4 @@
 import type { JsonValue } from '../kernel/records.js';
-import { decimalText } from '../records/validate.js';
 import type { SchemaField } from '../schema/table-schema.js';
 
 /**
@@ -92,4 +91,29 @@ export function int64Value(v: unknown): JsonValue {
   if (typeof v === 'number') return v;
   const n = bigOf(v);
   return n >= MIN_SAFE && n <= MAX_SAFE ? Number(n) : n.toString();
+}
+
+/**
+ * A number for a FLOAT64 column as a row carries it. JSON has no form for the non-finite ones (a record's
+ * `1e400` parses to Infinity, which `JSON.stringify` would send to insertAll as null: a value turned into
+ * NULL with no dead letter): they are BigQuery's JSON strings, as insertAll takes them; the Storage Write
+ * encoder makes the same double of either.
+ */
+export function floatValue(v: number): JsonValue {
+  if (Number.isFinite(v)) return v;
+  return Number.isNaN(v) ? 'NaN' : v > 0 ? 'Infinity' : '-Infinity';
+}
+
+/** A decimal's exact value: unscaled × 10^-scale, with no trailing zeros in `unscaled` (0 has scale 0). */
+export interface ExactDecimal {
+  readonly unscaled: bigint;
+  readonly scale: number;
+}
+
+/** Plain decimal text for an exact value: what BigQuery gets, whatever form the record used. */
+export function decimalText({ unscaled, scale }: ExactDecimal): string {
+  if (scale <= 0) return (unscaled * 10n ** BigInt(-scale)).toString();
+  const sign = unscaled < 0n ? '-' : '';
+  const digits = (unscaled < 0n ? -unscaled : unscaled).toString().padStart(scale + 1, '0');
+  return `${sign}${digits.slice(0, -scale)}.${digits.slice(-scale)}`;
 }

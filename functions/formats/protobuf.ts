@@ -1,12 +1,12 @@
 import protobuf from 'protobufjs';
 import descriptor from 'protobufjs/ext/descriptor/index.js';
 import type { JsonValue } from '../kernel/records.js';
-import { floatValue } from '../records/validate.js';
 import type { SchemaField } from '../schema/table-schema.js';
 import {
   bigOf,
   type CompiledSchema,
   columnName,
+  floatValue,
   int64Value,
   joinPath,
   microsText,

@@ -6,10 +6,9 @@ import type { Route } from '../config/routes.js';
 import { ConfigError, DrainError, isRetriable } from '../kernel/errors.js';
 import type { Logger } from '../kernel/logger.js';
 import { defaultRetryPolicy, withRetry } from '../kernel/retry.js';
-import { metadataColumns } from '../records/records.js';
-import { readUserSchema, type SchemaField } from '../schema/table-schema.js';
+import { mergeSchemas } from '../schema/compare.js';
+import { metadataColumns, readUserSchema, type SchemaField } from '../schema/table-schema.js';
 import { compileAvro } from './avro.js';
-import { followedColumns } from './columns.js';
 import { compileJsonSchema } from './json-schema.js';
 import { UnmappableSchemaError } from './mapped.js';
 import { compileProtobuf } from './protobuf.js';
@@ -232,7 +231,7 @@ async function withTableColumns(
     );
   const current = await tableUserColumns(bigquery, route, logger);
   // As the table will be once evolved: new columns NULLABLE, older versions' columns kept.
-  return current === undefined ? columns : followedColumns(current, columns);
+  return current === undefined ? columns : mergeSchemas(current, columns, 'nullable');
 }
 
 /** The table's user columns; undefined when it cannot be read (absent, or BigQuery silent for 10 s). */

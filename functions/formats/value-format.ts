@@ -3,9 +3,9 @@ import { DrainError, isRetriable, PartitionWaitsError } from '../kernel/errors.j
 import type { Logger } from '../kernel/logger.js';
 import type { JsonValue, KafkaRecord } from '../kernel/records.js';
 import { type RetryPolicy, withRetry } from '../kernel/retry.js';
+import { fitColumns } from '../schema/compare.js';
 import type { SchemaField } from '../schema/table-schema.js';
 import { compileAvro } from './avro.js';
-import { fitColumns } from './columns.js';
 import { type CompiledSchema, UnmappableSchemaError, ValueError } from './mapped.js';
 import {
   type RegisteredSchema,

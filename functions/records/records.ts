@@ -8,7 +8,7 @@ import type {
   Row,
   RowToWrite,
 } from '../kernel/records.js';
-import type { SchemaField } from '../schema/table-schema.js';
+import { metadataColumns, type SchemaField } from '../schema/table-schema.js';
 import { type UnknownFields, validateRecord } from './validate.js';
 
 /** The table's user columns and what to do with fields it does not have; without it, rows go as they are. */
@@ -18,19 +18,6 @@ export interface RowShape {
   /** Optional metadata columns (none when absent). */
   readonly metadata?: MetadataColumns;
 }
-
-/** The metadata columns every target row carries, next to the user columns. */
-export const metadataColumns = [
-  '_kafka_topic',
-  '_kafka_partition',
-  '_kafka_offset',
-  '_kafka_timestamp',
-  '_kafka_key',
-  '_ingested_at',
-  // Optional, but reserved whether switched on or not.
-  '_kafka_headers',
-  '_kafka_key_text',
-] as const;
 
 /** Larger values cannot be rows (BigQuery's 10 MB request and row limits, less the metadata). */
 export const maxRecordBytes = 9 * 1024 * 1024;

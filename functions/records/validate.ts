@@ -1,3 +1,4 @@
+import { decimalText, type ExactDecimal, floatValue } from '../formats/mapped.js';
 import type { JsonValue } from '../kernel/records.js';
 import type { SchemaField } from '../schema/table-schema.js';
 import { canonicalUtc, validDateAt, validTimeAt } from './civil-time.js';
@@ -184,17 +185,6 @@ function scalarCheck(type: string): Check {
   }
 }
 
-/**
- * A number for a FLOAT64 column as a row carries it. JSON has no form for the non-finite ones (a record's
- * `1e400` parses to Infinity, which `JSON.stringify` would send to insertAll as null: a value turned into
- * NULL with no dead letter): they are BigQuery's JSON strings, as insertAll takes them; the Storage Write
- * encoder makes the same double of either.
- */
-export function floatValue(v: number): JsonValue {
-  if (Number.isFinite(v)) return v;
-  return Number.isNaN(v) ? 'NaN' : v > 0 ? 'Infinity' : '-Infinity';
-}
-
 function scalar(v: JsonValue, type: string, path: string): JsonValue {
   switch (type) {
     case 'STRING':
@@ -291,12 +281,6 @@ const shortInteger = /^(?:0|-?[1-9]\d{0,17})$/;
 const plainNumeric = /^-?\d{1,29}(?:\.\d{1,9})?$/;
 const plainBigNumeric = /^-?\d{1,38}(?:\.\d{1,38})?$/;
 
-/** A decimal's exact value: unscaled × 10^-scale, with no trailing zeros in `unscaled` (0 has scale 0). */
-interface ExactDecimal {
-  readonly unscaled: bigint;
-  readonly scale: number;
-}
-
 /**
  * Reads decimal text exactly, exponent forms included ("1.5e3" is 15 × 10^2). Undefined when it is not
  * decimal text, or when the exponent is so large that no BigQuery type could hold the value anyway.
@@ -314,14 +298,6 @@ function exactDecimal(text: string): ExactDecimal | undefined {
   scale -= trailing;
   const unscaled = BigInt(digits) * (text.startsWith('-') ? -1n : 1n);
   return { unscaled, scale };
-}
-
-/** Plain decimal text for an exact value: what BigQuery gets, whatever form the record used. */
-export function decimalText({ unscaled, scale }: ExactDecimal): string {
-  if (scale <= 0) return (unscaled * 10n ** BigInt(-scale)).toString();
-  const sign = unscaled < 0n ? '-' : '';
-  const digits = (unscaled < 0n ? -unscaled : unscaled).toString().padStart(scale + 1, '0');
-  return `${sign}${digits.slice(0, -scale)}.${digits.slice(-scale)}`;
 }
 
 function decimal(v: JsonValue, type: string, path: string): string {

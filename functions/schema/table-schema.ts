@@ -158,3 +158,16 @@ export const cdcSourceFields: readonly SchemaField[] = [
     description: "the change's position in the source's log (JSON)",
   },
 ];
+
+/** The metadata columns every target row carries, next to the user columns. */
+export const metadataColumns = [
+  '_kafka_topic',
+  '_kafka_partition',
+  '_kafka_offset',
+  '_kafka_timestamp',
+  '_kafka_key',
+  '_ingested_at',
+  // Optional, but reserved whether switched on or not.
+  '_kafka_headers',
+  '_kafka_key_text',
+] as const;

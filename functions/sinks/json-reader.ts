@@ -1,7 +1,8 @@
 import { isUtf8 } from 'node:buffer';
 import { canonicalMicrosIn, dateDaysIn } from '../records/civil-time.js';
-import { maxRecordBytes, metadataColumns, type RowShape } from '../records/records.js';
+import { maxRecordBytes, type RowShape } from '../records/records.js';
 import type { SchemaField } from '../schema/table-schema.js';
+import { metadataColumns } from '../schema/table-schema.js';
 import { doubleOf, FALSE, type JsonCursor, NULL, plainDecimal, TRUE } from './json-cursor.js';
 import type { ProtoWriter } from './proto-writer.js';
 

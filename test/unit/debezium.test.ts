@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import avro from 'avsc';
 import { describe, expect, test } from 'vitest';
 import { compileAvro } from '../../functions/formats/avro.js';
+import { type ConnectSchema, convertValue } from '../../functions/formats/connect.js';
 import { afterFields } from '../../functions/formats/route-values.js';
 import type { JsonValue, KafkaRecord } from '../../functions/kernel/records.js';
 import {
@@ -17,7 +18,7 @@ import {
   primaryKeyOfKey,
   sequenceNumber,
 } from '../../functions/records/changes.js';
-import { type ConnectSchema, convertValue, debeziumChange } from '../../functions/records/debezium.js';
+import { debeziumChange } from '../../functions/records/debezium.js';
 
 const fixture = readFileSync(
   join(import.meta.dirname, '..', 'fixtures', 'debezium', 'postgres-3.6.1.jsonl'),

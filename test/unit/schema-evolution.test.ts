@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest';
+import { compareSchemas, mergeSchemas } from '../../functions/schema/compare.js';
 import type { SchemaField } from '../../functions/schema/table-schema.js';
-import { compareSchemas, evolvedSchema } from '../../functions/sinks/schema-evolution.js';
 
 const table: SchemaField[] = [
   { name: 'id', type: 'STRING', mode: 'REQUIRED' },
@@ -122,14 +122,14 @@ describe('compareSchemas', () => {
   });
 });
 
-describe('evolvedSchema', () => {
+describe('mergeSchemas', () => {
   test('keeps the table’s columns in their order, relaxes, nests the new fields, appends new columns', () => {
     const wanted = withChanges((f) => {
       f.unshift({ name: 'first', type: 'STRING' });
       f[1]!.mode = 'NULLABLE';
       f[3]!.fields![1]!.fields!.push({ name: 'price', type: 'NUMERIC' });
     });
-    const evolved = evolvedSchema(table, wanted);
+    const evolved = mergeSchemas(table, wanted);
     expect(evolved.map((f) => f.name)).toEqual(['id', 'n', 'order', 'first']);
     expect(evolved[0]!.mode).toBe('NULLABLE');
     expect(evolved[2]!.fields![1]!.fields!.map((f) => f.name)).toEqual(['qty', 'price']);
