@@ -1,7 +1,7 @@
 import { Timestamp } from '@google-cloud/firestore';
-import { partitionId } from '../drain/assignment.js';
 import { FencedError } from '../kernel/errors.js';
 import type { Checkpoints, Lease, PartitionState } from '../kernel/ports.js';
+import { partitionId } from '../kernel/records.js';
 import {
   type CheckpointStore,
   contended,

@@ -1,7 +1,7 @@
 import { FieldValue, Timestamp } from '@google-cloud/firestore';
-import { partitionId } from '../drain/assignment.js';
 import { FencedError } from '../kernel/errors.js';
 import type { CheckpointCommit, Lease } from '../kernel/ports.js';
+import { partitionId } from '../kernel/records.js';
 import { ledgerEntryOf } from '../verify/ledger.js';
 import { rollUpLedger } from '../verify/reconcile.js';
 import type { CheckpointStore, Decision } from './compare-and-swap.js';

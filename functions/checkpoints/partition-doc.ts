@@ -4,11 +4,11 @@
  * read them (status, verify).
  */
 import { type Firestore, Timestamp } from '@google-cloud/firestore';
-import { partitionId } from '../drain/assignment.js';
-import type { LivenessState } from '../drain/episodes.js';
 import { FencedError } from '../kernel/errors.js';
+import type { LivenessState } from '../kernel/liveness.js';
 import type { CommitIntent, Lease, PartitionState } from '../kernel/ports.js';
 import type { PartitionRef } from '../kernel/records.js';
+import { partitionId } from '../kernel/records.js';
 
 export interface PartitionDoc extends Partial<LivenessState> {
   topic: string;

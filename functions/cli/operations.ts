@@ -5,10 +5,10 @@
 
 import { randomBytes } from 'node:crypto';
 import type { WriteMode } from '../config/config.js';
-import { partitionId } from '../drain/assignment.js';
 import { DrainError } from '../kernel/errors.js';
 import type { CheckpointControls, Checkpoints, Lease, Source } from '../kernel/ports.js';
 import type { Watermarks } from '../kernel/records.js';
+import { partitionId } from '../kernel/records.js';
 import { writeModeNamed } from '../modes/registry.js';
 import type { PartitionStatus } from '../status/partition-status.js';
 

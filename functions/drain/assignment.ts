@@ -10,10 +10,6 @@ export function stableHash(text: string): number {
   return hash;
 }
 
-export function partitionId(ref: PartitionRef): string {
-  return `${ref.topic}~${ref.partition}`;
-}
-
 /**
  * The task of an execution that prefers a partition: each topic's partitions dealt to the tasks in turn,
  * starting at the task its name hashes to. Every task gets its share of a topic to within one partition

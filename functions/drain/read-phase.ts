@@ -1,8 +1,8 @@
 import { forEachLimited } from '../kernel/concurrency.js';
 import type { SourceReader } from '../kernel/ports.js';
 import type { Position, Watermarks } from '../kernel/records.js';
+import { partitionId } from '../kernel/records.js';
 import { recordSize } from '../records/records.js';
-import { partitionId } from './assignment.js';
 import { drainFetched } from './batch-phase.js';
 import { leasePartition } from './lease-phase.js';
 import type { DrainRun } from './run-state.js';

@@ -1,6 +1,6 @@
 import type { WrittenBatch } from '../kernel/ports.js';
+import { partitionId } from '../kernel/records.js';
 import type { PartitionSummary, RunSummary, StopReason } from '../kernel/summary.js';
-import { partitionId } from './assignment.js';
 import type { PartitionLease } from './partition-lease.js';
 
 export interface RunTotals {

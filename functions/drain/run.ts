@@ -1,7 +1,8 @@
 import { asError } from '../kernel/errors.js';
+import { partitionId } from '../kernel/records.js';
 import type { RunSummary } from '../kernel/summary.js';
 import { systemTimers } from '../kernel/timers.js';
-import { ownedBy, partitionId } from './assignment.js';
+import { ownedBy } from './assignment.js';
 import { startLeaseKeeper } from './lease-keeper.js';
 import { drainPartitions } from './read-phase.js';
 import { releaseAll } from './release-phase.js';

@@ -1,5 +1,5 @@
 import type { Watermarks } from '../kernel/records.js';
-import { partitionId } from './assignment.js';
+import { partitionId } from '../kernel/records.js';
 import { drainPartitions } from './read-phase.js';
 import type { DrainRun } from './run-state.js';
 import { planSharing, type Watched } from './share.js';

@@ -1,6 +1,6 @@
 import type { PartitionState } from '../kernel/ports.js';
 import type { Watermarks } from '../kernel/records.js';
-import { partitionId } from './assignment.js';
+import { partitionId } from '../kernel/records.js';
 
 /**
  * Sharing work between the tasks of an execution. A task drains the partitions dealt to it first

@@ -25,6 +25,11 @@ export interface PartitionRef {
   readonly partition: number;
 }
 
+/** A partition's name: `topic~partition`, as its Firestore document and the logs name it. */
+export function partitionId(ref: PartitionRef): string {
+  return `${ref.topic}~${ref.partition}`;
+}
+
 /** Offsets are carried as bigint-safe decimal strings by Kafka; we use numbers (safe up to 2^53). */
 export interface KafkaRecord extends PartitionRef {
   readonly offset: number;

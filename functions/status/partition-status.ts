@@ -1,8 +1,8 @@
 import type { Firestore } from '@google-cloud/firestore';
 import { leaseHeld, partitionDocOf, partitionsOf } from '../checkpoints/partition-doc.js';
 import { type RoutedTopics, tableName } from '../config/routes.js';
-import { partitionId } from '../drain/assignment.js';
 import type { Source } from '../kernel/ports.js';
+import { partitionId } from '../kernel/records.js';
 
 export interface PartitionStatus {
   topic: string;

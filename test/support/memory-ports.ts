@@ -3,7 +3,6 @@
  * keep (fencing by owner and epoch, continuity of commits, acknowledged dead letters), nothing more.
  */
 
-import { partitionId } from '../../functions/drain/assignment.js';
 import type { Alert, LivenessState } from '../../functions/drain/episodes.js';
 import { DrainError, FencedError } from '../../functions/kernel/errors.js';
 import type {
@@ -25,6 +24,7 @@ import type {
   RowResult,
   RowToWrite,
 } from '../../functions/kernel/records.js';
+import { partitionId } from '../../functions/kernel/records.js';
 import type { RunSummary } from '../../functions/kernel/summary.js';
 import { rowKey } from '../../functions/records/records.js';
 import type { EncodedRow, StreamSink } from '../../functions/sinks/contracts.js';

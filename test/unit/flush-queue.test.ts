@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { createFlushQueue, type Waiting } from '../../functions/drain/flush-queue.js';
+import { createFlushQueue, type Waiting } from '../../functions/kernel/flush-queue.js';
 
 function deferred() {
   let release!: () => void;

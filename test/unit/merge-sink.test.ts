@@ -7,7 +7,8 @@ import type { BigQuery } from '@google-cloud/bigquery';
 import { describe, expect, test } from 'vitest';
 import { createMemoryLogger } from '../../functions/kernel/logger.js';
 import type { KafkaRecord, Row } from '../../functions/kernel/records.js';
-import { confirmStatement, createMergeSink } from '../../functions/modes/merge/merge-sink.js';
+import { createMergeSink } from '../../functions/modes/merge/merge-sink.js';
+import { confirmStatement } from '../../functions/modes/merge/merge-statements.js';
 import { targetTableSchema } from '../../functions/schema/table-schema.js';
 import { testDrainOptions } from '../support/drain-options.js';
 import {

@@ -6,7 +6,7 @@ import {
   offsetRanges,
   stagingTableName,
   timestampDays,
-} from '../../functions/modes/merge/merge-sink.js';
+} from '../../functions/modes/merge/merge-statements.js';
 import { toRow } from '../../functions/records/records.js';
 import { record } from '../support/memory-ports.js';
 

@@ -1,6 +1,6 @@
-import { partitionId } from '../../drain/assignment.js';
 import type { Logger } from '../../kernel/logger.js';
 import type { Checkpoints, DeadLetters, Lease, Writer } from '../../kernel/ports.js';
+import { partitionId } from '../../kernel/records.js';
 import { defaultRetryPolicy, withRetry } from '../../kernel/retry.js';
 import { classifyEach, directShape, type RecordPolicy } from '../../records/classify.js';
 import { recordSize } from '../../records/records.js';

@@ -1,4 +1,5 @@
 import { crashPoint } from '../../kernel/crash-points.js';
+
 /**
  * `storage-write` mode's way to durability, per flush (the batches of every partition ready at the same
  * time, so one pair of streams and one commit serve them all):
@@ -17,8 +18,8 @@ import { crashPoint } from '../../kernel/crash-points.js';
  * stream could still commit.
  */
 
-import { createFlushQueue, type Waiting } from '../../drain/flush-queue.js';
 import { DrainError, FencedError } from '../../kernel/errors.js';
+import { createFlushQueue, type Waiting } from '../../kernel/flush-queue.js';
 import type { Logger } from '../../kernel/logger.js';
 import type { Checkpoints, CommitIntent, DeadLetters, Lease } from '../../kernel/ports.js';
 import type { DeadLetter, PartitionRef } from '../../kernel/records.js';
