@@ -1,4 +1,4 @@
-import type { BigQuery, Table } from '@google-cloud/bigquery';
+import type { BigQuery, Dataset, Table, TableMetadata } from '@google-cloud/bigquery';
 import { defaultTableLayout, type TableLayout } from '../config/routes.js';
 import { ConfigError, DrainError } from '../kernel/errors.js';
 import type { MetadataColumns } from '../kernel/records.js';
@@ -118,28 +118,43 @@ export async function ensureTable(
   fields: readonly SchemaField[],
   layout: TableLayout = defaultTableLayout,
 ): Promise<Table> {
-  const dataset = bigquery.dataset(target.dataset);
-  const table = dataset.table(name);
   try {
-    const [datasetExists] = await dataset.exists();
-    if (!datasetExists) {
-      await dataset
-        .create(target.location === null ? {} : { location: target.location })
-        .catch(ignoreAlreadyExists);
-    }
-    const [tableExists] = await table.exists();
-    if (!tableExists) {
-      await dataset
-        .createTable(name, {
-          schema: { fields: [...fields] },
-          ...tableLayoutMetadata(layout),
-        })
-        .catch(ignoreAlreadyExists);
-    }
+    const { table } = await createTableIfMissing(
+      bigquery.dataset(target.dataset),
+      name,
+      {
+        schema: { fields: [...fields] },
+        ...tableLayoutMetadata(layout),
+      },
+      target,
+    );
     return table;
   } catch (error) {
     throw bigQueryError(error, `ensure table ${name}`);
   }
+}
+
+/**
+ * Creates the table unless it exists, and first its dataset when `withDataset` says where; another task
+ * creating either at the same moment is no error (409). Says whether the table was there already.
+ */
+export async function createTableIfMissing(
+  dataset: Dataset,
+  name: string,
+  metadata: TableMetadata,
+  withDataset?: { readonly location: string | null },
+): Promise<{ table: Table; existed: boolean }> {
+  if (withDataset !== undefined) {
+    const [datasetExists] = await dataset.exists();
+    if (!datasetExists)
+      await dataset
+        .create(withDataset.location === null ? {} : { location: withDataset.location })
+        .catch(ignoreAlreadyExists);
+  }
+  const table = dataset.table(name);
+  const [existed] = await table.exists();
+  if (!existed) await dataset.createTable(name, metadata).catch(ignoreAlreadyExists);
+  return { table, existed };
 }
 
 function ignoreAlreadyExists(error: unknown): void {

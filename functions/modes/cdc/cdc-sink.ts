@@ -7,11 +7,10 @@
  * that a replayed letter replaces itself instead of doubling.
  * https://cloud.google.com/bigquery/docs/change-data-capture
  */
-import type { BigQuery } from '@google-cloud/bigquery';
-import { adapt, managedwriter } from '@google-cloud/bigquery-storage';
+import type { BigQuery, TableMetadata } from '@google-cloud/bigquery';
+import type { managedwriter } from '@google-cloud/bigquery-storage';
 import { crashPoint } from '../../kernel/crash-points.js';
 import { DrainError } from '../../kernel/errors.js';
-import type { Logger } from '../../kernel/logger.js';
 import { onceUntilFailure } from '../../kernel/once.js';
 import type { DeadLetter, Row, RowToWrite } from '../../kernel/records.js';
 import { changeSequenceColumn, changeTypeColumn, sequenceNumber } from '../../records/changes.js';
@@ -29,8 +28,13 @@ import {
   rejectedLetters,
   storageWriteError,
 } from '../../sinks/append-rows.js';
-import { bigQueryError } from '../../sinks/bigquery-tables.js';
-import { compileRowEncoder } from '../../sinks/row-encoder.js';
+import { bigQueryError, createTableIfMissing } from '../../sinks/bigquery-tables.js';
+import {
+  connectWriter,
+  messageFormat,
+  type StorageWriteTarget,
+  tablePath,
+} from '../../sinks/storage-write-streams.js';
 
 export { cdcSourceFields, deadLetterKey } from '../../schema/table-schema.js';
 
@@ -72,19 +76,15 @@ export async function ensureCdcTable(
   fields: readonly SchemaField[],
   options: CdcTableOptions,
 ): Promise<void> {
-  const dataset = bigquery.dataset(target.dataset);
-  const table = dataset.table(name);
   try {
-    const [datasetExists] = await dataset.exists();
-    if (!datasetExists)
-      await dataset.create(target.location === null ? {} : { location: target.location }).catch(conflictOk);
-    const [exists] = await table.exists();
-    if (!exists) {
-      await dataset
-        .createTable(name, { schema: { fields: [...fields] }, ...cdcTableMetadata(options) } as never)
-        .catch(conflictOk);
-      return;
-    }
+    const wanted = { schema: { fields: [...fields] }, ...cdcTableMetadata(options) } as TableMetadata;
+    const { table, existed } = await createTableIfMissing(
+      bigquery.dataset(target.dataset),
+      name,
+      wanted,
+      target,
+    );
+    if (!existed) return;
     const [metadata] = await table.getMetadata();
     const key: string[] = metadata.tableConstraints?.primaryKey?.columns ?? [];
     if (key.join(',') !== options.primaryKey.join(',')) {
@@ -99,21 +99,8 @@ export async function ensureCdcTable(
   }
 }
 
-function conflictOk(error: unknown): void {
-  if ((error as { code?: unknown }).code !== 409) throw error;
-}
-
-export interface CdcSinkOptions {
-  readonly bigquery: BigQuery;
-  readonly writer: managedwriter.WriterClient;
-  readonly project: string;
-  readonly dataset: string;
-  readonly table: string;
-  readonly location: string | null;
-  /** The target table's schema, metadata columns included. */
-  readonly schema: readonly SchemaField[];
+export interface CdcSinkOptions extends StorageWriteTarget {
   readonly maxStaleness: string | null;
-  readonly logger: Logger;
 }
 
 export function createCdcSink(options: CdcSinkOptions): ChangeSink {
@@ -124,13 +111,7 @@ export function createCdcSink(options: CdcSinkOptions): ChangeSink {
     const all = [...fields, ...pseudoColumns].map((f) =>
       f.mode === 'REQUIRED' ? { ...f, mode: 'NULLABLE' as const } : f,
     );
-    return {
-      descriptor: adapt.convertStorageSchemaToProto2Descriptor(
-        adapt.convertBigQuerySchemaToStorageTableSchema({ fields: all as never }),
-        'root',
-      ),
-      encode: compileRowEncoder(all),
-    };
+    return messageFormat(all);
   };
   const formats = {
     [options.table]: formatOf(options.schema),
@@ -148,17 +129,10 @@ export function createCdcSink(options: CdcSinkOptions): ChangeSink {
     let made = connections.get(table);
     if (made === undefined) {
       made = (async () => {
-        const streamId = `projects/${options.project}/datasets/${options.dataset}/tables/${table}/streams/_default`;
-        const connection = await options.writer
-          .createStreamConnection({ streamId })
-          .catch((error: unknown) => {
-            throw storageWriteError(error, `connect to ${table}'s default stream`);
-          });
-        connection.on('error', (error: unknown) => {
-          options.logger.debug('storage write connection error', { error });
-          connections.delete(table);
-        });
-        return new managedwriter.Writer({ connection, protoDescriptor: formats[table]!.descriptor });
+        const streamId = `${tablePath(options, table)}/streams/_default`;
+        return connectWriter(options, streamId, formats[table]!, `connect to ${table}'s default stream`, () =>
+          connections.delete(table),
+        );
       })();
       made.catch(() => connections.delete(table));
       connections.set(table, made);

@@ -7,7 +7,7 @@ import type { Sink } from '../../kernel/ports.js';
 import type { RowResult, RowToInsert } from '../../kernel/records.js';
 import { backoffDelay, type RetryPolicy, sleep, withRetry } from '../../kernel/retry.js';
 import type { SchemaField } from '../../schema/table-schema.js';
-import { bigQueryError } from '../../sinks/bigquery-tables.js';
+import { bigQueryError, createTableIfMissing } from '../../sinks/bigquery-tables.js';
 import { createInsertAllSink, insertAllLimits } from '../../sinks/insert-all-sink.js';
 import {
   batchId,
@@ -98,23 +98,16 @@ export function createMergeSink(options: MergeSinkOptions): MergeSink {
 
   function stagingTable(): Promise<Table> {
     staging ??= (async () => {
-      const table = dataset.table(stagingName);
       try {
-        const [exists] = await table.exists();
-        if (!exists) {
-          stagingCreatedAt = now();
-          await dataset
-            .createTable(stagingName, {
-              schema: {
-                fields: [...options.schema, { name: '_kbd_batch', type: 'STRING', mode: 'REQUIRED' }],
-              },
-              expirationTime: String(Date.now() + 86_400_000),
-              clustering: { fields: ['_kbd_batch'] },
-            })
-            .catch((error: unknown) => {
-              if ((error as { code?: unknown }).code !== 409) throw error;
-            });
-        }
+        const { table, existed } = await createTableIfMissing(dataset, stagingName, {
+          schema: {
+            fields: [...options.schema, { name: '_kbd_batch', type: 'STRING', mode: 'REQUIRED' }],
+          },
+          expirationTime: String(Date.now() + 86_400_000),
+          clustering: { fields: ['_kbd_batch'] },
+        });
+        // A table this run created: a 404 from it soon after is propagation (see freshTableMs).
+        if (!existed) stagingCreatedAt = now();
         return table;
       } catch (error) {
         staging = undefined;

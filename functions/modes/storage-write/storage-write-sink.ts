@@ -1,19 +1,6 @@
-/**
- * `storage-write` mode's BigQuery side: the Storage Write API's PENDING streams. A flush appends its rows
- * to a new stream of the target table (and its dead letters to one of the error table) with explicit
- * offsets, finalizes them and checks the row counts; nothing is visible until the drain has recorded its
- * intent and asks for the commit. A stream commits at most once, so a recorded stream can be committed by
- * whoever finds it, and a range is never written twice.
- *
- * Errors: an append or finalize that fails abandons its stream (it is never committed, and expires) and
- * the flush starts over on a new one. The client's own write retries stay off: a retried append at the
- * same offset is exactly what the offsets are there to refuse.
- */
-import type { BigQuery } from '@google-cloud/bigquery';
-import { adapt, managedwriter } from '@google-cloud/bigquery-storage';
+import { managedwriter } from '@google-cloud/bigquery-storage';
 import { crashPoint } from '../../kernel/crash-points.js';
 import { DrainError } from '../../kernel/errors.js';
-import type { Logger } from '../../kernel/logger.js';
 import { onceUntilFailure } from '../../kernel/once.js';
 import type { DeadLetter, KafkaRecord, PartitionRef, Row } from '../../kernel/records.js';
 import { maxRecordBytes, type RowShape } from '../../records/records.js';
@@ -32,40 +19,27 @@ import {
 import { ensureTable } from '../../sinks/bigquery-tables.js';
 import type { StreamSink, StreamState } from '../../sinks/contracts.js';
 import { compileTranscoder, type Transcode } from '../../sinks/json-transcoder.js';
-import { compileRowEncoder, type RowEncoder } from '../../sinks/row-encoder.js';
+import {
+  connectWriter,
+  type MessageFormat,
+  messageFormat,
+  type StorageWriteTarget,
+  tablePath,
+} from '../../sinks/storage-write-streams.js';
 import { offsetsHeld, tableStats } from '../../sinks/table-stats.js';
 
-export interface StorageWriteSinkOptions {
-  readonly bigquery: BigQuery;
-  readonly writer: managedwriter.WriterClient;
-  readonly project: string;
-  readonly dataset: string;
-  readonly table: string;
-  readonly location: string | null;
-  /** The target table's schema, metadata columns included. */
-  readonly schema: readonly SchemaField[];
-  readonly logger: Logger;
-}
+export type StorageWriteSinkOptions = StorageWriteTarget;
 
 export function createStorageWriteSink(
   options: StorageWriteSinkOptions,
 ): StreamSink & { close(): void; warmUp(): Promise<void> } {
   const errorTable = deadLetterTableName(options.table);
-  const parentOf = (table: string) =>
-    `projects/${options.project}/datasets/${options.dataset}/tables/${table}`;
   // Per table, compiled once: the message descriptor the stream is told, and the encoder of its rows.
-  const formats = new Map<
-    string,
-    { descriptor: ReturnType<typeof adapt.convertStorageSchemaToProto2Descriptor>; encode: RowEncoder }
-  >();
+  const formats = new Map<string, MessageFormat>();
   const formatOf = (table: string, fields: readonly SchemaField[]) => {
     let format = formats.get(table);
     if (format === undefined) {
-      const descriptor = adapt.convertStorageSchemaToProto2Descriptor(
-        adapt.convertBigQuerySchemaToStorageTableSchema({ fields: fields as never }),
-        'root',
-      );
-      format = { descriptor, encode: compileRowEncoder(fields) };
+      format = messageFormat(fields);
       formats.set(table, format);
     }
     return format;
@@ -100,21 +74,12 @@ export function createStorageWriteSink(
     try {
       stream = await options.writer.createWriteStream({
         streamType: managedwriter.PendingStream,
-        destinationTable: parentOf(table),
+        destinationTable: tablePath(options, table),
       });
     } catch (error) {
       throw storageWriteError(error, `create a stream on ${table}`);
     }
-    const connection = await options.writer
-      .createStreamConnection({ streamId: stream })
-      .catch((error: unknown) => {
-        throw storageWriteError(error, 'connect');
-      });
-    // Without a listener, an error event on the connection would end the process.
-    connection.on('error', (error: unknown) =>
-      options.logger.debug('storage write connection error', { error }),
-    );
-    const writer = new managedwriter.Writer({ connection, protoDescriptor: format.descriptor });
+    const writer = await connectWriter(options, stream, format, 'connect');
     try {
       const { appended: offset, refused } = await appendRefusing(writer, encoded, table, {
         offsets: true,
