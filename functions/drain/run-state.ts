@@ -1,10 +1,10 @@
 import type { StartPosition } from '../config/start-position.js';
 import type { Logger } from '../kernel/logger.js';
 import type { Alerts, Checkpoints, Source, SourceReader, Writer } from '../kernel/ports.js';
-import type { Timers } from '../kernel/timers.js';
+import { systemTimers, type Timers } from '../kernel/timers.js';
 import type { Thresholds } from './episodes.js';
-import type { RunRecord } from './run-record.js';
-import type { RunStop } from './stop.js';
+import { RunRecord } from './run-record.js';
+import { createRunStop, type RunStop } from './stop.js';
 
 export interface DrainPorts {
   readonly source: Source;
@@ -74,4 +74,28 @@ export interface DrainRun {
   readonly offsetsAtStart: Map<string, Promise<Map<number, number>>>;
   /** The reader of the partitions being drained (one per round: the task's own share, then shared ones). */
   reader: SourceReader | undefined;
+}
+
+/**
+ * A run about to start: what its phases read (ports, options, clock, timers, stop) and what it records
+ * (nothing yet). The run loop makes one; a test makes one to drive a single phase.
+ */
+export function createDrainRun(ports: DrainPorts, options: DrainOptions, context: DrainContext): DrainRun {
+  const timers = context.timers ?? systemTimers;
+  return {
+    ports,
+    options,
+    context,
+    logger: context.logger,
+    now: context.now,
+    timers,
+    startedAt: context.now(),
+    stop: createRunStop(
+      { budgetMs: options.budgetMs, settleMs: options.settleMs, signal: context.signal },
+      timers,
+    ),
+    record: new RunRecord(),
+    offsetsAtStart: new Map(),
+    reader: undefined,
+  };
 }

@@ -1,15 +1,12 @@
 import { asError } from '../kernel/errors.js';
 import { partitionId } from '../kernel/records.js';
 import type { RunSummary } from '../kernel/summary.js';
-import { systemTimers } from '../kernel/timers.js';
 import { ownedBy } from './assignment.js';
 import { startLeaseKeeper } from './lease-keeper.js';
 import { drainPartitions } from './read-phase.js';
 import { releaseAll } from './release-phase.js';
-import { RunRecord } from './run-record.js';
-import type { DrainContext, DrainOptions, DrainPorts, DrainRun } from './run-state.js';
+import { createDrainRun, type DrainContext, type DrainOptions, type DrainPorts } from './run-state.js';
 import { shareWork } from './share-phase.js';
-import { createRunStop } from './stop.js';
 
 /**
  * One bounded run: lease this task's partitions, drain each from its checkpoint up to the end offset seen
@@ -22,25 +19,8 @@ export async function runDrain(
   options: DrainOptions,
   context: DrainContext,
 ): Promise<RunSummary> {
-  const { logger, now } = context;
-  const timers = context.timers ?? systemTimers;
-  const startedAt = now();
-  const run: DrainRun = {
-    ports,
-    options,
-    context,
-    logger,
-    now,
-    timers,
-    startedAt,
-    stop: createRunStop(
-      { budgetMs: options.budgetMs, settleMs: options.settleMs, signal: context.signal },
-      timers,
-    ),
-    record: new RunRecord(),
-    offsetsAtStart: new Map(),
-    reader: undefined,
-  };
+  const run = createDrainRun(ports, options, context);
+  const { logger, now, timers, startedAt } = run;
   const stopKeeping = startLeaseKeeper(
     () => run.record.partitions.values(),
     ports,

@@ -1,7 +1,7 @@
 import type { CallTracker } from '../kernel/calls.js';
 import type { Logger } from '../kernel/logger.js';
-import { sleep } from '../kernel/retry.js';
 import type { RunSummary } from '../kernel/summary.js';
+import { sleep } from '../kernel/timers.js';
 
 /** How long a batch in flight may settle after SIGTERM or the budget; Cloud Run kills 10 s after SIGTERM. */
 export const settleMs = 6_000;

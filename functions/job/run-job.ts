@@ -10,8 +10,8 @@ import { type CallTracker, createCallTracker, trackedPort } from '../kernel/call
 import { ConfigError } from '../kernel/errors.js';
 import type { Logger } from '../kernel/logger.js';
 import type { Checkpoints, Sink, Source } from '../kernel/ports.js';
-import { sleep } from '../kernel/retry.js';
 import type { RunSummary } from '../kernel/summary.js';
+import { sleep } from '../kernel/timers.js';
 import { writeModeNamed } from '../modes/registry.js';
 import { createRouteSinks } from '../modes/route-sinks.js';
 import { recordIncompatibleSchema } from '../modes/target-table.js';

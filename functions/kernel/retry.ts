@@ -1,10 +1,13 @@
 import { isRetriable } from './errors.js';
+import { systemTimers, type Timers } from './timers.js';
 
 /** How often and how patiently a transient failure is retried. Passed in, so tests use milliseconds. */
 export interface RetryPolicy {
   readonly attempts: number;
   readonly initialDelayMs: number;
   readonly maxDelayMs: number;
+  /** Whose clock the waits between attempts run on (the system's unless given: tests pass a fake clock's). */
+  readonly timers?: Pick<Timers, 'sleep'>;
 }
 
 export const defaultRetryPolicy: RetryPolicy = { attempts: 6, initialDelayMs: 200, maxDelayMs: 10_000 };
@@ -17,19 +20,6 @@ export function backoffDelay(
 ): number {
   const ceiling = Math.min(policy.maxDelayMs, policy.initialDelayMs * 2 ** (attempt - 1));
   return Math.round(ceiling / 2 + (random() * ceiling) / 2);
-}
-
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal?.aborted) return resolve();
-    const timer = setTimeout(done, ms);
-    function done(): void {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    }
-    signal?.addEventListener('abort', done, { once: true });
-  });
 }
 
 /**
@@ -49,7 +39,7 @@ export async function withRetry<T>(
       if (!isRetriable(error) || attempt >= policy.attempts) throw error;
       const delayMs = backoffDelay(policy, attempt);
       onRetry?.(error, attempt, delayMs);
-      await sleep(delayMs, signal);
+      await (policy.timers ?? systemTimers).sleep(delayMs, signal);
       // A hard stop (the budget's grace ran out) must not spin through more attempts.
       if (signal?.aborted) throw error;
     }

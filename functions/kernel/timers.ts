@@ -1,5 +1,3 @@
-import { sleep } from './retry.js';
-
 /**
  * The drain's timers, beside its clock (`now`): the budget, the hard stop, lease renewals and share
  * polling all go through them, so that unit tests drive them with a fake clock and no sleeps.
@@ -24,3 +22,17 @@ export const systemTimers: Timers = {
   },
   sleep,
 };
+
+/** Resolves after `ms` of the system's time, or at once when the signal aborts. */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const timer = setTimeout(done, ms);
+    function done(): void {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}

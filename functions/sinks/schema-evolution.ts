@@ -1,7 +1,7 @@
 import type { BigQuery } from '@google-cloud/bigquery';
 import { ConfigError } from '../kernel/errors.js';
 import type { Logger } from '../kernel/logger.js';
-import { sleep } from '../kernel/retry.js';
+import { sleep } from '../kernel/timers.js';
 import { compareSchemas, mergeSchemas, type SchemaChange } from '../schema/compare.js';
 import type { SchemaField } from '../schema/table-schema.js';
 import { bigQueryError } from './bigquery-tables.js';

@@ -3,7 +3,9 @@ import { ownedBy } from '../../functions/drain/assignment.js';
 import { DrainError } from '../../functions/kernel/errors.js';
 import { createMemoryLogger } from '../../functions/kernel/logger.js';
 import type { KafkaRecord, Watermarks } from '../../functions/kernel/records.js';
+import type { Timers } from '../../functions/kernel/timers.js';
 import { testDrainOptions } from '../support/drain-options.js';
+import { createFakeClock } from '../support/fake-clock.js';
 import {
   createMemoryAlerts,
   createMemoryCheckpoints,
@@ -12,7 +14,7 @@ import {
   createMemorySource,
   record,
 } from '../support/memory-ports.js';
-import { type DrainOptions, runDrain } from '../support/run-drain.js';
+import { type DrainOptions, runDrain as drain } from '../support/run-drain.js';
 
 const options: DrainOptions = { ...testDrainOptions };
 
@@ -31,17 +33,29 @@ function logOf(
   return log;
 }
 
-function setup(log: Map<string, KafkaRecord[]>) {
-  const checkpoints = createMemoryCheckpoints(Date.now);
+type FakeClock = ReturnType<typeof createFakeClock>;
+const clocks = new WeakMap<Timers, FakeClock>();
+
+/** Every run of these tests is on a fake clock (its context's timers): no sleeps, no wall time. */
+function runDrain(...args: Parameters<typeof drain>) {
+  const clock = clocks.get(args[2].timers!)!;
+  return clock.run(drain(...args));
+}
+
+function setup(log: Map<string, KafkaRecord[]>, start = 1_700_000_000_000) {
+  const clock = createFakeClock(start);
+  clocks.set(clock.timers, clock);
+  const checkpoints = createMemoryCheckpoints(clock.now);
+  const sleep = (ms: number) => clock.timers.sleep(ms);
   const ports = {
-    source: createMemorySource(log),
+    source: createMemorySource(log, { sleep }),
     checkpoints,
     sink: createMemorySink(),
     deadLetters: createMemoryDeadLetters(),
   };
   const logger = createMemoryLogger();
-  const context = { logger, now: Date.now, signal: new AbortController().signal };
-  return { ports, checkpoints, logger, context };
+  const context = { logger, now: clock.now, timers: clock.timers, signal: new AbortController().signal };
+  return { ports, checkpoints, logger, context, clock, sleep };
 }
 
 describe('runDrain', () => {
@@ -209,17 +223,19 @@ describe('runDrain', () => {
   });
 
   test('the budget stops fetching, commits what is durable and releases the leases', async () => {
-    const { ports, checkpoints, context } = setup(logOf(1, 10_000));
+    const { ports, checkpoints, context, clock, sleep } = setup(logOf(1, 10_000));
     const realWrite = ports.sink.write.bind(ports.sink);
     ports.sink.write = async (rows) => {
-      await new Promise((resolve) => setTimeout(resolve, 10));
+      await sleep(10);
       return realWrite(rows);
     };
-    const started = Date.now();
+    const started = clock.now();
     const summary = await runDrain(ports, { ...options, budgetMs: 300 }, context);
 
     expect(summary.stopReason).toBe('budget');
-    expect(Date.now() - started).toBeLessThan(300 + options.settleMs);
+    // The batch in flight at the budget settles (one more write of 10 ms); nothing waits for the hard stop.
+    expect(clock.now() - started).toBeGreaterThanOrEqual(300);
+    expect(clock.now() - started).toBeLessThanOrEqual(320);
     const checkpoint = checkpoints.checkpoint({ topic: 't', partition: 0 })!;
     expect(checkpoint).toBeGreaterThan(0);
     expect(checkpoint).toBeLessThan(10_000);
@@ -296,16 +312,16 @@ describe('runDrain', () => {
   });
 
   test("a partition held by a live run is left to it; a dead run's partition is taken once its lease expires", async () => {
-    const { ports, checkpoints, context } = setup(logOf(8, 3));
+    const { ports, checkpoints, context, clock } = setup(logOf(8, 3));
     // Task 1's run: it leased two of its partitions; it keeps renewing one (alive) and dies on the other.
     const [live, dead] = (await ports.source.watermarks(['t']))
       .filter((m) => !ownedBy([m], 0, 2).length)
       .slice(0, 2) as [Watermarks, Watermarks];
     const liveLease = (await checkpoints.acquire(live, 'task-1', 400))!;
     await checkpoints.acquire(dead, 'task-1-dead', 400);
-    const renewing = setInterval(() => void checkpoints.renew(liveLease, 400), 100);
+    const stopRenewing = clock.timers.every(100, () => void checkpoints.renew(liveLease, 400));
     try {
-      const started = Date.now();
+      const started = clock.now();
       const a = await runDrain(ports, { ...options, taskIndex: 0, taskCount: 2 }, context);
       expect(checkpoints.checkpoint(dead)).toBe(3);
       expect(checkpoints.checkpoint(live)).toBeNull();
@@ -316,29 +332,17 @@ describe('runDrain', () => {
       expect(a.partitions.find((p) => p.partition === live.partition)).toBeUndefined();
       expect(a.stopReason).toBe('caught_up');
       // It waited for the dead lease to expire, and not for the live one until its budget.
-      expect(Date.now() - started).toBeLessThan(options.budgetMs);
+      expect(clock.now() - started).toBeLessThan(options.budgetMs);
     } finally {
-      clearInterval(renewing);
+      stopRenewing();
     }
   });
 
-  test('with one task, or once stopped, nothing is shared', async () => {
-    const { ports, checkpoints, context } = setup(logOf(4, 2));
-    let peeks = 0;
-    const peek = checkpoints.peek.bind(checkpoints);
-    checkpoints.peek = async (refs) => {
-      peeks++;
-      return peek(refs);
-    };
-    await runDrain(ports, { ...options, taskIndex: 0, taskCount: 1 }, context);
-    expect(peeks).toBe(0);
-  });
-
   test('a write slower than the lease TTL keeps its lease: renewals go on while it is in flight', async () => {
-    const { ports, checkpoints, context } = setup(logOf(1, 4));
+    const { ports, checkpoints, context, sleep } = setup(logOf(1, 4));
     const realWrite = ports.sink.write.bind(ports.sink);
     ports.sink.write = async (rows) => {
-      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      await sleep(1_000);
       return realWrite(rows);
     };
     const summary = await runDrain(ports, { ...options, leaseTtlMs: 300 }, context);
@@ -348,26 +352,28 @@ describe('runDrain', () => {
   });
 
   test('at a hard stop a write that does not return is abandoned: the run ends, nothing is committed for it', async () => {
-    const { ports, checkpoints, context } = setup(logOf(1, 10));
+    const { ports, checkpoints, context, clock } = setup(logOf(1, 10));
     ports.sink.write = () => new Promise(() => {});
-    const started = Date.now();
+    const started = clock.now();
     const summary = await runDrain(ports, { ...options, budgetMs: 200, settleMs: 200 }, context);
 
     expect(summary.stopReason).toBe('budget');
-    expect(Date.now() - started).toBeLessThan(2_000);
+    // Ended at the hard stop, budget plus settle time, to within one step of the clock.
+    expect(clock.now() - started).toBeGreaterThanOrEqual(400);
+    expect(clock.now() - started).toBeLessThanOrEqual(410);
     expect(checkpoints.checkpoint({ topic: 't', partition: 0 })).toBe(0);
     expect(checkpoints.partitions.get('t~0')!.leaseOwner).toBeNull();
   });
 
   test('a batch that fails is not skipped over by the batches fetched after it (no offset is lost)', async () => {
     const log = logOf(1, 10);
-    const { ports, checkpoints, context } = setup(log);
-    ports.source = createMemorySource(log, { fetchSize: 5 }); // two fetches: [0, 5) and [5, 10)
+    const { ports, checkpoints, context, sleep } = setup(log);
+    ports.source = createMemorySource(log, { fetchSize: 5, sleep }); // two fetches: [0, 5) and [5, 10)
     const realWrite = ports.sink.write.bind(ports.sink);
     let calls = 0;
     ports.sink.write = async (rows) => {
       if (calls++ === 0) {
-        await new Promise((resolve) => setTimeout(resolve, 50)); // the next fetch is queued meanwhile
+        await sleep(50); // the next fetch is queued meanwhile
         throw new DrainError('BigQuery refused the batch', { retriable: false });
       }
       return realWrite(rows);
@@ -381,16 +387,16 @@ describe('runDrain', () => {
   });
 
   test('a lease that cannot be renewed is left before it can expire: the write in flight is abandoned, nothing committed', async () => {
-    const { ports, checkpoints, context } = setup(logOf(1, 4));
+    const { ports, checkpoints, context, clock } = setup(logOf(1, 4));
     const ttl = 600;
     let writeStartedAt = 0;
     let writeAbandonedAt = 0;
     ports.sink.write = (_rows, signal) => {
-      writeStartedAt = Date.now();
+      writeStartedAt = clock.now();
       // A write that takes longer than the lease (it would still land, e.g. a slow MERGE).
       return new Promise((_resolve, reject) => {
         signal?.addEventListener('abort', () => {
-          writeAbandonedAt = Date.now();
+          writeAbandonedAt = clock.now();
           reject(new Error('aborted'));
         });
       });
@@ -404,7 +410,7 @@ describe('runDrain', () => {
       expiresAt = lease?.expiresAt ?? 0;
       return lease;
     };
-    const started = Date.now();
+    const started = clock.now();
     const summary = await runDrain(ports, { ...options, leaseTtlMs: ttl, budgetMs: 10_000 }, context);
 
     expect(summary.partitions[0]!.skipped).toBe('error');
@@ -412,8 +418,8 @@ describe('runDrain', () => {
     expect(writeStartedAt).toBeGreaterThan(0);
     // Given up a sixth of the TTL before the lease's expiry, not after it; the run does not wait for the budget.
     expect(writeAbandonedAt).toBeGreaterThan(0);
-    expect(writeAbandonedAt).toBeLessThan(expiresAt);
-    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(writeAbandonedAt).toBe(expiresAt - ttl / 6);
+    expect(clock.now() - started).toBeLessThan(5_000);
     expect(context.logger.lines).toContainEqual(
       expect.objectContaining({
         message: 'the lease could not be renewed in time; the partition is left before its lease can expire',
@@ -453,24 +459,16 @@ describe('runDrain', () => {
   });
 
   test('alerts are published once per episode across runs, and one that fails to publish goes out with the next run', async () => {
-    let clock = 1_800_000_000_000;
     const log = logOf(1, 3);
-    const checkpoints = createMemoryCheckpoints(() => clock);
+    const { ports: base, context, clock } = setup(log, 1_800_000_000_000);
     const alerts = createMemoryAlerts();
-    const ports = {
-      source: createMemorySource(log),
-      checkpoints,
-      sink: createMemorySink(),
-      deadLetters: createMemoryDeadLetters(),
-      alerts,
-    };
-    const context = { logger: createMemoryLogger(), now: () => clock, signal: new AbortController().signal };
+    const ports = { ...base, alerts };
     const thresholds = { ...options.alertThresholds, idleSeconds: 60 };
     const run = (runId: string) =>
       runDrain(ports, { ...options, runId, alertThresholds: thresholds }, context);
 
     await run('r1');
-    clock += 61_000;
+    await clock.advance(61_000);
     alerts.failWith(new Error('pubsub down'));
     const second = await run('r2');
     expect(second.alerts).toBe(1);
@@ -482,13 +480,13 @@ describe('runDrain', () => {
     });
 
     alerts.failWith(undefined);
-    clock += 10_000;
+    await clock.advance(10_000);
     const third = await run('r3');
     expect(third.alerts).toBe(0);
     expect(alerts.sent.map((a) => [a.kind, a.state])).toEqual([['idle', 'open']]);
 
     log.get('t~0')!.push(record('t', 0, 3, { n: 3 }));
-    clock += 10_000;
+    await clock.advance(10_000);
     await run('r4');
     expect(alerts.sent.map((a) => [a.kind, a.state])).toEqual([
       ['idle', 'open'],

@@ -7,6 +7,7 @@ import type { RowToWrite } from '../../functions/kernel/records.js';
 import { backoffDelay, withRetry } from '../../functions/kernel/retry.js';
 import { isDeadLetter, toRow } from '../../functions/records/records.js';
 import { splitRequests } from '../../functions/sinks/insert-all-sink.js';
+import { createFakeClock } from '../support/fake-clock.js';
 import { record } from '../support/memory-ports.js';
 
 const at = new Date('2026-01-02T03:04:05.000Z');
@@ -226,6 +227,26 @@ describe('retry', () => {
         attempt < 2 ? Promise.reject(new DrainError('x', { retriable: true })) : 'ok',
       ),
     ).toBe('ok');
+  });
+
+  test("waits between attempts on the policy's timers: a fake clock's, with no wall time", async () => {
+    const clock = createFakeClock();
+    const policy = { attempts: 4, initialDelayMs: 1_000, maxDelayMs: 60_000, timers: clock.timers };
+    const triedAt: number[] = [];
+    const outcome = withRetry(policy, async (attempt) => {
+      triedAt.push(clock.now());
+      if (attempt < 4) throw new DrainError('flaky', { retriable: true });
+      return 'ok';
+    });
+    expect(await clock.run(outcome, 100)).toBe('ok');
+    // Backoff with full jitter: each wait is between half and all of 1 s, 2 s, 4 s.
+    const waits = triedAt.slice(1).map((at, i) => at - triedAt[i]!);
+    expect(waits).toHaveLength(3);
+    waits.forEach((wait, i) => {
+      expect(wait).toBeGreaterThanOrEqual(500 * 2 ** i);
+      expect(wait).toBeLessThanOrEqual(1_000 * 2 ** i + 100);
+    });
+    expect(clock.pending()).toBe(0);
   });
 });
 
