@@ -8,6 +8,7 @@ import { hostname, userInfo } from 'node:os';
 import { pathToFileURL } from 'node:url';
 import kafkajs from 'kafkajs';
 import { createFirestoreCheckpoints } from '../checkpoints/firestore-checkpoints.js';
+import { recordReplays } from '../checkpoints/replay-log.js';
 import { type DrainConfig, parseConfig } from '../config/config.js';
 import { type Route, routeOf, tableName } from '../config/routes.js';
 import { createDeadLetterSubscription } from '../dead-letters/pubsub-subscription.js';
@@ -16,6 +17,7 @@ import { createGoogleClients } from '../job/clients.js';
 import { exitWhenWritten, quietLocalAuth, runMain } from '../job/main.js';
 import { routeTopics } from '../job/routing.js';
 import { createRegistry, namedTopics, routeValues, rulesFor } from '../job/wiring.js';
+import { armCrashPoints, crashPointsOf } from '../kernel/crash-points.js';
 import { ConfigError } from '../kernel/errors.js';
 import { createLogger } from '../kernel/logger.js';
 import { writeModeNamed } from '../modes/registry.js';
@@ -189,6 +191,7 @@ async function deadLetterCommand(
     throw new UsageError('--subscription is required (a pull subscription on DEAD_LETTER_TOPIC)');
   const config = readConfig(env);
   if (config === undefined) return 2;
+  armCrashPoints(crashPointsOf(env)); // test-only (KBD_FAULT_POINT): a replay killed mid-way
   const clients = createGoogleClients(config);
   const letters = createDeadLetterSubscription(clients.pubsub, subscription);
   const print = (line: string) => process.stdout.write(`${line}\n`);
@@ -236,6 +239,7 @@ async function deadLetterCommand(
         });
         const routeRules = rules.get(route);
         made = {
+          table: tableName(route),
           sink,
           close,
           ...(routeRules === undefined ? {} : { rules: routeRules }),
@@ -248,9 +252,18 @@ async function deadLetterCommand(
     };
     try {
       const outcome = await replayDeadLetters(
-        { pull: (n) => letters.pull(n), target, now: () => new Date(), print },
+        {
+          pull: (n) => letters.pull(n),
+          target,
+          now: () => new Date(),
+          print,
+          recordReplayed: (replayed) => recordReplays(clients.firestore, config.pipelineId, replayed, runId),
+        },
         { dryRun, max },
       );
+      for (const [partition, count] of [...outcome.replayedByPartition].sort()) {
+        print(`replayed ${count} into partition ${partition} (recorded for verify)`);
+      }
       print(
         `${dryRun ? 'would replay' : 'replayed'} ${outcome.replayed}, still failing ${outcome.stillFailing.length}`,
       );

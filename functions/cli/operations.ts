@@ -235,6 +235,7 @@ export function formatStatus(partitions: readonly PartitionStatus[]): string[] {
     'lease expires',
     'last progress',
     'open alerts',
+    'replayed',
   ];
   const rows = partitions.map((p) => [
     `${p.topic}~${p.partition}`,
@@ -247,6 +248,7 @@ export function formatStatus(partitions: readonly PartitionStatus[]): string[] {
     p.leaseExpiresAt ?? '-',
     p.lastProgressAt ?? '-',
     p.openAlerts.join(',') || '-',
+    String(p.replayed),
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   return [header, ...rows].map((r) =>

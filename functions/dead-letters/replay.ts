@@ -1,4 +1,6 @@
+import type { ReplayedLetter } from '../checkpoints/replay-log.js';
 import type { ValueFormat } from '../formats/value-format.js';
+import { crashPoint } from '../kernel/crash-points.js';
 import type { Sink } from '../kernel/ports.js';
 import type { KafkaRecord, RowResult, RowToWrite } from '../kernel/records.js';
 import { isDeadLetter, type RowShape, toRow, userColumns } from '../records/records.js';
@@ -7,6 +9,8 @@ import type { PulledLetter } from './pubsub-subscription.js';
 
 /** Where a dead letter of a topic goes back to: its route's table, schema and rules. */
 export interface ReplayTarget {
+  /** The route's table (`dataset.table`), as the replay log names it. */
+  readonly table: string;
   readonly sink: Sink;
   readonly rules?: Rules;
   readonly shape: RowShape;
@@ -16,6 +20,8 @@ export interface ReplayTarget {
 
 export interface ReplayOutcome {
   replayed: number;
+  /** Per partition (`topic:partition`), how many letters became rows. */
+  replayedByPartition: Map<string, number>;
   stillFailing: { origin: string; reason: string }[];
 }
 
@@ -51,10 +57,12 @@ export async function replayDeadLetters(
     target: (topic: string) => ReplayTarget | undefined;
     now: () => Date;
     print: (line: string) => void;
+    /** Records the letters whose rows are durable (the replay log), before they are acknowledged. */
+    recordReplayed: (letters: readonly ReplayedLetter[]) => Promise<void>;
   },
   options: { dryRun: boolean; max: number },
 ): Promise<ReplayOutcome> {
-  const outcome: ReplayOutcome = { replayed: 0, stillFailing: [] };
+  const outcome: ReplayOutcome = { replayed: 0, replayedByPartition: new Map(), stillFailing: [] };
   const left: PulledLetter[] = [];
   try {
     while (outcome.replayed + outcome.stillFailing.length < options.max) {
@@ -96,15 +104,23 @@ export async function replayDeadLetters(
         const written = await target.sink.write(group.map((p) => p.row));
         for (const [i, p] of group.entries()) results.set(p, written[i]!);
       }
-      for (const p of passing) {
-        const result = results.get(p)!;
-        if (result.ok) {
-          await p.letter.ack();
-          outcome.replayed++;
-        } else {
-          outcome.stillFailing.push({ origin: p.row.rowKey, reason: result.reason });
-          left.push(p.letter);
-        }
+      const durable = passing.filter((p) => results.get(p)!.ok);
+      for (const p of passing.filter((p) => !durable.includes(p))) {
+        const result = results.get(p) as { ok: false; reason: string };
+        outcome.stillFailing.push({ origin: p.row.rowKey, reason: result.reason });
+        left.push(p.letter);
+      }
+      // Crash tests: the rows are durable, their record and acknowledgement not yet made.
+      crashPoint('after-replay-write');
+      // The record before the acknowledgement: a replay that dies between them leaves the letters in the
+      // subscription, and the next replay writes them again (nothing twice: idempotent by origin) and
+      // records them then.
+      await deps.recordReplayed(durable.map(({ row, target }) => ({ ...row.record, table: target.table })));
+      for (const p of durable) {
+        await p.letter.ack();
+        outcome.replayed++;
+        const id = `${p.row.record.topic}:${p.row.record.partition}`;
+        outcome.replayedByPartition.set(id, (outcome.replayedByPartition.get(id) ?? 0) + 1);
       }
     }
   } finally {

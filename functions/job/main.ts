@@ -7,7 +7,7 @@ import { pathToFileURL } from 'node:url';
 import { parseConfig } from '../config/config.js';
 import { summaryLine } from '../drain/run-summary.js';
 import { createCallTracker, describe } from '../kernel/calls.js';
-import { armCrashPoints } from '../kernel/crash-points.js';
+import { armCrashPoints, crashPointsOf } from '../kernel/crash-points.js';
 import { asError, ConfigError } from '../kernel/errors.js';
 import { createLogger, type Logger } from '../kernel/logger.js';
 import type { RunSummary } from '../kernel/summary.js';
@@ -145,26 +145,6 @@ function startWatchdog(calls: ReturnType<typeof createCallTracker>, budgetMs: nu
       clearTimeout(budgetTimer);
       clearTimeout(watchdogTimer);
     },
-  };
-}
-
-/**
- * Test-only crash points (KBD_FAULT_POINT): SIGKILL there, or freeze once (KBD_FAULT_ACTION=stop: SIGSTOP,
- * a zombie). Read here, at the entry, and nowhere else: the production config knows nothing of them.
- */
-function crashPointsOf(env: MainIo['env']): ((point: string) => void) | undefined {
-  const faultPoint = env.KBD_FAULT_POINT?.trim() || null;
-  if (faultPoint === null) return undefined;
-  const action = env.KBD_FAULT_ACTION === 'stop' ? 'stop' : 'kill';
-  let frozen = false;
-  return (point) => {
-    if (point !== faultPoint) return;
-    if (action === 'kill') process.kill(process.pid, 'SIGKILL');
-    else if (!frozen) {
-      // A zombie: frozen once, here; after SIGCONT it goes on as a run that slept would.
-      frozen = true;
-      process.kill(process.pid, 'SIGSTOP');
-    }
   };
 }
 

@@ -19,3 +19,25 @@ export function crashPointsArmed(): boolean {
 export function armCrashPoints(handler: ((point: string) => void) | undefined): void {
   armed = handler;
 }
+
+/**
+ * The points an entry arms from its environment (KBD_FAULT_POINT): SIGKILL there, or freeze once
+ * (KBD_FAULT_ACTION=stop: SIGSTOP, a zombie). Only the entries (the job, the CLI) call it, with their env.
+ */
+export function crashPointsOf(
+  env: Readonly<Record<string, string | undefined>>,
+): ((point: string) => void) | undefined {
+  const faultPoint = env.KBD_FAULT_POINT?.trim() || null;
+  if (faultPoint === null) return undefined;
+  const action = env.KBD_FAULT_ACTION === 'stop' ? 'stop' : 'kill';
+  let frozen = false;
+  return (point) => {
+    if (point !== faultPoint) return;
+    if (action === 'kill') process.kill(process.pid, 'SIGKILL');
+    else if (!frozen) {
+      // A zombie: frozen once, here; after SIGCONT it goes on as a run that slept would.
+      frozen = true;
+      process.kill(process.pid, 'SIGSTOP');
+    }
+  };
+}

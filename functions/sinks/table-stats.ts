@@ -117,3 +117,40 @@ export async function tableStats(
   const stats = await tableStatsByPartition(bigquery, target, [{ topic, partition, from, to }]);
   return stats.get(`${topic}:${partition}`)!;
 }
+
+/**
+ * Of each partition's listed offsets, how many the table holds (the rows a replay of dead letters wrote):
+ * one aggregate query for them all. Keyed by `topic:partition`; a partition holding none is absent.
+ */
+export async function heldAmong(
+  bigquery: BigQuery,
+  target: { dataset: string; table: string },
+  lists: readonly { topic: string; partition: number; offsets: readonly number[] }[],
+): Promise<Map<string, number>> {
+  const held = new Map<string, number>();
+  const clauses: string[] = [];
+  for (const l of lists) {
+    for (const n of [l.partition, ...l.offsets]) {
+      if (!Number.isSafeInteger(n)) throw new RangeError(`${n} is not an offset or a partition`);
+    }
+    if (!/^[a-zA-Z0-9._-]+$/.test(l.topic)) throw new RangeError(`${l.topic} is not a Kafka topic name`);
+    if (l.offsets.length > 0)
+      clauses.push(
+        `(_kafka_topic = '${l.topic}' AND _kafka_partition = ${l.partition} AND _kafka_offset IN (${l.offsets.join(', ')}))`,
+      );
+  }
+  if (clauses.length === 0) return held;
+  try {
+    const [rows] = await bigquery.query({
+      query: `SELECT _kafka_topic AS topic_, _kafka_partition AS partition_, COUNT(DISTINCT _kafka_offset) AS held_
+              FROM \`${target.dataset}.${target.table}\`
+              WHERE ${everyPartition} AND (${clauses.join('\n OR ')})
+              GROUP BY _kafka_topic, _kafka_partition`,
+    });
+    for (const r of rows as { topic_: string; partition_: number; held_: number }[])
+      held.set(`${r.topic_}:${Number(r.partition_)}`, Number(r.held_));
+  } catch (error) {
+    throw bigQueryError(error, `look up replayed rows of ${target.table}`);
+  }
+  return held;
+}

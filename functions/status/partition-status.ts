@@ -1,5 +1,6 @@
 import type { Firestore } from '@google-cloud/firestore';
 import { leaseHeld, partitionDocOf, partitionsOf } from '../checkpoints/partition-doc.js';
+import { replaysOf } from '../checkpoints/replay-log.js';
 import { type RoutedTopics, tableName } from '../config/routes.js';
 import type { Source } from '../kernel/ports.js';
 import { partitionId } from '../kernel/records.js';
@@ -18,6 +19,8 @@ export interface PartitionStatus {
   leaseExpiresAt: string | null;
   lastProgressAt: string | null;
   openAlerts: string[];
+  /** Dead letters of the partition that replays wrote into its table (`replay-dead-letters`). */
+  replayed: number;
 }
 
 /**
@@ -31,10 +34,13 @@ export async function partitionStatus(
   const tableOf = new Map(
     target.routed.flatMap((r) => r.topics.map((t) => [t, tableName(r.route)] as const)),
   );
-  const [marks, docs] = await Promise.all([
+  const [marks, docs, replays] = await Promise.all([
     deps.source.watermarks([...tableOf.keys()].sort()),
     partitionsOf(deps.firestore, target.pipelineId).get(),
+    replaysOf(deps.firestore, target.pipelineId),
   ]);
+  const replayed = new Map<string, number>();
+  for (const r of replays) replayed.set(partitionId(r), (replayed.get(partitionId(r)) ?? 0) + 1);
   const byId = new Map(docs.docs.map((d) => [d.id, d]));
   return marks.map((mark) => {
     const snapshot = byId.get(partitionId(mark));
@@ -55,6 +61,7 @@ export async function partitionStatus(
       leaseExpiresAt: held ? doc!.leaseExpiresAt!.toDate().toISOString() : null,
       lastProgressAt: doc?.lastProgressAt ? doc.lastProgressAt.toDate().toISOString() : null,
       openAlerts: Object.keys(doc?.openAlerts ?? {}).sort(),
+      replayed: replayed.get(partitionId(mark)) ?? 0,
     };
   });
 }

@@ -86,6 +86,11 @@ export interface PartitionVerdict {
   duplicates: number;
   /** Rows the ledger says were written that the table does not have. */
   missingRows: number;
+  /** Dead letters an operator's replay wrote into the table (the replay log), and how many it lacks. */
+  replayed: number;
+  replayedMissing: number;
+  /** Offsets the table holds that were neither committed as rows nor replayed. */
+  unknownRows: number;
   /** Offset ranges the ledger does not cover between its start and the checkpoint. */
   gaps: string[];
   /** storage-write mode: rows of the error table in the range, and how many of them repeat an offset. */
@@ -107,6 +112,12 @@ export function reconcile(
    * against the ledger; instead no two rows may come from one offset, and none from beyond the checkpoint.
    */
   changes?: { readonly beyondCheckpoint: number },
+  /**
+   * The dead letters of the range that a replay wrote into the table (the replay log), and how many of
+   * them the table holds: rows besides the committed ones, each once. Their letters stay in the error
+   * table, each once, as the record of what failed.
+   */
+  replays: { readonly count: number; readonly held: number } = { count: 0, held: 0 },
 ): PartitionVerdict {
   // Entries are in commit order; after an operator's reset only what follows it is reconciled.
   const lastReset = ledger.findLastIndex((e) => e.reset === true);
@@ -126,7 +137,11 @@ export function reconcile(
   const sum = (pick: (e: LedgerEntry) => number) => sorted.reduce((n, e) => n + pick(e), 0);
   const ledgerRows = sum((e) => e.rows);
   const duplicates = table.rows - table.distinctOffsets;
-  const missingRows = changes === undefined ? Math.max(0, ledgerRows - table.distinctOffsets) : 0;
+  // The table's offsets less the replayed ones it holds: what the ledger's rows must account for.
+  const committedOffsets = table.distinctOffsets - replays.held;
+  const missingRows = changes === undefined ? Math.max(0, ledgerRows - committedOffsets) : 0;
+  const unknownRows = changes === undefined ? Math.max(0, committedOffsets - ledgerRows) : 0;
+  const replayedMissing = replays.count - replays.held;
   const lost = sum((e) => (e.lost ? e.to - e.from : (e.lostOffsets ?? 0)));
   const deadLetters = sum((e) => e.deadLetters);
   const lettersOk =
@@ -148,6 +163,9 @@ export function reconcile(
     tableRows: table.rows,
     duplicates,
     missingRows,
+    replayed: replays.count,
+    replayedMissing,
+    unknownRows,
     gaps,
     ...(errorTable === undefined
       ? {}
@@ -160,8 +178,9 @@ export function reconcile(
       gaps.length === 0 &&
       duplicates === 0 &&
       missingRows === 0 &&
+      replayedMissing === 0 &&
       (changes === undefined
-        ? table.distinctOffsets === ledgerRows
+        ? committedOffsets === ledgerRows
         : table.distinctOffsets <= ledgerRows && changes.beyondCheckpoint === 0) &&
       lettersOk,
   };

@@ -1,8 +1,9 @@
 import type { BigQuery } from '@google-cloud/bigquery';
 import type { Firestore } from '@google-cloud/firestore';
 import { partitionDocOf, partitionsOf } from '../checkpoints/partition-doc.js';
+import { replaysOf } from '../checkpoints/replay-log.js';
 import { forEachLimited } from '../kernel/concurrency.js';
-import { type OffsetRange, tableStatsByPartition } from '../sinks/table-stats.js';
+import { heldAmong, type OffsetRange, tableStatsByPartition } from '../sinks/table-stats.js';
 import { ledgerEntryOf } from './ledger.js';
 import { type LedgerEntry, type PartitionVerdict, reconcile, type TableStats } from './reconcile.js';
 
@@ -58,6 +59,7 @@ export async function verifyPipeline(
         ranges.map((r) => ({ ...r, from: r.to, to: Number.MAX_SAFE_INTEGER })),
       )
     : undefined;
+  const replayed = await replayedInto(clients, target, ranges);
   const none: TableStats = { rows: 0, distinctOffsets: 0, minOffset: null, maxOffset: null };
   return found
     .map(({ range, checkpoint, ledger }) => {
@@ -68,9 +70,41 @@ export async function verifyPipeline(
         rows.get(id)!,
         letters === undefined ? undefined : (letters.get(id) ?? none),
         beyond === undefined ? undefined : { beyondCheckpoint: (beyond.get(id) ?? none).rows },
+        replayed.get(id),
       );
     })
     .sort((a, b) => a.topic.localeCompare(b.topic) || a.partition - b.partition);
+}
+
+/**
+ * Per partition, the dead letters of its reconciled range that replays wrote into this table (the replay
+ * log), and how many of them the table holds.
+ */
+async function replayedInto(
+  clients: { firestore: Firestore; bigquery: BigQuery },
+  target: { pipelineId: string; dataset: string; table: string },
+  ranges: readonly OffsetRange[],
+): Promise<Map<string, { count: number; held: number }>> {
+  const table = `${target.dataset}.${target.table}`;
+  const letters = (await replaysOf(clients.firestore, target.pipelineId)).filter((l) => l.table === table);
+  const lists = ranges
+    .map((r) => ({
+      topic: r.topic,
+      partition: r.partition,
+      offsets: letters
+        .filter(
+          (l) => l.topic === r.topic && l.partition === r.partition && l.offset >= r.from && l.offset < r.to,
+        )
+        .map((l) => l.offset),
+    }))
+    .filter((l) => l.offsets.length > 0);
+  const held = await heldAmong(clients.bigquery, target, lists);
+  return new Map(
+    lists.map((l) => {
+      const id = `${l.topic}:${l.partition}`;
+      return [id, { count: l.offsets.length, held: held.get(id) ?? 0 }];
+    }),
+  );
 }
 
 async function readLedger(partition: FirebaseFirestore.DocumentReference): Promise<LedgerEntry[]> {

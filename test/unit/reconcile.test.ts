@@ -19,6 +19,59 @@ const entry = (
 const p = { topic: 't', partition: 0 };
 
 describe('reconcile', () => {
+  describe('after a replay of dead letters', () => {
+    // 20 offsets: 16 committed as rows, 4 as dead letters; a replay wrote 3 of the 4 into the table.
+    const ledger = [entry(0, 20, 16, 4)];
+    const table = (distinctOffsets: number, rows = distinctOffsets) => ({
+      rows,
+      distinctOffsets,
+      minOffset: 0,
+      maxOffset: 19,
+    });
+    const letters = { rows: 4, distinctOffsets: 4, minOffset: 0, maxOffset: 19 };
+
+    test('the replayed rows are counted beside the committed ones: clean, the letters still once in the error table', () => {
+      const v = reconcile({ ...p, checkpoint: 20 }, ledger, table(19), letters, undefined, {
+        count: 3,
+        held: 3,
+      });
+      expect(v).toMatchObject({
+        ok: true,
+        ledgerRows: 16,
+        replayed: 3,
+        replayedMissing: 0,
+        unknownRows: 0,
+        missingRows: 0,
+        errorTableRows: 4,
+      });
+    });
+
+    test('without the replay log the same table is a failure: rows the ledger never counted', () => {
+      expect(reconcile({ ...p, checkpoint: 20 }, ledger, table(19), letters)).toMatchObject({
+        ok: false,
+        unknownRows: 3,
+      });
+    });
+
+    test('a replayed row deleted from the table is missing', () => {
+      expect(
+        reconcile({ ...p, checkpoint: 20 }, ledger, table(18), letters, undefined, { count: 3, held: 2 }),
+      ).toMatchObject({ ok: false, replayedMissing: 1, missingRows: 0, unknownRows: 0 });
+    });
+
+    test('a row of an origin neither committed nor replayed is unknown', () => {
+      expect(
+        reconcile({ ...p, checkpoint: 20 }, ledger, table(20), letters, undefined, { count: 3, held: 3 }),
+      ).toMatchObject({ ok: false, unknownRows: 1, replayedMissing: 0 });
+    });
+
+    test('a replayed row written twice is a duplicate', () => {
+      expect(
+        reconcile({ ...p, checkpoint: 20 }, ledger, table(19, 20), letters, undefined, { count: 3, held: 3 }),
+      ).toMatchObject({ ok: false, duplicates: 1 });
+    });
+  });
+
   test('a contiguous ledger matching the table is ok', () => {
     const v = reconcile({ ...p, checkpoint: 30 }, [entry(0, 10), entry(10, 30, 18, 2)], {
       rows: 28,
