@@ -1,0 +1,117 @@
+/** `dead-letters` (look) and `replay-dead-letters` (write them back to their tables, recorded for verify). */
+import { recordReplays } from '../checkpoints/replay-log.js';
+import { type Route, routeOf, tableName } from '../config/routes.js';
+import { createDeadLetterSubscription } from '../dead-letters/pubsub-subscription.js';
+import { type ReplayTarget, replayDeadLetters } from '../dead-letters/replay.js';
+import { createGoogleClients } from '../job/clients.js';
+import { createRegistry, namedTopics, routeValues, rulesFor } from '../job/wiring.js';
+import { armCrashPoints, crashPointsOf } from '../kernel/crash-points.js';
+import { createLogger } from '../kernel/logger.js';
+import { createRouteSinks } from '../modes/route-sinks.js';
+import { UsageError } from './operations.js';
+import { readConfig } from './read-config.js';
+
+export async function deadLetterCommand(
+  command: string,
+  argv: readonly string[],
+  env: NodeJS.ProcessEnv,
+): Promise<number> {
+  let subscription = '';
+  let max = 10_000;
+  let dryRun = false;
+  for (let i = 0; i < argv.length; i++) {
+    const flag = argv[i];
+    if (flag === '--subscription' && argv[i + 1] !== undefined) subscription = argv[++i]!;
+    else if (flag === '--max' && /^\d+$/.test(argv[i + 1] ?? '')) max = Number(argv[++i]);
+    else if (flag === '--dry-run' && command === 'replay-dead-letters') dryRun = true;
+    else throw new UsageError(`unknown or incomplete argument "${flag}"`);
+  }
+  if (subscription === '')
+    throw new UsageError('--subscription is required (a pull subscription on DEAD_LETTER_TOPIC)');
+  const config = readConfig(env);
+  if (config === undefined) return 2;
+  armCrashPoints(crashPointsOf(env)); // test-only (KBD_FAULT_POINT): a replay killed mid-way
+  const clients = createGoogleClients(config);
+  const letters = createDeadLetterSubscription(clients.pubsub, subscription);
+  const print = (line: string) => process.stdout.write(`${line}\n`);
+  try {
+    if (command === 'dead-letters') {
+      const pulled = await letters.pull(Math.min(max, 1000));
+      for (const l of pulled) {
+        const a = l.attributes;
+        print(
+          `${a.source_topic}:${a.source_partition}:${a.source_offset}  ${a.error_kind}  ${a.error_message}`,
+        );
+      }
+      await Promise.all(pulled.map((l) => l.release()));
+      print(`${pulled.length} dead letters shown (none acknowledged)`);
+      return 0;
+    }
+    const logger = createLogger({ level: 'warning', write: (line) => process.stderr.write(`${line}\n`) });
+    const runId = `replay-${Date.now().toString(36)}`;
+    // Each letter goes back to the table its topic is routed to now, through that route's schema and rules.
+    const rules = new Map(
+      await Promise.all(config.routes.map(async (r) => [r, await rulesFor(r, config)] as const)),
+    );
+    const registry = config.schemaRegistry === null ? null : createRegistry(config.schemaRegistry);
+    const values = new Map(
+      await Promise.all(
+        config.routes.map(
+          async (r) => [r, await routeValues(r, namedTopics(r), registry, clients.bigquery, logger)] as const,
+        ),
+      ),
+    );
+    const targets = new Map<Route, ReplayTarget & { close(): Promise<void> }>();
+    const target = (topic: string) => {
+      const route = routeOf(config.routes, topic);
+      if (route === undefined) return undefined;
+      let made = targets.get(route);
+      if (made === undefined) {
+        const { columns: fields, format } = values.get(route)!;
+        const { sink, close } = createRouteSinks({
+          config,
+          route,
+          clients,
+          userSchema: fields,
+          logger,
+          runId: `${runId}-r${config.routes.indexOf(route)}`,
+        });
+        const routeRules = rules.get(route);
+        made = {
+          table: tableName(route),
+          sink,
+          close,
+          ...(routeRules === undefined ? {} : { rules: routeRules }),
+          shape: { fields, unknownFields: config.unknownFields, metadata: route.metadata },
+          ...(format === undefined ? {} : { format }),
+        };
+        targets.set(route, made);
+      }
+      return made;
+    };
+    try {
+      const outcome = await replayDeadLetters(
+        {
+          pull: (n) => letters.pull(n),
+          target,
+          now: () => new Date(),
+          print,
+          recordReplayed: (replayed) => recordReplays(clients.firestore, config.pipelineId, replayed, runId),
+        },
+        { dryRun, max },
+      );
+      for (const [partition, count] of [...outcome.replayedByPartition].sort()) {
+        print(`replayed ${count} into partition ${partition} (recorded for verify)`);
+      }
+      print(
+        `${dryRun ? 'would replay' : 'replayed'} ${outcome.replayed}, still failing ${outcome.stillFailing.length}`,
+      );
+      return 0;
+    } finally {
+      await Promise.all([...targets.values()].map((t) => t.close()));
+    }
+  } finally {
+    await letters.close();
+    await clients.close();
+  }
+}

@@ -1,0 +1,62 @@
+/** `verify`: per table, each route's partitions against its own table (and error table). */
+import kafkajs from 'kafkajs';
+import { tableName } from '../config/routes.js';
+import { createGoogleClients } from '../job/clients.js';
+import { routeTopics } from '../job/routing.js';
+import { writeModeNamed } from '../modes/registry.js';
+import { deadLetterTableName } from '../schema/table-schema.js';
+import { kafkaClientOptions } from '../sources/kafka-client.js';
+import type { PartitionVerdict } from '../verify/reconcile.js';
+import { verifyPipeline } from '../verify/verify.js';
+import { readConfig } from './read-config.js';
+
+export async function verify(env: NodeJS.ProcessEnv, json: boolean): Promise<number> {
+  const config = readConfig(env);
+  if (config === undefined) return 2;
+  const clients = createGoogleClients(config);
+  try {
+    // Per table: each route's partitions against its own table (and error table).
+    const kafka = new kafkajs.Kafka(
+      kafkaClientOptions(config, `kafka-bigquery-drain-cli-${config.pipelineId}`),
+    );
+    const verdicts: (PartitionVerdict & { table: string })[] = [];
+    const { verifies } = writeModeNamed(config.bigquery.writeMode);
+    for (const { route, topics } of await routeTopics(config, kafka)) {
+      if (topics.length === 0) continue;
+      const found = await verifyPipeline(clients, {
+        pipelineId: config.pipelineId,
+        dataset: route.dataset,
+        table: route.table,
+        topics,
+        // The exactly-once modes write the error table themselves, each dead letter once: it is reconciled too.
+        ...(verifies.errorTable ? { deadLetterTable: deadLetterTableName(route.table) } : {}),
+        ...(verifies.changes ? { changes: true } : {}),
+      });
+      verdicts.push(...found.map((v) => ({ table: tableName(route), ...v })));
+    }
+    if (json) {
+      process.stdout.write(`${JSON.stringify(verdicts)}\n`);
+    } else {
+      console.table(verdicts.map(({ gaps, ...v }) => ({ ...v, gaps: gaps.join(' ') })));
+      const bad = verdicts.filter((v) => !v.ok);
+      const tables = new Set(verdicts.map((v) => v.table));
+      if (tables.size > 1) {
+        for (const table of tables) {
+          const mine = verdicts.filter((v) => v.table === table);
+          const wrong = mine.filter((v) => !v.ok).length;
+          process.stdout.write(
+            `verify ${table}: ${mine.length} partitions, ${wrong === 0 ? 'clean' : `${wrong} with holes, gaps or duplicates`}\n`,
+          );
+        }
+      }
+      process.stdout.write(
+        bad.length === 0
+          ? `verify: ${verdicts.length} partitions, no hole, no gap, no duplicate\n`
+          : `verify: ${bad.length} of ${verdicts.length} partitions have holes, gaps or duplicates\n`,
+      );
+    }
+    return verdicts.every((v) => v.ok) ? 0 : 1;
+  } finally {
+    await clients.close();
+  }
+}
