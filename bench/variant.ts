@@ -16,7 +16,7 @@ import { adapt, managedwriter } from '@google-cloud/bigquery-storage';
 import kafkajs from 'kafkajs';
 import { parseConfig } from '../functions/config/config.js';
 import { summaryLine } from '../functions/drain/run-summary.js';
-import { createGoogleClients } from '../functions/job/clients.js';
+import { createGoogleClients } from '../functions/google/clients.js';
 import { runJob } from '../functions/job/run-job.js';
 import { createLogger } from '../functions/kernel/logger.js';
 import type { Checkpoints, Sink, Source } from '../functions/kernel/ports.js';

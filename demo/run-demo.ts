@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { v1 } from '@google-cloud/pubsub';
 import kafkajs from 'kafkajs';
-import { createGoogleClients } from '../functions/job/clients.js';
+import { createGoogleClients } from '../functions/google/clients.js';
 import { stackEnv } from '../stack/stack-env.js';
 
 const root = join(import.meta.dirname, '..');

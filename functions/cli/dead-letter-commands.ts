@@ -3,7 +3,7 @@ import { recordReplays } from '../checkpoints/replay-log.js';
 import { type Route, routeOf, tableName } from '../config/routes.js';
 import { createDeadLetterSubscription } from '../dead-letters/pubsub-subscription.js';
 import { type ReplayTarget, replayDeadLetters } from '../dead-letters/replay.js';
-import { createGoogleClients } from '../job/clients.js';
+import { createGoogleClients } from '../google/clients.js';
 import { createRegistry, namedTopics, routeValues, rulesFor } from '../job/wiring.js';
 import { armCrashPoints, crashPointsOf } from '../kernel/crash-points.js';
 import { createLogger } from '../kernel/logger.js';

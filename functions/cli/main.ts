@@ -8,7 +8,7 @@ import { hostname, userInfo } from 'node:os';
 import { pathToFileURL } from 'node:url';
 import kafkajs from 'kafkajs';
 import { createFirestoreCheckpoints } from '../checkpoints/firestore-checkpoints.js';
-import { createGoogleClients } from '../job/clients.js';
+import { createGoogleClients } from '../google/clients.js';
 import { exitWhenWritten, quietLocalAuth, runMain } from '../job/main.js';
 import { routeTopics } from '../job/routing.js';
 import { createLogger } from '../kernel/logger.js';

@@ -1,7 +1,7 @@
 /** `verify`: per table, each route's partitions against its own table (and error table). */
 import kafkajs from 'kafkajs';
 import { tableName } from '../config/routes.js';
-import { createGoogleClients } from '../job/clients.js';
+import { createGoogleClients } from '../google/clients.js';
 import { routeTopics } from '../job/routing.js';
 import { writeModeNamed } from '../modes/registry.js';
 import { deadLetterTableName } from '../schema/table-schema.js';

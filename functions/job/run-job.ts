@@ -6,6 +6,7 @@ import { tableName } from '../config/routes.js';
 import { runDrain } from '../drain/run.js';
 import type { DrainContext } from '../drain/run-state.js';
 import { mergeRunSummaries } from '../drain/run-summary.js';
+import { createGoogleClients, type GoogleClients } from '../google/clients.js';
 import { type CallTracker, createCallTracker, trackedPort } from '../kernel/calls.js';
 import { ConfigError } from '../kernel/errors.js';
 import type { Logger } from '../kernel/logger.js';
@@ -16,7 +17,6 @@ import { writeModeNamed } from '../modes/registry.js';
 import { createRouteSinks } from '../modes/route-sinks.js';
 import { recordIncompatibleSchema } from '../modes/target-table.js';
 import { checkBrokerCertificate, kafkaClientOptions } from '../sources/kafka-client.js';
-import { createGoogleClients, type GoogleClients } from './clients.js';
 import { callDeadlinesMs, closeWithin, cutOffLateCalls } from './deadline.js';
 import { routeTopics } from './routing.js';
 import {

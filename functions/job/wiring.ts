@@ -9,6 +9,7 @@ import { type Route, type RoutedTopics, tableName } from '../config/routes.js';
 import { createPubSubDeadLetters } from '../dead-letters/pubsub-dead-letters.js';
 import type { DrainOptions, DrainPorts } from '../drain/run-state.js';
 import type { ValueFormat } from '../formats/value-format.js';
+import type { GoogleClients } from '../google/clients.js';
 import { type CallTracker, trackedPort, trackedSource } from '../kernel/calls.js';
 import { ConfigError } from '../kernel/errors.js';
 import type { Logger } from '../kernel/logger.js';
@@ -20,7 +21,6 @@ import { createInsertAllWriter } from '../modes/sink-writer.js';
 import { loadRules, type Rules } from '../records/rules.js';
 import type { SchemaField } from '../schema/table-schema.js';
 import { createKafkaSource } from '../sources/kafka-source.js';
-import type { GoogleClients } from './clients.js';
 import { callDeadlinesMs, settleMs } from './deadline.js';
 
 export { checkRouteFiles, createRegistry, namedTopics, routeValues } from '../formats/route-values.js';

@@ -4,7 +4,7 @@
  * the modes that write through MERGE.
  */
 import type { Table } from '@google-cloud/bigquery';
-import type { GoogleClients } from '../job/clients.js';
+import type { GoogleClients } from '../google/clients.js';
 import { defaultRetryPolicy } from '../kernel/retry.js';
 import type { SchemaField } from '../schema/table-schema.js';
 import { ensureTargetTable } from '../sinks/bigquery-tables.js';

@@ -7,7 +7,7 @@ import type kafkajs from 'kafkajs';
 import type { CdcConfig } from '../config/cdc-config.js';
 import type { DrainConfig } from '../config/config.js';
 import type { Route } from '../config/routes.js';
-import type { GoogleClients } from '../job/clients.js';
+import type { GoogleClients } from '../google/clients.js';
 import type { CallTracker } from '../kernel/calls.js';
 import type { Logger } from '../kernel/logger.js';
 import type { Checkpoints, DeadLetters, Sink, Writer } from '../kernel/ports.js';

@@ -1,6 +1,13 @@
 import type { BigQuery } from '@google-cloud/bigquery';
-import type { TableStats } from '../verify/reconcile.js';
 import { bigQueryError } from './bigquery-tables.js';
+
+export interface TableStats {
+  /** Rows with offsets in [ledger start, checkpoint). */
+  readonly rows: number;
+  readonly distinctOffsets: number;
+  readonly minOffset: number | null;
+  readonly maxOffset: number | null;
+}
 
 export interface OffsetRange {
   readonly topic: string;

@@ -5,7 +5,7 @@
 import * as functions from '@google-cloud/functions-framework';
 import kafkajs from 'kafkajs';
 import { parseConfig } from '../config/config.js';
-import { createGoogleClients } from '../job/clients.js';
+import { createGoogleClients } from '../google/clients.js';
 import { routeTopics } from '../job/routing.js';
 import { ConfigError } from '../kernel/errors.js';
 import { createLogger } from '../kernel/logger.js';

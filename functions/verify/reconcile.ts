@@ -2,74 +2,8 @@
  * Reconciliation of one partition: what the continuity ledger says was committed against what the target
  * table holds. Pure, so that every verdict is unit-tested.
  */
-export interface LedgerEntry {
-  readonly from: number;
-  readonly to: number;
-  readonly records: number;
-  readonly rows: number;
-  readonly deadLetters: number;
-  /** Tombstones skipped under TOMBSTONES=skip. */
-  readonly tombstones: number;
-  readonly lost: boolean;
-  /** An operator moved the checkpoint here (seek): history is reconciled from its `to` on. */
-  readonly reset?: boolean;
-  /** A roll-up of older entries (see rollUpLedger): their sums, and what was wrong among them. */
-  readonly rollup?: boolean;
-  /** How many commits the entry stands for (a roll-up: many; otherwise one). */
-  readonly commits?: number;
-  /** Offsets lost to retention inside the range (a roll-up; a single entry says `lost` instead). */
-  readonly lostOffsets?: number;
-  /** Holes and overlaps found among the entries a roll-up folded, and how many offsets the holes span. */
-  readonly gaps?: readonly string[];
-  readonly holeOffsets?: number;
-}
-
-/**
- * Folds ledger entries (in commit order, an earlier roll-up first if any) into one: the range they cover,
- * their sums, and the holes and overlaps among them, so that history stays checkable after its entries
- * are gone. Entries before an operator's reset no longer count (verify reconciles from the reset on).
- */
-export function rollUpLedger(entries: readonly LedgerEntry[]): LedgerEntry {
-  const lastReset = entries.findLastIndex((e) => e.reset === true);
-  const kept = entries.slice(lastReset + 1).filter((e) => e.to > e.from || e.records > 0 || e.rollup);
-  const start = lastReset >= 0 ? entries[lastReset]!.to : (kept[0]?.from ?? 0);
-  const gaps: string[] = [];
-  let at = start;
-  let holeOffsets = 0;
-  for (const e of kept) {
-    gaps.push(...(e.gaps ?? []));
-    holeOffsets += e.holeOffsets ?? 0;
-    if (e.from > at) {
-      gaps.push(`[${at}, ${e.from})`);
-      holeOffsets += e.from - at;
-    }
-    if (e.from < at) gaps.push(`overlap [${e.from}, ${at})`);
-    at = Math.max(at, e.to);
-  }
-  const sum = (pick: (e: LedgerEntry) => number) => kept.reduce((n, e) => n + pick(e), 0);
-  return {
-    from: start,
-    to: at,
-    records: sum((e) => e.records),
-    rows: sum((e) => e.rows),
-    deadLetters: sum((e) => e.deadLetters),
-    tombstones: sum((e) => e.tombstones),
-    lost: false,
-    lostOffsets: sum((e) => (e.lost ? e.to - e.from : (e.lostOffsets ?? 0))),
-    commits: sum((e) => e.commits ?? 1),
-    gaps,
-    holeOffsets,
-    rollup: true,
-  };
-}
-
-export interface TableStats {
-  /** Rows with offsets in [ledger start, checkpoint). */
-  readonly rows: number;
-  readonly distinctOffsets: number;
-  readonly minOffset: number | null;
-  readonly maxOffset: number | null;
-}
+import type { LedgerEntry } from '../checkpoints/ledger-entry.js';
+import type { TableStats } from '../sinks/table-stats.js';
 
 export interface PartitionVerdict {
   topic: string;

@@ -1,11 +1,11 @@
 import type { BigQuery } from '@google-cloud/bigquery';
 import type { Firestore } from '@google-cloud/firestore';
+import { type LedgerEntry, ledgerEntryOf } from '../checkpoints/ledger-entry.js';
 import { partitionDocOf, partitionsOf } from '../checkpoints/partition-doc.js';
 import { replaysOf } from '../checkpoints/replay-log.js';
 import { forEachLimited } from '../kernel/concurrency.js';
-import { heldAmong, type OffsetRange, tableStatsByPartition } from '../sinks/table-stats.js';
-import { ledgerEntryOf } from './ledger.js';
-import { type LedgerEntry, type PartitionVerdict, reconcile, type TableStats } from './reconcile.js';
+import { heldAmong, type OffsetRange, type TableStats, tableStatsByPartition } from '../sinks/table-stats.js';
+import { type PartitionVerdict, reconcile } from './reconcile.js';
 
 /**
  * `kafka-bigquery-drain verify`: per partition, the continuity ledger (Firestore) against the target table

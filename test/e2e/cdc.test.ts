@@ -8,7 +8,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
-import type { GoogleClients } from '../../functions/job/clients.js';
+import type { GoogleClients } from '../../functions/google/clients.js';
 import { readTopicRecords } from '../support/faults.js';
 import {
   checkpointsOf,

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Admin } from 'kafkajs';
 import { afterAll, describe, expect, test } from 'vitest';
-import type { GoogleClients } from '../../functions/job/clients.js';
+import type { GoogleClients } from '../../functions/google/clients.js';
 import { type Connect, createDatabase, psql, startDebezium } from '../support/debezium.js';
 import {
   createPipeline,

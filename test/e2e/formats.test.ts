@@ -8,7 +8,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
-import type { GoogleClients } from '../../functions/job/clients.js';
+import type { GoogleClients } from '../../functions/google/clients.js';
 import { startFaultProxy } from '../support/fault-proxy.js';
 import {
   checkpointsOf,

@@ -15,7 +15,7 @@
  * KBD_FAULT_BUDGET (default 15) is those runs' DRAIN_BUDGET_SECONDS.
  */
 import { afterEach, describe, expect, test } from 'vitest';
-import type { GoogleClients } from '../../functions/job/clients.js';
+import type { GoogleClients } from '../../functions/google/clients.js';
 import { type FaultProxy, startFaultProxy } from '../support/fault-proxy.js';
 import {
   freeze,

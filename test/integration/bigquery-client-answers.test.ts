@@ -5,7 +5,7 @@
  * never heard.
  */
 import { afterEach, expect, test } from 'vitest';
-import { createGoogleClients } from '../../functions/job/clients.js';
+import { createGoogleClients } from '../../functions/google/clients.js';
 import { type FaultProxy, startFaultProxy } from '../support/fault-proxy.js';
 import { stackClients, stackEnv, uniqueName } from '../support/stack.js';
 

@@ -7,7 +7,7 @@ import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, expect } from 'vitest';
-import type { GoogleClients } from '../../functions/job/clients.js';
+import type { GoogleClients } from '../../functions/google/clients.js';
 import { createTopic } from './kafka.js';
 import { pullAll } from './pubsub.js';
 import { root, stackClients, stackEnv, uniqueName } from './stack.js';

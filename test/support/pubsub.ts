@@ -1,5 +1,5 @@
 import { v1 } from '@google-cloud/pubsub';
-import type { GoogleClients } from '../../functions/job/clients.js';
+import type { GoogleClients } from '../../functions/google/clients.js';
 
 export interface PulledMessage {
   data: Buffer;

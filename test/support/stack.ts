@@ -27,7 +27,7 @@ export async function stackWriter() {
 
 /** The official Google clients pointed at the local stack. */
 export async function stackClients() {
-  const { createGoogleClients } = await import('../../functions/job/clients.js');
+  const { createGoogleClients } = await import('../../functions/google/clients.js');
   const env = stackEnv();
   return createGoogleClients({
     project: env.GOOGLE_CLOUD_PROJECT,

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { retriedByDefault } from '../../functions/job/clients.js';
+import { retriedByDefault } from '../../functions/google/clients.js';
 import { createCallTracker, ServiceTimeoutError, trackedPort } from '../../functions/kernel/calls.js';
 import { isRetriable } from '../../functions/kernel/errors.js';
 

@@ -1,5 +1,6 @@
 import { describe, expect, test } from 'vitest';
-import { type LedgerEntry, reconcile, rollUpLedger } from '../../functions/verify/reconcile.js';
+import { type LedgerEntry, rollUpLedger } from '../../functions/checkpoints/ledger-entry.js';
+import { reconcile } from '../../functions/verify/reconcile.js';
 
 const entry = (
   from: number,

@@ -4,7 +4,7 @@ import { Firestore } from '@google-cloud/firestore';
 import { PubSub } from '@google-cloud/pubsub';
 import * as grpc from '@grpc/grpc-js';
 import type { DrainConfig } from '../config/config.js';
-import { patchFirestoreTermination } from '../google/firestore-patch.js';
+import { patchFirestoreTermination } from './firestore-patch.js';
 
 export interface GoogleClients {
   readonly firestore: Firestore;
