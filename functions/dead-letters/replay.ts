@@ -115,7 +115,14 @@ export async function replayDeadLetters(
       // The record before the acknowledgement: a replay that dies between them leaves the letters in the
       // subscription, and the next replay writes them again (nothing twice: idempotent by origin) and
       // records them then.
-      await deps.recordReplayed(durable.map(({ row, target }) => ({ ...row.record, table: target.table })));
+      await deps.recordReplayed(
+        durable.map(({ row: { record }, target }) => ({
+          topic: record.topic,
+          partition: record.partition,
+          offset: record.offset,
+          table: target.table,
+        })),
+      );
       for (const p of durable) {
         await p.letter.ack();
         outcome.replayed++;
