@@ -5,8 +5,6 @@ import type { Reader } from './reader.js';
 /** The write modes, by the names BQ_WRITE_MODE takes; each is a folder of modes/ (see modes/registry.ts). */
 export const writeModeNames = ['storage-write', 'merge', 'insert-all', 'cdc'] as const;
 export type WriteMode = (typeof writeModeNames)[number];
-/** Exactly once, at the Storage Write API's price. */
-export const defaultWriteMode: WriteMode = 'storage-write';
 
 export interface BigQueryConfig {
   readonly writeMode: WriteMode;
@@ -34,5 +32,5 @@ export function bigqueryOf(read: Reader, writeMode: WriteMode): BigQueryConfig {
 }
 
 export function writeModeOf(read: Reader): WriteMode {
-  return read.oneOf('BQ_WRITE_MODE', writeModeNames, defaultWriteMode);
+  return read.oneOf('BQ_WRITE_MODE', writeModeNames);
 }

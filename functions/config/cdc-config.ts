@@ -30,8 +30,8 @@ export function cdcOf(read: Reader): CdcConfig {
   return {
     changeFormat,
     primaryKey,
-    maxStaleness: stalenessOf(read.optional('BQ_MAX_STALENESS') ?? '15m'),
-    sourceColumns: read.oneOf('CDC_SOURCE_COLUMNS', ['true', 'false'], 'false') === 'true',
+    maxStaleness: stalenessOf(read.text('BQ_MAX_STALENESS')),
+    sourceColumns: read.oneOf('CDC_SOURCE_COLUMNS', ['true', 'false']) === 'true',
   };
 }
 

@@ -33,7 +33,7 @@ export function kafkaSecurity(read: Reader): KafkaSecurity {
   );
   const passwordBased = mechanism !== null && mechanism !== 'oauthbearer';
   if (!passwordBased) {
-    for (const name of ['KAFKA_SASL_USERNAME', 'KAFKA_SASL_PASSWORD']) {
+    for (const name of ['KAFKA_SASL_USERNAME', 'KAFKA_SASL_PASSWORD'] as const) {
       if (read.optional(name) !== null) {
         throw new ConfigError(
           name,

@@ -10,6 +10,7 @@
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { ConfigError } from '../kernel/errors.js';
 import type { MetadataColumns } from '../kernel/records.js';
+import { settings } from './settings.js';
 
 /**
  * How a route's table is laid out: time partitioning by a column (the Kafka timestamp by default, or a
@@ -24,12 +25,21 @@ export interface TableLayout {
   readonly clustering: readonly string[];
 }
 
+/** `a, b,c` → `['a', 'b', 'c']`. */
+export function columnList(text: string): string[] {
+  return text
+    .split(',')
+    .map((c) => c.trim())
+    .filter((c) => c !== '');
+}
+
+/** The layout of a table whose route and variables say nothing of it: settings.ts's defaults. */
 export const defaultTableLayout: TableLayout = {
-  partitionField: '_kafka_timestamp',
-  partitionType: 'DAY',
+  partitionField: settings.BQ_PARTITION_FIELD.default,
+  partitionType: settings.BQ_PARTITION_TYPE.default,
   partitionExpirationDays: null,
-  requirePartitionFilter: false,
-  clustering: ['_kafka_topic', '_kafka_partition', '_kafka_offset'],
+  requirePartitionFilter: settings.BQ_REQUIRE_PARTITION_FILTER.default,
+  clustering: columnList(settings.BQ_CLUSTERING.default),
 };
 
 /** What is wrong with a layout (undefined: nothing); `at` prefixes the message. */
@@ -48,6 +58,27 @@ export function tableLayoutProblem(layout: TableLayout): string | undefined {
   if (bad !== undefined) return `clustering column "${bad}" is not a column name`;
   return undefined;
 }
+
+/** The keys a route may have (settings.ts names the variable each stands for). */
+export const routeKeys = [
+  'topics',
+  'table',
+  'schemaFile',
+  'rulesModule',
+  'headersColumn',
+  'keyTextColumn',
+  'valueFormat',
+  'valueSchemaFile',
+  'valueSubject',
+  'partitioning',
+  'clustering',
+] as const;
+export const partitioningKeys: readonly string[] = [
+  'field',
+  'type',
+  'expirationDays',
+  'requirePartitionFilter',
+];
 
 export type ValueFormatName = 'json' | 'avro' | 'protobuf' | 'json-schema';
 export const valueFormatNames: readonly ValueFormatName[] = ['json', 'avro', 'protobuf', 'json-schema'];
@@ -183,19 +214,7 @@ export function parseRoutes(
   if (!Array.isArray(list) || list.length === 0) return fail('must hold a non-empty list of routes');
   const base = dirname(resolve(file));
   const path = (p: string) => (isAbsolute(p) ? p : resolve(base, p));
-  const known = new Set([
-    'topics',
-    'table',
-    'schemaFile',
-    'rulesModule',
-    'headersColumn',
-    'keyTextColumn',
-    'valueFormat',
-    'valueSchemaFile',
-    'valueSubject',
-    'partitioning',
-    'clustering',
-  ]);
+  const known = new Set<string>(routeKeys);
   const routes = list.map((entry: unknown, index): Route => {
     const at = `route ${index + 1}`;
     if (entry === null || typeof entry !== 'object' || Array.isArray(entry))
@@ -293,8 +312,7 @@ function routeLayout(
   if (typeof p !== 'object' || p === null || Array.isArray(p))
     return fail('"partitioning" must be an object');
   for (const key of Object.keys(p))
-    if (!['field', 'type', 'expirationDays', 'requirePartitionFilter'].includes(key))
-      fail(`"partitioning" has an unknown key "${key}"`);
+    if (!partitioningKeys.includes(key)) fail(`"partitioning" has an unknown key "${key}"`);
   if (
     r.clustering !== undefined &&
     (!Array.isArray(r.clustering) || !r.clustering.every((c) => typeof c === 'string'))

@@ -3,9 +3,9 @@ import type { Reader } from './reader.js';
 
 /** The run's budget and lease, and this task's place among the execution's tasks. */
 export function runShape(read: Reader) {
-  const budgetSeconds = read.integer('DRAIN_BUDGET_SECONDS', 240, 5, 7 * 24 * 3600);
+  const budgetSeconds = read.integer('DRAIN_BUDGET_SECONDS', 5, 7 * 24 * 3600);
   // The default follows a short budget down: a default must never turn a valid budget into an error.
-  const leaseTtlSeconds = read.integer('LEASE_TTL_SECONDS', Math.min(60, budgetSeconds), 3, 3600);
+  const leaseTtlSeconds = read.integer('LEASE_TTL_SECONDS', 3, 3600, Math.min(60, budgetSeconds));
   // A crashed run keeps its partitions blocked until its leases expire; a TTL longer than a whole run
   // would make the next scheduled run skip them.
   if (leaseTtlSeconds > budgetSeconds) {
@@ -15,8 +15,8 @@ export function runShape(read: Reader) {
     );
   }
 
-  const taskCount = read.integer('CLOUD_RUN_TASK_COUNT', 1, 1, 10_000);
-  const taskIndex = read.integer('CLOUD_RUN_TASK_INDEX', 0, 0, 9_999);
+  const taskCount = read.integer('CLOUD_RUN_TASK_COUNT', 1, 10_000);
+  const taskIndex = read.integer('CLOUD_RUN_TASK_INDEX', 0, 9_999);
   if (taskIndex >= taskCount) {
     throw new ConfigError(
       'CLOUD_RUN_TASK_INDEX',

@@ -1,7 +1,7 @@
 import { ConfigError } from '../kernel/errors.js';
 import type { Reader } from './reader.js';
 import {
-  defaultTableLayout,
+  columnList,
   parseRoutes,
   type Route,
   type TableLayout,
@@ -24,12 +24,12 @@ export interface SchemaRegistryConfig {
 /** Where records go: one table (BQ_TABLE, ...) or the routes of ROUTES_FILE, and the topics named. */
 export function routesOf(read: Reader, readFile: (path: string) => string) {
   const metadata = {
-    headers: read.boolean('BQ_HEADERS_COLUMN', false),
-    keyText: read.boolean('BQ_KEY_TEXT_COLUMN', false),
+    headers: read.boolean('BQ_HEADERS_COLUMN'),
+    keyText: read.boolean('BQ_KEY_TEXT_COLUMN'),
   };
   const dataset = read.matching('BQ_DATASET', /^[a-zA-Z0-9_]{1,1024}$/, 'letters, digits and _', true);
   const routesFile = read.optional('ROUTES_FILE');
-  const valueFormat = read.oneOf('VALUE_FORMAT', valueFormatNames, 'json');
+  const valueFormat = read.oneOf('VALUE_FORMAT', valueFormatNames);
   const layout = layoutOf(read);
   let routes: Route[];
   let topics: string[];
@@ -67,7 +67,13 @@ export function routesOf(read: Reader, readFile: (path: string) => string) {
     ];
   } else {
     // One way to say where records go: the routes, each with its own table, schema and rules.
-    for (const name of ['BQ_TABLE', 'BQ_SCHEMA_FILE', 'RULES_MODULE', 'VALUE_SCHEMA_FILE', 'VALUE_SUBJECT']) {
+    for (const name of [
+      'BQ_TABLE',
+      'BQ_SCHEMA_FILE',
+      'RULES_MODULE',
+      'VALUE_SCHEMA_FILE',
+      'VALUE_SUBJECT',
+    ] as const) {
       if (read.optional(name) !== null) {
         throw new ConfigError(name, 'is set with ROUTES_FILE: set the table, schema and rules in each route');
       }
@@ -88,20 +94,13 @@ export function routesOf(read: Reader, readFile: (path: string) => string) {
 /** The table layout: BQ_PARTITION_FIELD, _TYPE, _EXPIRATION_DAYS, BQ_REQUIRE_PARTITION_FILTER, BQ_CLUSTERING. */
 function layoutOf(read: Reader): TableLayout {
   const expiration = read.optional('BQ_PARTITION_EXPIRATION_DAYS');
-  const clustering = read.optional('BQ_CLUSTERING');
   const layout: TableLayout = {
-    partitionField: read.optional('BQ_PARTITION_FIELD') ?? defaultTableLayout.partitionField,
-    partitionType: read.oneOf('BQ_PARTITION_TYPE', ['DAY', 'HOUR', 'MONTH', 'YEAR'], 'DAY'),
+    partitionField: read.text('BQ_PARTITION_FIELD'),
+    partitionType: read.oneOf('BQ_PARTITION_TYPE', ['DAY', 'HOUR', 'MONTH', 'YEAR'] as const),
     partitionExpirationDays:
-      expiration === null ? null : read.integer('BQ_PARTITION_EXPIRATION_DAYS', 0, 1, 100_000),
-    requirePartitionFilter: read.boolean('BQ_REQUIRE_PARTITION_FILTER', false),
-    clustering:
-      clustering === null
-        ? defaultTableLayout.clustering
-        : clustering
-            .split(',')
-            .map((c) => c.trim())
-            .filter((c) => c !== ''),
+      expiration === null ? null : read.integer('BQ_PARTITION_EXPIRATION_DAYS', 1, 100_000, 0),
+    requirePartitionFilter: read.boolean('BQ_REQUIRE_PARTITION_FILTER'),
+    clustering: columnList(read.text('BQ_CLUSTERING')),
   };
   const problem = tableLayoutProblem(layout);
   if (problem !== undefined) {
@@ -131,7 +130,11 @@ export function registryOf(
         'SCHEMA_REGISTRY_URL',
         `is required: ${routesFile === null ? `VALUE_FORMAT=${needing.valueFormat}` : `the route of ${needing.dataset}.${needing.table} (valueFormat ${needing.valueFormat})`} reads Confluent's wire format, whose schemas are in a registry`,
       );
-    for (const name of ['SCHEMA_REGISTRY_USERNAME', 'SCHEMA_REGISTRY_PASSWORD', 'SCHEMA_REGISTRY_AUTH'])
+    for (const name of [
+      'SCHEMA_REGISTRY_USERNAME',
+      'SCHEMA_REGISTRY_PASSWORD',
+      'SCHEMA_REGISTRY_AUTH',
+    ] as const)
       if (read.optional(name) !== null) throw new ConfigError(name, 'is set but SCHEMA_REGISTRY_URL is not');
     return null;
   }

@@ -1,0 +1,368 @@
+/**
+ * Every setting the drain reads, in one table: its default, what it means, and its name in a route of
+ * ROUTES_FILE where it has one. The parser takes its defaults from here (reader.ts), and
+ * docs/configuration.md is made from here (`npm run docs`); test/unit/configuration-page.test.ts fails
+ * when the page, this table and the parser disagree.
+ */
+
+export type SettingSection = (typeof settingSections)[number]['id'];
+
+/** The page's sections, in order. */
+export const settingSections = [
+  { id: 'pipeline', title: 'The pipeline' },
+  { id: 'kafka', title: 'Kafka' },
+  { id: 'tables', title: 'Tables' },
+  { id: 'values', title: 'Values and bad input' },
+  { id: 'writes', title: 'Write modes' },
+  { id: 'run', title: 'Runs, batches and alerts' },
+  { id: 'local', title: 'Local emulators (unset in production)' },
+] as const;
+
+export interface Setting {
+  readonly section: SettingSection;
+  /** The parser's default when the variable is unset; absent when there is none or it is computed. */
+  readonly default?: string | number | boolean;
+  /** How the page states the default when `default` alone does not say it (required, computed). */
+  readonly shown?: string;
+  /** Its name in a route of ROUTES_FILE (`partitioning.type`: a key of the route's `partitioning`). */
+  readonly route?: string;
+  /** One or two short sentences; the pages linked say the rest. */
+  readonly meaning: string;
+}
+
+export const settings = {
+  PIPELINE_ID: {
+    section: 'pipeline',
+    shown: 'required',
+    meaning:
+      "Names the pipeline's state in Firestore (`pipelines/{PIPELINE_ID}/…`). Letters, digits, `_`, `-`.",
+  },
+  GOOGLE_CLOUD_PROJECT: {
+    section: 'pipeline',
+    shown: 'required',
+    meaning: 'The project of BigQuery, Firestore and Pub/Sub.',
+  },
+  DEAD_LETTER_TOPIC: {
+    section: 'pipeline',
+    shown: 'required',
+    meaning: 'Pub/Sub topic id for dead letters. See [bad input](bad-input.md).',
+  },
+  ALERT_TOPIC: {
+    section: 'pipeline',
+    meaning: 'Pub/Sub topic id for gap alerts; without it alerts are only logged. See [alerts](alerts.md).',
+  },
+  LOG_LEVEL: {
+    section: 'pipeline',
+    default: 'info',
+    meaning: '`debug`, `info`, `warning` (or `warn`), `error`. The run summary is written at every level.',
+  },
+
+  KAFKA_BROKERS: { section: 'kafka', shown: 'required', meaning: '`host:port,host:port`.' },
+  KAFKA_TOPICS: {
+    section: 'kafka',
+    shown: 'required (optional with `ROUTES_FILE`)',
+    route: 'topics',
+    meaning:
+      "Topics to drain, comma separated. With `ROUTES_FILE`, a subset of the routes' topics, each of which must match a route.",
+  },
+  KAFKA_SASL_MECHANISM: {
+    section: 'kafka',
+    meaning:
+      '`plain`, `scram-sha-256`, `scram-sha-512` (then a user name and password), or `oauthbearer` (with `KAFKA_OAUTH_PROVIDER`).',
+  },
+  KAFKA_SASL_USERNAME: {
+    section: 'kafka',
+    shown: 'required with PLAIN and SCRAM',
+    meaning: 'The SASL user. In production from Secret Manager.',
+  },
+  KAFKA_SASL_PASSWORD: {
+    section: 'kafka',
+    shown: 'required with PLAIN and SCRAM',
+    meaning: 'The SASL password. In production from Secret Manager.',
+  },
+  KAFKA_OAUTH_PROVIDER: {
+    section: 'kafka',
+    shown: 'required with `oauthbearer`',
+    meaning:
+      "`google`: Google's Managed Kafka, keyless, tokens from the job's own credentials. TLS is then on and cannot be turned off. See [deploying](deploy.md#googles-managed-kafka).",
+  },
+  KAFKA_SSL: {
+    section: 'kafka',
+    shown: '`false` (`true` with a TLS file or `oauthbearer`)',
+    meaning: "TLS to the brokers; without `KAFKA_SSL_CA_FILE` the system's CAs are trusted.",
+  },
+  KAFKA_SSL_CA_FILE: {
+    section: 'kafka',
+    meaning: "PEM file of a private CA that signed the brokers' certificates.",
+  },
+  KAFKA_SSL_CERT_FILE: {
+    section: 'kafka',
+    meaning: 'PEM client certificate for mTLS; with `KAFKA_SSL_KEY_FILE`.',
+  },
+  KAFKA_SSL_KEY_FILE: {
+    section: 'kafka',
+    meaning: 'PEM client key for mTLS; with `KAFKA_SSL_CERT_FILE`.',
+  },
+  START_POSITION: {
+    section: 'kafka',
+    default: 'earliest',
+    meaning:
+      'Where a partition with no checkpoint yet starts: `earliest`, `latest`, `timestamp:<ISO-8601>` or `offsets:<topic>:<partition>=<offset>,...`. Never overrides a checkpoint.',
+  },
+  RETENTION_GAP_POLICY: {
+    section: 'kafka',
+    default: 'fail',
+    meaning:
+      'A checkpoint below the log start: `fail` leaves the partition for an operator; `skip` records the loss and goes on. See [alerts](alerts.md).',
+  },
+
+  ROUTES_FILE: {
+    section: 'tables',
+    meaning:
+      'A JSON list of routes: several topics into several tables. The variables with a route name are then set per route. See [many topics and tables](routes.md).',
+  },
+  BQ_DATASET: {
+    section: 'tables',
+    shown: 'required',
+    meaning:
+      'The dataset of the table (made if missing). With `ROUTES_FILE`, of routes that name a table alone.',
+  },
+  BQ_TABLE: {
+    section: 'tables',
+    shown: 'required (without `ROUTES_FILE`)',
+    route: 'table',
+    meaning: 'The target table, made if missing. Its error table is `{table}_dead_letters`.',
+  },
+  BQ_SCHEMA_FILE: {
+    section: 'tables',
+    shown: 'required with JSON values',
+    route: 'schemaFile',
+    meaning:
+      'A BigQuery JSON schema of the user columns; the `_kafka_*` columns are added. With a registry format the columns may come from the registry.',
+  },
+  BQ_LOCATION: { section: 'tables', meaning: 'The location of a dataset the drain makes.' },
+  BQ_PARTITION_FIELD: {
+    section: 'tables',
+    default: '_kafka_timestamp',
+    route: 'partitioning.field',
+    meaning:
+      'Time partitioning column of a table the drain makes: the Kafka timestamp or a TIMESTAMP / DATE / DATETIME column.',
+  },
+  BQ_PARTITION_TYPE: {
+    section: 'tables',
+    default: 'DAY',
+    route: 'partitioning.type',
+    meaning: '`HOUR`, `DAY`, `MONTH` or `YEAR`.',
+  },
+  BQ_PARTITION_EXPIRATION_DAYS: {
+    section: 'tables',
+    route: 'partitioning.expirationDays',
+    meaning: 'Partitions older than this are deleted by BigQuery.',
+  },
+  BQ_REQUIRE_PARTITION_FILTER: {
+    section: 'tables',
+    default: false,
+    route: 'partitioning.requirePartitionFilter',
+    meaning: 'Queries must filter on the partition column. Only with `_kafka_timestamp` partitioning.',
+  },
+  BQ_CLUSTERING: {
+    section: 'tables',
+    default: '_kafka_topic,_kafka_partition,_kafka_offset',
+    route: 'clustering',
+    meaning: 'Up to four top-level columns, comma separated (in a route, a list).',
+  },
+  BQ_HEADERS_COLUMN: {
+    section: 'tables',
+    default: false,
+    route: 'headersColumn',
+    meaning: 'Adds `_kafka_headers`: every Kafka header in order, values as bytes.',
+  },
+  BQ_KEY_TEXT_COLUMN: {
+    section: 'tables',
+    default: false,
+    route: 'keyTextColumn',
+    meaning: 'Adds `_kafka_key_text`: the key as UTF-8 text where it is valid UTF-8, else NULL.',
+  },
+
+  VALUE_FORMAT: {
+    section: 'values',
+    default: 'json',
+    route: 'valueFormat',
+    meaning:
+      "`json`, or `avro`, `protobuf`, `json-schema` in Confluent's wire format; `avro` with `VALUE_SCHEMA_FILE` is raw Avro. See [formats](formats.md).",
+  },
+  SCHEMA_REGISTRY_URL: {
+    section: 'values',
+    shown: 'required for the wire format',
+    meaning: "A Confluent-compatible registry (Confluent's, Karapace, Apicurio, Google's).",
+  },
+  SCHEMA_REGISTRY_USERNAME: {
+    section: 'values',
+    meaning: 'Basic auth to the registry, with `SCHEMA_REGISTRY_PASSWORD`.',
+  },
+  SCHEMA_REGISTRY_PASSWORD: {
+    section: 'values',
+    meaning:
+      'Basic auth to the registry, with `SCHEMA_REGISTRY_USERNAME`. In production from Secret Manager.',
+  },
+  SCHEMA_REGISTRY_AUTH: {
+    section: 'values',
+    shown: '`basic` with a user name, `google` for `*.googleapis.com`, else `none`',
+    meaning: "`google`: a bearer token from the job's own credentials, no secret.",
+  },
+  VALUE_SUBJECT: {
+    section: 'values',
+    shown: '`{first topic}-value`',
+    route: 'valueSubject',
+    meaning:
+      "The subject whose latest version gives the table's columns (set it for the record-name strategies).",
+  },
+  VALUE_SCHEMA_FILE: {
+    section: 'values',
+    route: 'valueSchemaFile',
+    meaning: "Raw Avro (no wire format, no registry): the writer's `.avsc`.",
+  },
+  UNKNOWN_FIELDS: {
+    section: 'values',
+    default: 'reject',
+    meaning: 'A JSON field the table lacks: `reject` (a `schema` dead letter) or `ignore` (dropped).',
+  },
+  TOMBSTONES: {
+    section: 'values',
+    default: 'skip',
+    meaning: 'A record with a null value: `skip` (counted, nothing written) or `dead-letter`.',
+  },
+  RULES_MODULE: {
+    section: 'values',
+    route: 'rulesModule',
+    meaning:
+      'A JS module exporting `validate(record, context)`: business rules. See [bad input](bad-input.md).',
+  },
+
+  BQ_WRITE_MODE: {
+    section: 'writes',
+    default: 'storage-write',
+    meaning:
+      '`storage-write` (exactly once), `merge` (exactly once), `insert-all` (at least once) or `cdc` (changes by primary key). See [write modes](write-modes.md).',
+  },
+  CHANGE_FORMAT: {
+    section: 'writes',
+    shown: 'required with `cdc`',
+    meaning:
+      "`debezium` (Debezium's envelopes) or `upsert` (the value is the row; a null value deletes its key).",
+  },
+  BQ_PRIMARY_KEY: {
+    section: 'writes',
+    shown: "the record key's fields (`debezium`); required with `upsert`",
+    meaning: "The `cdc` table's primary key, comma separated, at most 16 columns.",
+  },
+  BQ_MAX_STALENESS: {
+    section: 'writes',
+    default: '15m',
+    meaning: "A `cdc` table's `max_staleness`: `90s`, `15m`, `2h` (at most `24h`), or `0`.",
+  },
+  CDC_SOURCE_COLUMNS: {
+    section: 'writes',
+    default: 'false',
+    meaning: '`true` adds `_cdc_op`, `_cdc_source_ts` and `_cdc_source_position` to a `cdc` table.',
+  },
+
+  DRAIN_BUDGET_SECONDS: {
+    section: 'run',
+    default: 240,
+    meaning: 'The run stops fetching after this long (5 s to 7 days).',
+  },
+  BATCH_MAX_RECORDS: {
+    section: 'run',
+    default: 2_000,
+    meaning: 'Records per batch: one checkpoint commit per batch.',
+  },
+  BATCH_MAX_BYTES: { section: 'run', default: 5_242_880, meaning: 'Bytes per batch.' },
+  LEASE_TTL_SECONDS: {
+    section: 'run',
+    shown: 'the smaller of `60` and `DRAIN_BUDGET_SECONDS`',
+    meaning: 'A lease not renewed for this long can be taken over. At most `DRAIN_BUDGET_SECONDS`.',
+  },
+  IDLE_ALERT_SECONDS: {
+    section: 'run',
+    default: 300,
+    meaning: '`idle` opens when a caught-up partition has had no new record for this long.',
+  },
+  STALL_ALERT_SECONDS: {
+    section: 'run',
+    default: 900,
+    meaning: '`stalled` opens when records wait and the checkpoint has not moved for this long.',
+  },
+  BACKLOG_ALERT_RECORDS: {
+    section: 'run',
+    default: 100_000,
+    meaning: '`backlog` opens when a run leaves more than this many records in a partition.',
+  },
+  CLOUD_RUN_EXECUTION: {
+    section: 'run',
+    default: 'local',
+    meaning: "Set by Cloud Run: the execution's name, in leases and the run summary.",
+  },
+  CLOUD_RUN_TASK_INDEX: {
+    section: 'run',
+    default: 0,
+    meaning: "Set by Cloud Run: this task's index. A task owns the partitions dealt to it, then shares.",
+  },
+  CLOUD_RUN_TASK_COUNT: {
+    section: 'run',
+    default: 1,
+    meaning: "Set by Cloud Run: the execution's tasks.",
+  },
+
+  BIGQUERY_API_ENDPOINT: {
+    section: 'local',
+    meaning: "e.g. `http://127.0.0.1:19050`, the BigQuery emulator's REST API.",
+  },
+  BIGQUERY_STORAGE_ENDPOINT: {
+    section: 'local',
+    meaning: "`host:port` of the emulator's Storage Write API (plaintext gRPC), e.g. `127.0.0.1:19060`.",
+  },
+  FIRESTORE_EMULATOR_HOST: { section: 'local', meaning: "`host:port` of Firestore's emulator." },
+  PUBSUB_EMULATOR_HOST: { section: 'local', meaning: "`host:port` of Pub/Sub's emulator." },
+} as const satisfies Record<string, Setting>;
+
+export type SettingName = keyof typeof settings;
+
+/** The default of a setting as a value of the type asked for; a setting without one is a programming error. */
+export function settingDefault<K extends 'string' | 'number' | 'boolean'>(
+  name: SettingName,
+  kind: K,
+): K extends 'string' ? string : K extends 'number' ? number : boolean {
+  const value = (settings[name] as Setting).default;
+  if (typeof value !== kind) throw new Error(`setting ${name} has no ${kind} default in settings.ts`);
+  return value as never;
+}
+
+/** How the page states a setting's default. */
+export function shownDefault(setting: Setting): string {
+  if (setting.shown !== undefined) return setting.shown;
+  if (setting.default === undefined) return 'none';
+  return `\`${setting.default}\``;
+}
+
+/** docs/configuration.md's reference: a table per section, made from `settings` alone. */
+export function settingsReference(): string {
+  const entries = Object.entries(settings) as [SettingName, Setting][];
+  return settingSections
+    .map(({ id, title }) => {
+      const rows = entries
+        .filter(([, s]) => s.section === id)
+        .map(([name, s]) => {
+          const route = s.route === undefined ? '' : `\`${s.route}\``;
+          return `| \`${name}\` | ${shownDefault(s)} | ${route} | ${s.meaning} |`;
+        });
+      return [
+        `### ${title}`,
+        '',
+        '| variable | default | route | meaning |',
+        '| --- | --- | --- | --- |',
+        ...rows,
+      ].join('\n');
+    })
+    .join('\n\n');
+}
