@@ -7,8 +7,11 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { v1 } from '@google-cloud/pubsub';
 import kafkajs from 'kafkajs';
+import { terminalWidth } from '../functions/cli/text-table.js';
 import { createGoogleClients } from '../functions/google/clients.js';
+import type { RunSummary } from '../functions/kernel/summary.js';
 import { stackEnv } from '../stack/stack-env.js';
+import { checkpointLines, deadLetterLines, summaryLines, type TableRow, tableLines } from './demo-tables.js';
 
 const root = join(import.meta.dirname, '..');
 const stack = stackEnv() as unknown as Record<string, string>;
@@ -82,7 +85,7 @@ const jobEnv = {
   LEASE_TTL_SECONDS: '30',
 };
 
-function runDrain(): Promise<Record<string, unknown> | undefined> {
+function runDrain(): Promise<RunSummary | undefined> {
   console.log('running: kafka-bigquery-drain run   (BQ_WRITE_MODE=storage-write, the default: exactly once)');
   const child = spawn(process.execPath, [join(root, 'bin', 'kafka-bigquery-drain.mjs'), 'run'], {
     env: jobEnv,
@@ -98,32 +101,22 @@ function runDrain(): Promise<Record<string, unknown> | undefined> {
         .trim()
         .split('\n')
         .map((line) => JSON.parse(line) as Record<string, unknown>)
-        .findLast((line) => line.event === 'run_summary');
+        .findLast((line): line is RunSummary & Record<string, unknown> => line.event === 'run_summary');
       console.log(`job exited with code ${code}`);
       resolve(summary);
     });
   });
 }
 
-async function show(summary: Record<string, unknown> | undefined): Promise<void> {
-  if (summary) {
-    const { stopReason, recordsRead, rowsWritten, deadLettered, commits, durationMs } = summary;
-    console.log('\nrun summary:', {
-      stopReason,
-      recordsRead,
-      rowsWritten,
-      deadLettered,
-      commits,
-      durationMs,
-    });
-    console.table(summary.partitions);
-  }
+async function show(summary: RunSummary | undefined): Promise<void> {
+  const width = terminalWidth(false);
+  const print = (lines: string[]) => console.log(`\n${lines.join('\n')}`);
+  if (summary) print(summaryLines(summary, width));
   const [rows] = await clients.bigquery.query({
     query:
       'SELECT _kafka_partition AS kafka_partition, COUNT(*) AS rows_in_table, MIN(_kafka_offset) AS min_offset, MAX(_kafka_offset) AS max_offset FROM `demo.orders` GROUP BY 1 ORDER BY 1',
   });
-  console.log('\nBigQuery demo.orders:');
-  console.table(rows);
+  print(tableLines('demo.orders', rows as TableRow[], width));
 
   const subscriber = new v1.SubscriberClient({
     apiEndpoint: clients.pubsub.options.servicePath,
@@ -136,26 +129,33 @@ async function show(summary: Record<string, unknown> | undefined): Promise<void>
   if (letters.length > 0)
     await subscriber.acknowledge({ subscription, ackIds: letters.map((m) => m.ackId!) });
   await subscriber.close();
-  console.log(`\ndead letters on ${deadLetterTopic} (new since the last demo): ${letters.length}`);
-  console.table(
-    letters.slice(0, 8).map((m) => ({
-      partition: m.message?.attributes?.source_partition,
-      offset: m.message?.attributes?.source_offset,
-      kind: m.message?.attributes?.error_kind,
-      reason: m.message?.attributes?.error_message?.slice(0, 70),
-    })),
+  const attribute = (m: (typeof letters)[number], name: string) => m.message?.attributes?.[name] ?? '';
+  print(
+    deadLetterLines(
+      deadLetterTopic,
+      letters.map((m) => ({
+        partition: attribute(m, 'source_partition'),
+        offset: attribute(m, 'source_offset'),
+        kind: attribute(m, 'error_kind'),
+        reason: attribute(m, 'error_message'),
+      })),
+      width,
+    ),
   );
 
-  const docs = await clients.firestore.collection(`pipelines/${pipeline}/partitions`).get();
-  console.log(`\ncheckpoints in Firestore (pipelines/${pipeline}/partitions):`);
-  console.table(
-    docs.docs.map((d) => ({
-      partition: d.id,
-      nextOffset: d.get('nextOffset'),
-      rowsWritten: d.get('rowsWritten'),
-      deadLettered: d.get('deadLettered'),
-      leaseOwner: d.get('leaseOwner'),
-    })),
+  const path = `pipelines/${pipeline}/partitions`;
+  const docs = await clients.firestore.collection(path).get();
+  print(
+    checkpointLines(
+      path,
+      docs.docs.map((d) => ({
+        partition: d.id,
+        nextOffset: d.get('nextOffset'),
+        rowsWritten: d.get('rowsWritten'),
+        deadLettered: d.get('deadLettered'),
+      })),
+      width,
+    ),
   );
 }
 
@@ -173,4 +173,7 @@ const summary = await runDrain();
 await show(summary);
 const verified = await verify();
 await clients.close();
+console.log(`
+next: run \`npm run demo\` again: it produces ${records} more and drains only those, from the checkpoints.
+      Stop it with Ctrl-C mid-run and start it again: nothing lost, nothing written twice (docs/guarantees.md).`);
 process.exit(summary?.stopReason === 'error' || summary === undefined || verified !== 0 ? 1 : 0);

@@ -16,15 +16,10 @@ import { kafkaClientOptions } from '../sources/kafka-client.js';
 import { createKafkaSource } from '../sources/kafka-source.js';
 import { partitionStatus } from '../status/partition-status.js';
 import { deadLetterCommand } from './dead-letter-commands.js';
-import {
-  formatStatus,
-  type OperationsDeps,
-  parseOperatorArgs,
-  seek,
-  setPaused,
-  UsageError,
-} from './operations.js';
+import { statusLines } from './human-tables.js';
+import { type OperationsDeps, parseOperatorArgs, seek, setPaused, UsageError } from './operations.js';
 import { readConfig } from './read-config.js';
+import { terminalWidth } from './text-table.js';
 import { verify } from './verify-command.js';
 
 /** Each command's usage, as `kafka-bigquery-drain <command> --help` prints it. */
@@ -32,11 +27,11 @@ const commands: Readonly<Record<string, string>> = {
   run: `run
       drain this task's partitions once, from their checkpoints, within DRAIN_BUDGET_SECONDS; JSON log
       lines on stdout, the last one the run summary`,
-  verify: `verify [--json]
+  verify: `verify [--wide | --json]
       reconcile each partition's continuity ledger with the target table; exit 1 on any hole, gap or
       duplicate`,
-  status: `status [--json]
-      each partition: checkpoint, high watermark, lag, paused, lease holder, open alerts`,
+  status: `status [--wide | --json]
+      each partition: checkpoint, high watermark, lag, last progress, lease holder, paused, open alerts`,
   seek: `seek --topic T [--partition P] (--offset N | --timestamp ISO | --earliest | --latest)
        --reason "..." [--force] [--dry-run]
       move checkpoints on purpose, under a lease, with an audit record`,
@@ -51,7 +46,7 @@ const commands: Readonly<Record<string, string>> = {
       keyed by their origin) and acknowledge them once durable; leave the rest`,
 };
 
-const footer = `configuration comes from the environment (see README.md); exit codes: 0 ok, 1 failed (retry is safe),
+const footer = `configuration comes from the environment (docs/configuration.md); exit codes: 0 ok, 1 failed (retry is safe),
 2 bad configuration or usage`;
 
 const usage = `usage: kafka-bigquery-drain <command> [--help]
@@ -90,12 +85,13 @@ export async function cli(argv: readonly string[], env: NodeJS.ProcessEnv): Prom
   }
   if (command === 'verify') {
     const json = rest.includes('--json');
-    const unknown = rest.filter((a) => a !== '--json');
+    const wide = rest.includes('--wide');
+    const unknown = rest.filter((a) => a !== '--json' && a !== '--wide');
     if (unknown.length > 0) {
       process.stderr.write(`verify: unknown argument ${unknown.join(' ')}\n${usage}\n`);
       return 2;
     }
-    return verify(env, json).catch((error: unknown) => {
+    return verify(env, json ? 'json' : terminalWidth(wide)).catch((error: unknown) => {
       process.stderr.write(`verify failed: ${error instanceof Error ? error.message : String(error)}\n`);
       return 1;
     });
@@ -143,7 +139,9 @@ async function operate(command: string, argv: readonly string[], env: NodeJS.Pro
         { pipelineId: config.pipelineId, routed },
       );
       const lines =
-        args.json || !process.stdout.isTTY ? [JSON.stringify(partitions)] : formatStatus(partitions);
+        args.json || !process.stdout.isTTY
+          ? [JSON.stringify(partitions)]
+          : statusLines(partitions, terminalWidth(args.wide), args.wide);
       for (const line of lines) process.stdout.write(`${line}\n`);
       return 0;
     }

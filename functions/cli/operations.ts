@@ -10,7 +10,6 @@ import type { CheckpointControls, Checkpoints, Lease, Source } from '../kernel/p
 import type { Watermarks } from '../kernel/records.js';
 import { partitionId } from '../kernel/records.js';
 import { writeModeNamed } from '../modes/registry.js';
-import type { PartitionStatus } from '../status/partition-status.js';
 
 export class UsageError extends DrainError {
   constructor(message: string) {
@@ -32,6 +31,8 @@ export interface OperatorArgs {
   force: boolean;
   dryRun: boolean;
   json: boolean;
+  /** status: every column, however wide. */
+  wide: boolean;
 }
 
 /** `--topic T [--partition P] (--offset N | --timestamp ISO | --earliest | --latest) --reason "..." [--force] [--dry-run] [--json]` */
@@ -44,6 +45,7 @@ export function parseOperatorArgs(argv: readonly string[]): OperatorArgs {
     force: false,
     dryRun: false,
     json: false,
+    wide: false,
   };
   const targets: SeekTarget[] = [];
   for (let i = 0; i < argv.length; i++) {
@@ -95,6 +97,9 @@ export function parseOperatorArgs(argv: readonly string[]): OperatorArgs {
         break;
       case '--json':
         args.json = true;
+        break;
+      case '--wide':
+        args.wide = true;
         break;
       default:
         throw new UsageError(`unknown argument "${flag}"`);
@@ -221,40 +226,4 @@ export async function setPaused(deps: OperationsDeps, args: OperatorArgs, paused
     deps.print(`${paused ? 'paused' : 'resumed'} ${partitionId(mark)}`);
   }
   return 0;
-}
-
-export function formatStatus(partitions: readonly PartitionStatus[]): string[] {
-  const header = [
-    'partition',
-    'table',
-    'checkpoint',
-    'high',
-    'lag',
-    'paused',
-    'lease holder',
-    'lease expires',
-    'last progress',
-    'open alerts',
-    'replayed',
-  ];
-  const rows = partitions.map((p) => [
-    `${p.topic}~${p.partition}`,
-    p.table,
-    String(p.checkpoint ?? '-'),
-    String(p.highWatermark),
-    String(p.lag ?? '-'),
-    p.paused ? 'yes' : 'no',
-    p.leaseOwner ?? '-',
-    p.leaseExpiresAt ?? '-',
-    p.lastProgressAt ?? '-',
-    p.openAlerts.join(',') || '-',
-    String(p.replayed),
-  ]);
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  return [header, ...rows].map((r) =>
-    r
-      .map((cell, i) => cell.padEnd(widths[i]!))
-      .join('  ')
-      .trimEnd(),
-  );
 }

@@ -8,9 +8,11 @@ import { deadLetterTableName } from '../schema/table-schema.js';
 import { kafkaClientOptions } from '../sources/kafka-client.js';
 import type { PartitionVerdict } from '../verify/reconcile.js';
 import { verifyPipeline } from '../verify/verify.js';
+import { verifyLines } from './human-tables.js';
 import { readConfig } from './read-config.js';
 
-export async function verify(env: NodeJS.ProcessEnv, json: boolean): Promise<number> {
+/** `output`: 'json', or the width a table may take (Infinity: `--wide`, every column). */
+export async function verify(env: NodeJS.ProcessEnv, output: 'json' | number): Promise<number> {
   const config = readConfig(env);
   if (config === undefined) return 2;
   const clients = createGoogleClients(config);
@@ -34,10 +36,11 @@ export async function verify(env: NodeJS.ProcessEnv, json: boolean): Promise<num
       });
       verdicts.push(...found.map((v) => ({ table: tableName(route), ...v })));
     }
-    if (json) {
+    if (output === 'json') {
       process.stdout.write(`${JSON.stringify(verdicts)}\n`);
     } else {
-      console.table(verdicts.map(({ gaps, ...v }) => ({ ...v, gaps: gaps.join(' ') })));
+      for (const line of verifyLines(verdicts, output, output === Number.POSITIVE_INFINITY))
+        process.stdout.write(`${line}\n`);
       const bad = verdicts.filter((v) => !v.ok);
       const tables = new Set(verdicts.map((v) => v.table));
       if (tables.size > 1) {

@@ -7,6 +7,7 @@ import {
   errorsOf,
   type Pipeline,
   runCli,
+  runCliInTerminal,
   runJob,
   runVerify,
   tableOffsets,
@@ -246,6 +247,17 @@ describe('seek, pause, resume', () => {
       expect.objectContaining({ partition: 0, checkpoint: 5, highWatermark: 10, lag: 5, paused: true }),
       expect.objectContaining({ partition: 1, checkpoint: 10, lag: 0, paused: false }),
     ]);
+    // What an operator sees on a terminal 120 columns wide: nothing wider, the paused partition marked.
+    const seen = await runCliInTerminal(['status'], pipeline.env, 120);
+    expect(seen.code).toBe(0);
+    expect(seen.lines[0]).toMatch(/^ {2}partition +checkpoint +lag +last progress/);
+    expect(seen.lines.find((line) => line.includes(`${pipeline.topic}~0`))).toMatch(/^✗ .* 5 +5 .*paused$/);
+    expect(seen.lines.find((line) => line.includes(`${pipeline.topic}~1`))).toMatch(/^ {2}/);
+    const verified = await runCliInTerminal(['verify'], pipeline.env, 120);
+    expect(verified.code).toBe(0);
+    expect(verified.lines.at(-1)).toBe('verify: 2 partitions, no hole, no gap, no duplicate');
+    for (const line of [...seen.lines, ...verified.lines]) expect(line.length, line).toBeLessThanOrEqual(120);
+    expect(verified.lines.join('\n')).not.toContain('(index)');
 
     expect(
       (

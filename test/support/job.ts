@@ -282,6 +282,39 @@ export async function runCli(args: string[], env: Record<string, string>) {
   return { code, stdout, stderr };
 }
 
+/**
+ * Runs the CLI on a pseudo-terminal `columns` wide (util-linux `script`, `stty cols`), as an operator
+ * sees it; returns its lines without the terminal's carriage returns.
+ */
+export async function runCliInTerminal(args: string[], env: Record<string, string>, columns: number) {
+  const quote = (text: string) => `'${text.replaceAll("'", "'\\''")}'`;
+  const command = [process.execPath, join(root, 'bin', 'kafka-bigquery-drain.mjs'), ...args]
+    .map(quote)
+    .join(' ');
+  const child = spawn('script', ['-qec', `stty cols ${columns} rows 50; exec ${command}`, '/dev/null'], {
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.add(child);
+  let out = '';
+  child.stdout.on('data', (chunk: Buffer) => {
+    out += chunk.toString();
+  });
+  const code = await new Promise<number | null>((resolve) =>
+    child.on('exit', (exitCode) => {
+      children.delete(child);
+      resolve(exitCode);
+    }),
+  );
+  return {
+    code,
+    lines: out
+      .replaceAll('\r', '')
+      .split('\n')
+      .filter((line) => line !== ''),
+  };
+}
+
 /** Runs `kafka-bigquery-drain verify --json` and returns its exit code and verdicts. */
 export async function runVerify(env: Record<string, string>) {
   const { code, stdout, stderr } = await runCli(['verify', '--json'], env);
