@@ -3,14 +3,16 @@ import { dirname, relative, resolve } from 'node:path';
 import * as pulumi from '@pulumi/pulumi';
 import { stalenessOf } from '../functions/config/cdc-config.js';
 import {
-  defaultTableLayout,
   parseRoutes,
-  type TableLayout,
-  tableLayoutProblem,
   tableName,
   type ValueFormatName,
   valueFormatNames,
 } from '../functions/config/routes.js';
+import {
+  defaultTableLayout,
+  type TableLayout,
+  tableLayoutProblem,
+} from '../functions/config/table-layout.js';
 
 /** A table the pipeline writes, with its schema: one per route. */
 export interface InfraRoute {

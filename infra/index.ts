@@ -1,6 +1,6 @@
 /**
  * The Pulumi program (`pulumi up` in this folder): data and state, the drain job and its schedule, the
- * status function, and monitoring, for one pipeline. Settings: README, "Deploy".
+ * status function, and monitoring, for one pipeline. Settings: docs/deploy.md.
  */
 import { readInfraConfig } from './config.js';
 import { DrainJob } from './drain-job.js';

@@ -87,7 +87,7 @@ export class PipelineMonitoring extends pulumi.ComponentResource {
           conditions: [condition],
           notificationChannels: config.notificationChannels,
           documentation: {
-            content: `kafka-bigquery-drain pipeline ${config.pipelineId}: ${displayName}. See README, operations.`,
+            content: `kafka-bigquery-drain pipeline ${config.pipelineId}: ${displayName}. See docs/alerts.md and docs/operations.md in the repository.`,
           },
         },
         parent,

@@ -337,32 +337,3 @@ export function settingDefault<K extends 'string' | 'number' | 'boolean'>(
   if (typeof value !== kind) throw new Error(`setting ${name} has no ${kind} default in settings.ts`);
   return value as never;
 }
-
-/** How the page states a setting's default. */
-export function shownDefault(setting: Setting): string {
-  if (setting.shown !== undefined) return setting.shown;
-  if (setting.default === undefined) return 'none';
-  return `\`${setting.default}\``;
-}
-
-/** docs/configuration.md's reference: a table per section, made from `settings` alone. */
-export function settingsReference(): string {
-  const entries = Object.entries(settings) as [SettingName, Setting][];
-  return settingSections
-    .map(({ id, title }) => {
-      const rows = entries
-        .filter(([, s]) => s.section === id)
-        .map(([name, s]) => {
-          const route = s.route === undefined ? '' : `\`${s.route}\``;
-          return `| \`${name}\` | ${shownDefault(s)} | ${route} | ${s.meaning} |`;
-        });
-      return [
-        `### ${title}`,
-        '',
-        '| variable | default | route | meaning |',
-        '| --- | --- | --- | --- |',
-        ...rows,
-      ].join('\n');
-    })
-    .join('\n\n');
-}

@@ -1,14 +1,7 @@
 import { ConfigError } from '../kernel/errors.js';
 import type { Reader } from './reader.js';
-import {
-  columnList,
-  parseRoutes,
-  type Route,
-  type TableLayout,
-  tableLayoutProblem,
-  valueFormatNames,
-  valueFormatProblem,
-} from './routes.js';
+import { parseRoutes, type Route, valueFormatNames, valueFormatProblem } from './routes.js';
+import { columnList, type TableLayout, tableLayoutProblem } from './table-layout.js';
 
 export interface SchemaRegistryConfig {
   readonly url: string;

@@ -1,5 +1,5 @@
 import type { BigQuery, Dataset, Table, TableMetadata } from '@google-cloud/bigquery';
-import { defaultTableLayout, type TableLayout } from '../config/routes.js';
+import { defaultTableLayout, type TableLayout } from '../config/table-layout.js';
 import { ConfigError, DrainError } from '../kernel/errors.js';
 import type { MetadataColumns } from '../kernel/records.js';
 import { type SchemaField, targetTableSchema } from '../schema/table-schema.js';

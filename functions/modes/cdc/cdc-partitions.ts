@@ -40,7 +40,7 @@ export async function checkPartitionCounts(
       throw new DrainError(
         `topic ${topic} had ${before} partitions when cdc mode first drained it and has ${partitions} now: keys may ` +
           'have moved to other partitions, where their later changes carry lower sequence numbers than their ' +
-          'earlier ones, and BigQuery would keep the older. Nothing was read. See "Repartitioned topics" in the README.',
+          'earlier ones, and BigQuery would keep the older. Nothing was read. See docs/change-data-capture.md, "Repartitioned topics".',
         { retriable: false, code: 'repartitioned' },
       );
     }
