@@ -1,4 +1,5 @@
 # The Cloud Run Job's image: the compiled drain with production dependencies only.
+# `pulumi up` builds it on Cloud Build (infra/image.ts, infra/cloudbuild.yaml); by hand:
 #   docker build --build-arg SCHEMA_FILE=path/to/your.schema.json [--build-arg ROUTES_DIR=path/to/routes] -t REGION-docker.pkg.dev/PROJECT/REPO/kafka-bigquery-drain:TAG .
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
@@ -28,4 +29,7 @@ USER node
 # And V8 starts its old generation small, then grows it one full mark-compact at a time (five in a run of
 # 20,000 wide records, each marking the ~50 MB of loaded clients again): started at 96 MB, a run makes one,
 # and its CPU per record drops by about a sixth (47 -> 40 us, medians of 8 runs each) for 10-20 MB more RSS.
-ENTRYPOINT ["node", "--max-old-space-size=192", "--initial-old-space-size=96", "dist/functions/job/main.js"]
+# The CLI: `run` by default (the schedule's executions); `gcloud run jobs execute ... --args=check` runs
+# `check` in the cloud with the job's own account, network and secrets.
+ENTRYPOINT ["node", "--max-old-space-size=192", "--initial-old-space-size=96", "dist/functions/cli/main.js"]
+CMD ["run"]

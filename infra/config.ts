@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { dirname, relative, resolve } from 'node:path';
+import { basename, dirname, relative, resolve } from 'node:path';
 import * as pulumi from '@pulumi/pulumi';
 import { stalenessOf } from '../functions/config/cdc-config.js';
 import {
@@ -90,7 +90,7 @@ export interface InfraConfig {
    * `routesFile`: the routes file (ROUTES_FILE) on the deploying machine. Its folder is baked into the image
    * (build arg ROUTES_DIR) at `/app/routes`, so every schema and rules path in it is relative and inside it.
    */
-  readonly routesFile: { readonly name: string } | undefined;
+  readonly routesFile: { readonly name: string; readonly dir: string } | undefined;
   /** BQ_DATASET: the dataset of the single table, and the default of routes naming a table alone. */
   readonly dataset: string;
   readonly writeMode: 'storage-write' | 'merge' | 'insert-all' | 'cdc';
@@ -114,7 +114,8 @@ export interface InfraConfig {
   readonly budgetSeconds: number;
   readonly leaseTtlSeconds: number;
   readonly idleAlertSeconds: number;
-  readonly image: string;
+  /** An image to run as it is (no build); without it `pulumi up` builds one on Cloud Build (image.ts). */
+  readonly image: string | undefined;
   readonly maxRetries: number;
   /** Who may call the private status function, e.g. `group:data-oncall@example.com`. */
   readonly statusInvokers: string[];
@@ -193,7 +194,10 @@ export function readInfraConfig(): InfraConfig {
     kafkaSslClientCert: clientCert,
     kafkaSslClientKey: clientKey,
     routes,
-    routesFile: routesFile === undefined ? undefined : { name: routesFile.split('/').pop()! },
+    routesFile:
+      routesFile === undefined
+        ? undefined
+        : { name: basename(routesFile), dir: dirname(resolve(routesFile)) },
     dataset,
     writeMode: writeMode as InfraConfig['writeMode'],
     cdc: writeMode === 'cdc' ? cdcOf(config) : undefined,
@@ -211,7 +215,7 @@ export function readInfraConfig(): InfraConfig {
     budgetSeconds,
     leaseTtlSeconds: config.getNumber('leaseTtlSeconds') ?? Math.min(60, budgetSeconds),
     idleAlertSeconds: config.getNumber('idleAlertSeconds') ?? 300,
-    image: config.require('image'),
+    image: config.get('image'),
     maxRetries: config.getNumber('maxRetries') ?? 3,
     statusInvokers: config.getObject<string[]>('statusInvokers') ?? [],
     notificationChannels: config.getObject<string[]>('notificationChannels') ?? [],

@@ -1,6 +1,7 @@
 import * as gcp from '@pulumi/gcp';
 import * as pulumi from '@pulumi/pulumi';
 import type { InfraConfig } from './config.js';
+import { PipelineImage } from './image.js';
 import type { PipelineData } from './pipeline-data.js';
 
 /** Where the image keeps the target table's schema (the Dockerfile copies `BQ_SCHEMA_FILE` there). */
@@ -36,6 +37,8 @@ export class DrainJob extends pulumi.ComponentResource {
   readonly vpcAccess: VpcAccess | undefined;
   /** Where the image is pushed: `{region}-docker.pkg.dev/{project}/{pipeline}-drain`. */
   readonly imageRepository: pulumi.Output<string>;
+  /** The image the job and the status service run, pinned by digest (image.ts). */
+  readonly image: PipelineImage;
 
   constructor(name: string, config: InfraConfig, data: PipelineData, opts?: pulumi.ComponentResourceOptions) {
     super('kafka-bigquery-drain:index:DrainJob', name, {}, opts);
@@ -52,6 +55,12 @@ export class DrainJob extends pulumi.ComponentResource {
       parent,
     );
     this.imageRepository = pulumi.interpolate`${config.region}-docker.pkg.dev/${config.project}/${repository.repositoryId}`;
+    this.image = new PipelineImage(
+      `${name}-image`,
+      config,
+      { repositoryId: repository.repositoryId, url: this.imageRepository },
+      parent,
+    );
 
     this.jobAccount = new gcp.serviceaccount.Account(
       `${name}-job-sa`,
@@ -231,7 +240,7 @@ export class DrainJob extends pulumi.ComponentResource {
             maxRetries: config.maxRetries,
             containers: [
               {
-                image: config.image,
+                image: this.image.ref,
                 envs: [
                   ...Object.entries(plainEnv).map(([envName, value]) => ({ name: envName, value })),
                   ...secretEnv,

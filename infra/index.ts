@@ -2,6 +2,8 @@
  * The Pulumi program (`pulumi up` in this folder): data and state, the drain job and its schedule, the
  * status function, and monitoring, for one pipeline. Settings: docs/deploy.md.
  */
+import * as pulumi from '@pulumi/pulumi';
+import { ProjectApis } from './apis.js';
 import { readInfraConfig } from './config.js';
 import { DrainJob } from './drain-job.js';
 import { PipelineMonitoring } from './monitoring.js';
@@ -9,10 +11,13 @@ import { PipelineData } from './pipeline-data.js';
 import { StatusService } from './status-service.js';
 
 const config = readInfraConfig();
-const data = new PipelineData('data', config);
-const drain = new DrainJob('drain', config, data);
-const status = new StatusService('status', config, drain);
-new PipelineMonitoring('monitoring', config, drain.job.name);
+// The APIs first: everything else is made through a provider that exists once they are enabled.
+const apis = new ProjectApis('apis', config);
+const ready = { providers: { gcp: apis.provider } };
+const data = new PipelineData('data', config, ready);
+const drain = new DrainJob('drain', config, data, ready);
+const status = new StatusService('status', config, drain, ready);
+new PipelineMonitoring('monitoring', config, drain.job.name, ready);
 
 export const jobName = drain.job.name;
 export const imageRepository = drain.imageRepository;
@@ -22,3 +27,9 @@ export const deadLetterTopic = data.deadLetterTopic.name;
 export const alertTopic = data.alertTopic.name;
 export const targetTable = data.targetTable.tableId;
 export const targetTables = data.tables.map((t) => t.target.tableId);
+export const image = drain.image.ref;
+export const enabledApis = apis.services.map((s) => s.service);
+/** Run the job once now, as the schedule would. */
+export const runOnce = pulumi.interpolate`gcloud run jobs execute ${drain.job.name} --region ${config.region} --wait`;
+/** Check the pipeline from inside the cloud (its own account, network and secrets): changes nothing. */
+export const checkOnce = pulumi.interpolate`gcloud run jobs execute ${drain.job.name} --region ${config.region} --args=check --tasks=1 --wait`;

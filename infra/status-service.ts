@@ -32,7 +32,7 @@ export class StatusService extends pulumi.ComponentResource {
           ...(drain.vpcAccess === undefined ? {} : { vpcAccess: drain.vpcAccess }),
           containers: [
             {
-              image: config.image,
+              image: drain.image.ref,
               commands: ['npx'],
               args: ['functions-framework', '--source=dist/functions/status/function.js', '--target=status'],
               envs: container.apply((c) => c.envs ?? []),

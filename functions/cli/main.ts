@@ -15,6 +15,7 @@ import { createLogger } from '../kernel/logger.js';
 import { kafkaClientOptions } from '../sources/kafka-client.js';
 import { createKafkaSource } from '../sources/kafka-source.js';
 import { partitionStatus } from '../status/partition-status.js';
+import { check } from './check-command.js';
 import { deadLetterCommand } from './dead-letter-commands.js';
 import { statusLines } from './human-tables.js';
 import { type OperationsDeps, parseOperatorArgs, seek, setPaused, UsageError } from './operations.js';
@@ -27,6 +28,9 @@ const commands: Readonly<Record<string, string>> = {
   run: `run
       drain this task's partitions once, from their checkpoints, within DRAIN_BUDGET_SECONDS; JSON log
       lines on stdout, the last one the run summary`,
+  check: `check [--records N] [--json]
+      will this pipeline work? Kafka, topics, registry, tables, permissions, Firestore, Pub/Sub, and a dry
+      run of N records a partition (default 100); writes nothing; exit 1 when a check fails`,
   verify: `verify [--wide | --json]
       reconcile each partition's continuity ledger with the target table; exit 1 on any hole, gap or
       duplicate`,
@@ -93,6 +97,16 @@ export async function cli(argv: readonly string[], env: NodeJS.ProcessEnv): Prom
     }
     return verify(env, json ? 'json' : terminalWidth(wide)).catch((error: unknown) => {
       process.stderr.write(`verify failed: ${error instanceof Error ? error.message : String(error)}\n`);
+      return 1;
+    });
+  }
+  if (command === 'check') {
+    return check(rest, env).catch((error: unknown) => {
+      if (error instanceof UsageError) {
+        process.stderr.write(`check: ${error.message}\n`);
+        return 2;
+      }
+      process.stderr.write(`check failed: ${error instanceof Error ? error.message : String(error)}\n`);
       return 1;
     });
   }

@@ -53,6 +53,8 @@ export interface BeforeRun {
   readonly kafka: kafkajs.Kafka;
   readonly topics: readonly string[];
   readonly logger: Logger;
+  /** `check`: look only, record nothing (a first sight of a topic is not remembered). */
+  readonly readOnly?: boolean;
 }
 
 export interface WriteModeDefinition<M extends MadeSinks = MadeSinks> {

@@ -7,7 +7,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { imageNodeFlags } from '../support/image-flags.js';
+import { imageEntry, imageNodeFlags } from '../support/image-flags.js';
 import { createPipeline } from '../support/job.js';
 import { produce } from '../support/kafka.js';
 import { root, stackClients } from '../support/stack.js';
@@ -15,7 +15,9 @@ import { root, stackClients } from '../support/stack.js';
 const clients = await stackClients();
 afterAll(() => clients.close());
 const dist = join(root, 'dist');
-const main = join(dist, 'functions', 'job', 'main.js');
+// What the image starts: its ENTRYPOINT's script with its CMD (`run`).
+const entry = imageEntry(root);
+const main = [entry.script, ...entry.args];
 
 beforeAll(() => {
   execFileSync('npm', ['run', 'build'], { cwd: root, stdio: 'pipe' });
@@ -40,8 +42,13 @@ test('the production build imports no development dependency', () => {
   }
 });
 
+test('the image starts the compiled CLI with `run`', () => {
+  expect(entry.script).toBe(join(dist, 'functions', 'cli', 'main.js'));
+  expect(entry.args).toEqual(['run']);
+});
+
 test('the compiled job refuses a bad configuration with exit 2, naming the variable', () => {
-  const run = spawnSync(process.execPath, [main], { env: { PATH: process.env.PATH }, encoding: 'utf8' });
+  const run = spawnSync(process.execPath, main, { env: { PATH: process.env.PATH }, encoding: 'utf8' });
   expect(run.status).toBe(2);
   const lines = run.stdout
     .trim()
@@ -59,7 +66,7 @@ test("the compiled job drains, started with the image's node flags", async () =>
     { partition: 0, value: '{"id":"a"}' },
     { partition: 0, value: 'not json' },
   ]);
-  const run = spawnSync(process.execPath, [...flags, main], {
+  const run = spawnSync(process.execPath, [...flags, ...main], {
     env: { PATH: process.env.PATH, ...pipeline.env },
     encoding: 'utf8',
   });

@@ -10,3 +10,13 @@ export function imageNodeFlags(root: string): string[] {
   if (entrypoint === undefined) throw new Error('the Dockerfile has no ENTRYPOINT [...] line');
   return [...entrypoint.matchAll(/"(--[^"]+)"/g)].map((m) => m[1]!);
 }
+
+/** The script the image starts and its default arguments (the Dockerfile's ENTRYPOINT and CMD). */
+export function imageEntry(root: string): { script: string; args: string[] } {
+  const dockerfile = readFileSync(join(root, 'Dockerfile'), 'utf8');
+  const entrypoint = dockerfile.match(/^ENTRYPOINT \[(.*)\]$/m)?.[1] ?? '';
+  const script = [...entrypoint.matchAll(/"([^"-][^"]*\.js)"/g)].map((m) => m[1]!)[0];
+  if (script === undefined) throw new Error("the Dockerfile's ENTRYPOINT names no .js script");
+  const cmd = dockerfile.match(/^CMD \[(.*)\]$/m)?.[1] ?? '';
+  return { script: join(root, script), args: [...cmd.matchAll(/"([^"]*)"/g)].map((m) => m[1]!) };
+}

@@ -13,7 +13,12 @@ export interface Registered {
   type: string;
   name: string;
   inputs: Record<string, any>;
+  /** The provider it is made through (`urn::id`), when not the default one. */
+  provider?: string;
 }
+
+/** The digest the mocked Artifact Registry answers for a built image. */
+export const builtDigest = 'sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef';
 
 const schemaFile = join(tmpdir(), 'infra-test.schema.json');
 writeFileSync(schemaFile, JSON.stringify([{ name: 'order_id', type: 'STRING', mode: 'REQUIRED' }]));
@@ -24,7 +29,12 @@ export async function runProgram(overrides: Record<string, string | null> = {}) 
   pulumi.runtime.setMocks(
     {
       newResource(args) {
-        resources.push({ type: args.type, name: args.name, inputs: args.inputs });
+        resources.push({
+          type: args.type,
+          name: args.name,
+          inputs: args.inputs,
+          ...(args.provider === undefined ? {} : { provider: args.provider }),
+        });
         const state: Record<string, unknown> = { ...args.inputs };
         if (args.type === 'gcp:serviceaccount/account:Account')
           state.email = `${args.inputs.accountId}@proj.iam.gserviceaccount.com`;
@@ -35,6 +45,14 @@ export async function runProgram(overrides: Record<string, string | null> = {}) 
       call(args) {
         if (args.token === 'gcp:organizations/getProject:getProject')
           return { number: '123456789', projectId: 'proj' };
+        if (args.token === 'gcp:artifactregistry/getDockerImage:getDockerImage') {
+          const { location, project, repositoryId, imageName } = args.inputs;
+          const image = String(imageName).split(':')[0];
+          return {
+            ...args.inputs,
+            selfLink: `${location}-docker.pkg.dev/${project}/${repositoryId}/${image}@${builtDigest}`,
+          };
+        }
         return args.inputs;
       },
     },

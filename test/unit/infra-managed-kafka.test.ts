@@ -74,3 +74,9 @@ test('Direct VPC egress, private ranges only, for the job and for the status ser
   expect(program.one('gcp:cloudrunv2/job:Job').inputs.template.template.vpcAccess).toEqual(expected);
   expect(program.one('gcp:cloudrunv2/service:Service').inputs.template.vpcAccess).toEqual(expected);
 });
+
+test("Managed Kafka's API is enabled with the others; no Secret Manager without a secret", () => {
+  const services = program.ofType('gcp:projects/service:Service').map((s) => s.inputs.service);
+  expect(services).toContain('managedkafka.googleapis.com');
+  expect(services).not.toContain('secretmanager.googleapis.com');
+});

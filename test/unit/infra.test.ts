@@ -189,4 +189,40 @@ describe('the Pulumi program', () => {
     const invokers = ofType('gcp:cloudrunv2/serviceIamMember:ServiceIamMember');
     expect(invokers.map((i) => i.inputs.member)).toEqual(['group:oncall@example.com']);
   });
+
+  test('the APIs the settings need are enabled, never disabled on destroy, and everything waits for them', () => {
+    const services = ofType('gcp:projects/service:Service');
+    expect(services.map((s) => s.inputs.service).sort()).toEqual([
+      'artifactregistry.googleapis.com',
+      'bigquery.googleapis.com',
+      'bigquerystorage.googleapis.com', // storage-write, the default mode
+      'cloudresourcemanager.googleapis.com',
+      'cloudscheduler.googleapis.com',
+      'firestore.googleapis.com',
+      'iam.googleapis.com',
+      'logging.googleapis.com',
+      'monitoring.googleapis.com',
+      'pubsub.googleapis.com',
+      'run.googleapis.com',
+      'secretmanager.googleapis.com', // the SCRAM credentials and the CA
+    ]);
+    for (const s of services) expect(s.inputs).toMatchObject({ project: 'proj', disableOnDestroy: false });
+    expect(one('time:index/sleep:Sleep').inputs.createDuration).toBe('60s');
+    const ready = one('pulumi:providers:gcp');
+    expect(ready.inputs.project).toBe('proj');
+    // Every Google resource but the APIs themselves is made through the provider that waits for them.
+    const google = resources.filter(
+      (r) => r.type.startsWith('gcp:') && r.type !== 'gcp:projects/service:Service',
+    );
+    expect(google.length).toBeGreaterThan(20);
+    for (const r of google) expect(r.provider ?? '', `${r.type} ${r.name}`).toContain('::apis-ready::');
+    for (const s of services) expect(s.provider ?? '', s.name).not.toContain('apis-ready');
+  });
+
+  test('a configured image is run as it is: nothing built, the job and the status service run it', () => {
+    expect(ofType('command:local:Command')).toEqual([]);
+    const image = 'europe-west1-docker.pkg.dev/proj/drain/kafka-bigquery-drain:1';
+    expect(one('gcp:cloudrunv2/job:Job').inputs.template.template.containers[0].image).toBe(image);
+    expect(one('gcp:cloudrunv2/service:Service').inputs.template.containers[0].image).toBe(image);
+  });
 });

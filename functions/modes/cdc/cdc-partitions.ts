@@ -14,6 +14,8 @@ export async function checkPartitionCounts(
   ports: { kafka: Kafka; firestore: Firestore; logger: Logger },
   pipelineId: string,
   topics: readonly string[],
+  /** Look only: a topic seen for the first time is not recorded. */
+  readOnly = false,
 ): Promise<void> {
   const admin = ports.kafka.admin();
   await admin.connect();
@@ -29,6 +31,7 @@ export async function checkPartitionCounts(
     const doc = collection.doc(encodeURIComponent(topic));
     const seen = await doc.get();
     if (!seen.exists) {
+      if (readOnly) continue;
       await doc.create({ topic, partitions, since: new Date() }).catch((error: unknown) => {
         if ((error as { code?: unknown }).code !== 6) throw error; // ALREADY_EXISTS: another task was first
       });

@@ -24,8 +24,13 @@ export const cdcMode: WriteModeDefinition<CdcSinks> = {
   verifies: { errorTable: true, changes: true },
   seekBackNote: (to, from) =>
     `records [${to}, ${from}) will be read again; a replayed change never undoes a later one (sequence numbers)`,
-  beforeRun: ({ kafka, clients, logger, config, topics }) =>
-    checkPartitionCounts({ kafka, firestore: clients.firestore, logger }, config.pipelineId, topics),
+  beforeRun: ({ kafka, clients, logger, config, topics, readOnly }) =>
+    checkPartitionCounts(
+      { kafka, firestore: clients.firestore, logger },
+      config.pipelineId,
+      topics,
+      readOnly,
+    ),
   makeSinks: async (options) => cdcSinks(options),
   createWriter(made, options, tracked) {
     const cdc = options.cdc!;
