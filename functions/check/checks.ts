@@ -211,11 +211,9 @@ async function checkPermissions(list: ReturnType<typeof checkList>, clients: Goo
   try {
     const [exists] = await table.exists();
     if (!exists) return;
-    const [answer] = (await table.request({
-      method: 'POST',
-      uri: ':testIamPermissions',
-      json: { permissions: tablePermissions },
-    })) as unknown as [{ permissions?: string[] }];
+    const [answer] = (await within(5_000, 'no answer to testIamPermissions', () =>
+      table.request({ method: 'POST', uri: ':testIamPermissions', json: { permissions: tablePermissions } }),
+    )) as unknown as [{ permissions?: string[] }];
     granted = answer?.permissions ?? [];
   } catch (error) {
     list.pass(

@@ -260,7 +260,35 @@ export async function ledgerOf(clients: GoogleClients, pipeline: Pipeline, parti
 
 /** Runs a CLI command to its end: exit code, stdout and stderr. */
 export async function runCli(args: string[], env: Record<string, string>) {
-  const child = spawn(process.execPath, [join(root, 'bin', 'kafka-bigquery-drain.mjs'), ...args], {
+  return collected(process.execPath, [join(root, 'bin', 'kafka-bigquery-drain.mjs'), ...args], env);
+}
+
+/**
+ * Runs the CLI on a pseudo-terminal `columns` wide (util-linux `script`, `stty cols`), as an operator
+ * sees it; returns its lines without the terminal's carriage returns.
+ */
+export async function runCliInTerminal(args: string[], env: Record<string, string>, columns: number) {
+  const quote = (text: string) => `'${text.replaceAll("'", "'\\''")}'`;
+  const command = [process.execPath, join(root, 'bin', 'kafka-bigquery-drain.mjs'), ...args]
+    .map(quote)
+    .join(' ');
+  const { code, stdout } = await collected(
+    'script',
+    ['-qec', `stty cols ${columns} rows 50; exec ${command}`, '/dev/null'],
+    env,
+  );
+  return {
+    code,
+    lines: stdout
+      .replaceAll('\r', '')
+      .split('\n')
+      .filter((line) => line !== ''),
+  };
+}
+
+/** A child process run to its end, its output collected; it may not outlive its test. */
+async function collected(file: string, args: string[], env: Record<string, string>) {
+  const child = spawn(file, args, {
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -280,39 +308,6 @@ export async function runCli(args: string[], env: Record<string, string>) {
     }),
   );
   return { code, stdout, stderr };
-}
-
-/**
- * Runs the CLI on a pseudo-terminal `columns` wide (util-linux `script`, `stty cols`), as an operator
- * sees it; returns its lines without the terminal's carriage returns.
- */
-export async function runCliInTerminal(args: string[], env: Record<string, string>, columns: number) {
-  const quote = (text: string) => `'${text.replaceAll("'", "'\\''")}'`;
-  const command = [process.execPath, join(root, 'bin', 'kafka-bigquery-drain.mjs'), ...args]
-    .map(quote)
-    .join(' ');
-  const child = spawn('script', ['-qec', `stty cols ${columns} rows 50; exec ${command}`, '/dev/null'], {
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.add(child);
-  let out = '';
-  child.stdout.on('data', (chunk: Buffer) => {
-    out += chunk.toString();
-  });
-  const code = await new Promise<number | null>((resolve) =>
-    child.on('exit', (exitCode) => {
-      children.delete(child);
-      resolve(exitCode);
-    }),
-  );
-  return {
-    code,
-    lines: out
-      .replaceAll('\r', '')
-      .split('\n')
-      .filter((line) => line !== ''),
-  };
 }
 
 /** Runs `kafka-bigquery-drain verify --json` and returns its exit code and verdicts. */

@@ -15,6 +15,18 @@ const page = readFileSync(configurationPage, 'utf8');
 /** The variables the page's tables list, in the order they list them. */
 const onPage = [...page.matchAll(/^\| `([A-Z][A-Z0-9_]+)` \|/gm)].map((m) => m[1]!);
 
+/** The least a pipeline needs. */
+const minimal: Record<string, string> = {
+  PIPELINE_ID: 'p',
+  GOOGLE_CLOUD_PROJECT: 'g',
+  KAFKA_BROKERS: 'b:1',
+  KAFKA_TOPICS: 't',
+  BQ_DATASET: 'ds',
+  BQ_TABLE: 't',
+  BQ_SCHEMA_FILE: 's.json',
+  DEAD_LETTER_TOPIC: 'dead',
+};
+
 /** Every variable parseConfig asks the environment for while it parses `env`. */
 function variablesRead(env: Record<string, string>): Set<string> {
   const asked = new Set<string>();
@@ -65,11 +77,11 @@ describe('docs/configuration.md and the parser', () => {
         DEAD_LETTER_TOPIC: 'dead',
       },
     ];
-    envs.push({ ...envs[0]!, BQ_WRITE_MODE: 'cdc', CHANGE_FORMAT: 'upsert', BQ_PRIMARY_KEY: 'id' });
-    envs.push({ ...envs[0]!, KAFKA_SASL_MECHANISM: 'scram-sha-512', KAFKA_SASL_USERNAME: 'u' });
-    envs.push({ ...envs[0]!, KAFKA_SASL_MECHANISM: 'oauthbearer', KAFKA_OAUTH_PROVIDER: 'google' });
-    envs.push({ ...envs[0]!, VALUE_FORMAT: 'avro', SCHEMA_REGISTRY_URL: 'http://r:1', BQ_TABLE: '' });
-    envs.push({ ...envs[0]!, ROUTES_FILE: 'routes.json', BQ_TABLE: '', BQ_SCHEMA_FILE: '' });
+    envs.push({ ...minimal, BQ_WRITE_MODE: 'cdc', CHANGE_FORMAT: 'upsert', BQ_PRIMARY_KEY: 'id' });
+    envs.push({ ...minimal, KAFKA_SASL_MECHANISM: 'scram-sha-512', KAFKA_SASL_USERNAME: 'u' });
+    envs.push({ ...minimal, KAFKA_SASL_MECHANISM: 'oauthbearer', KAFKA_OAUTH_PROVIDER: 'google' });
+    envs.push({ ...minimal, VALUE_FORMAT: 'avro', SCHEMA_REGISTRY_URL: 'http://r:1', BQ_TABLE: '' });
+    envs.push({ ...minimal, ROUTES_FILE: 'routes.json', BQ_TABLE: '', BQ_SCHEMA_FILE: '' });
     const read = new Set(envs.flatMap((env) => [...variablesRead(env)]));
     expect([...read].filter((name) => !onPage.includes(name))).toEqual([]);
     // the watch works: it saw settings that only some of the envs lead to
@@ -93,16 +105,7 @@ describe('docs/configuration.md and the parser', () => {
   });
 
   test("the parser's defaults are the table's", () => {
-    const config = parseConfig({
-      PIPELINE_ID: 'p',
-      GOOGLE_CLOUD_PROJECT: 'g',
-      KAFKA_BROKERS: 'b:1',
-      KAFKA_TOPICS: 't',
-      BQ_DATASET: 'ds',
-      BQ_TABLE: 't',
-      BQ_SCHEMA_FILE: 's.json',
-      DEAD_LETTER_TOPIC: 'dead',
-    });
+    const config = parseConfig(minimal);
     expect(config.batchMaxRecords).toBe(settings.BATCH_MAX_RECORDS.default);
     expect(config.batchMaxBytes).toBe(settings.BATCH_MAX_BYTES.default);
     expect(config.budgetSeconds).toBe(settings.DRAIN_BUDGET_SECONDS.default);
