@@ -10,7 +10,8 @@ import { startOffset } from '../config/start-position.js';
 import type { ValueFormat } from '../formats/value-format.js';
 import { rulesFor } from '../job/wiring.js';
 import type { Source } from '../kernel/ports.js';
-import type { KafkaRecord, Position } from '../kernel/records.js';
+import type { DeadLetter, KafkaRecord, Position } from '../kernel/records.js';
+import { classifyChanges, primaryKeyOfKey } from '../records/changes.js';
 import { classifyEach } from '../records/classify.js';
 import { type SchemaField, targetTableSchema } from '../schema/table-schema.js';
 import { compileRowEncoder } from '../sinks/row-encoder.js';
@@ -98,31 +99,57 @@ async function readRecords(source: Source, positions: readonly (Position & { end
 async function judge(config: DrainConfig, target: DryRunRoute, records: KafkaRecord[], counts: DryRunCounts) {
   const { route } = target;
   const rules = await rulesFor(route, config);
-  const encode = compileRowEncoder(targetTableSchema(target.columns, route.metadata));
-  let refused = 0;
-  const classified = await classifyEach(
-    records,
-    {
-      shape: { fields: target.columns, unknownFields: config.unknownFields, metadata: route.metadata },
-      tombstones: config.tombstones,
-      ...(rules === undefined ? {} : { rules }),
-      ...(target.format === undefined ? {} : { format: target.format }),
-    },
-    new Date(),
-    (row) => {
-      try {
-        encode(row.row);
-      } catch (error) {
-        refused++;
-        counts.deadLetters.rejected = (counts.deadLetters.rejected ?? 0) + 1;
-        counts.samples.rejected ??= (error as Error).message;
-      }
-    },
-  );
+  const shape = { fields: target.columns, unknownFields: config.unknownFields, metadata: route.metadata };
+  const common = {
+    shape,
+    ...(rules === undefined ? {} : { rules }),
+  };
   counts.records += records.length;
-  counts.rows += classified.rows - refused;
-  counts.tombstones += classified.tombstones;
-  for (const letter of classified.letters) {
+  let letters: readonly DeadLetter[];
+  const cdc = config.bigquery.cdc;
+  if (cdc !== null) {
+    // As the cdc writer does: changes by primary key (the record key's fields when none is set).
+    const keyed = records.find((r) => r.key !== null);
+    const primaryKey =
+      cdc.primaryKey.length > 0 ? cdc.primaryKey : (primaryKeyOfKey(keyed?.key ?? null) ?? []);
+    const changes = await classifyChanges(
+      records,
+      {
+        ...common,
+        format: cdc.changeFormat,
+        primaryKey,
+        sourceColumns: cdc.sourceColumns,
+        ...(target.format === undefined ? {} : { valueFormat: target.format }),
+      },
+      new Date(),
+    );
+    counts.rows += changes.rows.length;
+    counts.tombstones += changes.tombstones;
+    letters = changes.letters;
+  } else {
+    const encode = compileRowEncoder(targetTableSchema(target.columns, route.metadata));
+    const refused: DeadLetter[] = [];
+    const classified = await classifyEach(
+      records,
+      {
+        ...common,
+        tombstones: config.tombstones,
+        ...(target.format === undefined ? {} : { format: target.format }),
+      },
+      new Date(),
+      (row) => {
+        try {
+          encode(row.row);
+        } catch (error) {
+          refused.push({ record: row.record, kind: 'rejected', message: (error as Error).message });
+        }
+      },
+    );
+    counts.rows += classified.rows - refused.length;
+    counts.tombstones += classified.tombstones;
+    letters = [...classified.letters, ...refused];
+  }
+  for (const letter of letters) {
     counts.deadLetters[letter.kind] = (counts.deadLetters[letter.kind] ?? 0) + 1;
     counts.samples[letter.kind] ??= letter.message;
   }

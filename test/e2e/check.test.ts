@@ -139,6 +139,29 @@ describe('kafka-bigquery-drain check', () => {
     expect(table[0]!.detail).toContain('column n changes type from STRING to INT64');
   }, 120_000);
 
+  test('cdc mode: the partition count is looked at, never recorded; a changed count fails the check', async () => {
+    const pipeline = await goodPipeline();
+    const cdc = { ...pipeline.env, BQ_WRITE_MODE: 'cdc', CHANGE_FORMAT: 'upsert', BQ_PRIMARY_KEY: 'id' };
+    const first = await check(cdc);
+    expect(first.code, first.stderr).toBe(0);
+    expect(first.report!.checks.find((c) => c.name === 'write mode')).toMatchObject({ ok: true });
+    // The records judged as changes, as the cdc writer judges them: each upserts the row of its id.
+    expect(first.report!.dryRun).toMatchObject({
+      records: 12,
+      rows: 8,
+      deadLetters: { decode: 2, schema: 2 },
+    });
+    const known = clients.firestore.collection('pipelines').doc(pipeline.id).collection('cdc-topics');
+    expect((await known.get()).size).toBe(0);
+
+    // As if the pipeline had first drained the topic when it had one partition.
+    await known.doc(pipeline.topic).create({ topic: pipeline.topic, partitions: 1, since: new Date() });
+    const changed = await check(cdc);
+    expect(changed.code).toBe(1);
+    expect(failed(changed.report).map((c) => c.name)).toEqual(['write mode']);
+    expect(failed(changed.report)[0]!.detail).toContain(`topic ${pipeline.topic} had 1 partitions`);
+  }, 120_000);
+
   test('a bad variable: exit 2 naming it, nothing checked', async () => {
     const pipeline = await createPipeline(clients, 1);
     const badNumber = await runCli(['check'], { ...pipeline.env, BATCH_MAX_RECORDS: 'many' });
