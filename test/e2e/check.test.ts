@@ -120,6 +120,7 @@ describe('kafka-bigquery-drain check', () => {
       VALUE_SUBJECT: `${pipeline.topic}-missing-value`,
     });
     expect(noSubject.code).toBe(1);
+    expect(noSubject.seconds).toBeLessThan(30);
     expect(failed(noSubject.report).map((c) => c.name)).toEqual([`registry (${pipeline.dataset}.events)`]);
     expect(failed(noSubject.report)[0]!.detail).toContain(`${pipeline.topic}-missing-value`);
 
@@ -134,6 +135,7 @@ describe('kafka-bigquery-drain check', () => {
     });
     const conflicting = await check(pipeline.env);
     expect(conflicting.code).toBe(1);
+    expect(conflicting.seconds).toBeLessThan(30);
     const table = failed(conflicting.report);
     expect(table.map((c) => c.name)).toEqual([`table ${pipeline.dataset}.events`]);
     expect(table[0]!.detail).toContain('column n changes type from STRING to INT64');
