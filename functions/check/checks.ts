@@ -3,7 +3,6 @@
  * (no table, dataset, checkpoint, lease, ledger entry, dead letter or alert is made, written or
  * published; Firestore's probe document is deleted as soon as it is written).
  */
-import { randomBytes } from 'node:crypto';
 import kafkajs from 'kafkajs';
 import type { DrainConfig } from '../config/config.js';
 import { type Route, type RoutedTopics, resolveTopics, tableName } from '../config/routes.js';
@@ -11,6 +10,7 @@ import { preferredTask } from '../drain/assignment.js';
 import type { SchemaRegistry } from '../formats/registry.js';
 import { createRegistry, routeValues } from '../formats/route-values.js';
 import { createGoogleClients, type GoogleClients } from '../google/clients.js';
+import { type CallTracker, createCallTracker } from '../kernel/calls.js';
 import type { Logger } from '../kernel/logger.js';
 import type { Source } from '../kernel/ports.js';
 import { writeModeNamed } from '../modes/registry.js';
@@ -20,6 +20,7 @@ import { checkBrokerCertificate, kafkaClientOptions, listTopics } from '../sourc
 import { createKafkaSource } from '../sources/kafka-source.js';
 import { type DryRunRoute, dryRun } from './dry-run.js';
 import { type CheckReport, checkList, emptyDryRun } from './report.js';
+import { checkFirestore, checkPubSub } from './services.js';
 
 export interface CheckOptions {
   /** Records read a partition by the dry run. */
@@ -35,6 +36,8 @@ const tablePermissions = ['bigquery.tables.get', 'bigquery.tables.getData', 'big
 export async function checkPipeline(config: DrainConfig, options: CheckOptions): Promise<CheckReport> {
   const list = checkList();
   const clients = createGoogleClients(config);
+  // Every call has a deadline: a service that does not answer fails its check, never hangs it.
+  const calls = createCallTracker();
   const kafkaOptions = {
     ...kafkaClientOptions(config, `kafka-bigquery-drain-check-${config.pipelineId}`),
     retry: { retries: 1, initialRetryTime: 300, maxRetryTime: 1_000 },
@@ -48,10 +51,15 @@ export async function checkPipeline(config: DrainConfig, options: CheckOptions):
   try {
     let brokerTopics: string[] | undefined;
     await list.run('kafka', 'check KAFKA_BROKERS, the network path and the credentials', async () => {
-      brokerTopics = await within(options.kafkaTimeoutMs ?? 15_000, 'Kafka did not answer', async () => {
-        await checkBrokerCertificate(kafkaOptions);
-        return listTopics(kafka);
-      });
+      brokerTopics = await calls.track(
+        'kafka',
+        'list topics',
+        async () => {
+          await checkBrokerCertificate(kafkaOptions);
+          return listTopics(kafka);
+        },
+        { deadlineMs: options.kafkaTimeoutMs ?? 15_000 },
+      );
       return `${config.kafka.brokers.join(',')} answered; ${brokerTopics.length} topics visible`;
     });
     const routed =
@@ -74,12 +82,13 @@ export async function checkPipeline(config: DrainConfig, options: CheckOptions):
         topics,
         registry,
         clients,
+        calls,
         logger: options.logger,
       });
       if (columns !== undefined && topics.length > 0) ready.push({ route, topics, ...columns });
     }
-    await checkFirestore(config, list, clients);
-    await checkPubSub(config, list, clients);
+    await checkFirestore(config, list, clients, calls);
+    await checkPubSub(config, list, clients, calls);
     if (routed !== undefined && ready.length > 0) {
       await list.run('dry run', 'see the message', async () => {
         dryRunCounts = await dryRun(config, { source, firestore: clients.firestore }, ready, options.records);
@@ -144,10 +153,11 @@ async function checkTable(
     topics: readonly string[];
     registry: SchemaRegistry | null;
     clients: GoogleClients;
+    calls: CallTracker;
     logger: Logger;
   },
 ): Promise<Omit<DryRunRoute, 'route' | 'topics'> | undefined> {
-  const { route, topics, registry, clients, logger } = target;
+  const { route, topics, registry, clients, calls, logger } = target;
   const table = tableName(route);
   if (
     registry !== null &&
@@ -155,16 +165,19 @@ async function checkTable(
     route.valueSchemaFile === null &&
     route.schemaFile === null
   ) {
-    const subject =
-      route.valueSubject ?? `${topics[0] ?? route.topics.find((t) => t.kind === 'name')?.name}-value`;
-    const found = await list.run(
-      `registry (${table})`,
-      `register the subject's schema, or set VALUE_SUBJECT`,
-      async () => {
-        const latest = await registry.subjectVersion(subject, 'latest');
-        return `subject ${subject}: version ${latest.version} (schema id ${latest.id})`;
-      },
-    );
+    const topic = topics[0] ?? route.topics.find((t) => t.kind === 'name')?.name;
+    // No subject to name (no topic yet, no VALUE_SUBJECT): the columns check below says so.
+    const subject = route.valueSubject ?? (topic === undefined ? undefined : `${topic}-value`);
+    const found =
+      subject === undefined ||
+      (await list.run(
+        `registry (${table})`,
+        `register the subject's schema, or set VALUE_SUBJECT`,
+        async () => {
+          const latest = await registry.subjectVersion(subject, 'latest');
+          return `subject ${subject}: version ${latest.version} (schema id ${latest.id})`;
+        },
+      ));
     if (!found) return undefined;
   }
   let values: Awaited<ReturnType<typeof routeValues>>;
@@ -201,21 +214,43 @@ async function checkTable(
       ? `exists, ${current.length} columns, as the run wants them`
       : `exists; a run would add or relax: ${changes.map((c) => c.column).join(', ')}`;
   });
-  await checkPermissions(list, clients, route);
+  await checkPermissions(list, clients, calls, route);
   return { columns: values.columns, ...(values.format === undefined ? {} : { format: values.format }) };
 }
 
-async function checkPermissions(list: ReturnType<typeof checkList>, clients: GoogleClients, route: Route) {
+async function checkPermissions(
+  list: ReturnType<typeof checkList>,
+  clients: GoogleClients,
+  calls: CallTracker,
+  route: Route,
+) {
   const table = clients.bigquery.dataset(route.dataset).table(route.table);
   let granted: string[];
   try {
     const [exists] = await table.exists();
     if (!exists) return;
-    const [answer] = (await within(5_000, 'no answer to testIamPermissions', () =>
-      table.request({ method: 'POST', uri: ':testIamPermissions', json: { permissions: tablePermissions } }),
+    const [answer] = (await calls.track(
+      'bigquery',
+      'testIamPermissions',
+      () =>
+        table.request({
+          method: 'POST',
+          uri: ':testIamPermissions',
+          json: { permissions: tablePermissions },
+        }),
+      { deadlineMs: 5_000 },
     )) as unknown as [{ permissions?: string[] }];
     granted = answer?.permissions ?? [];
   } catch (error) {
+    // Refused outright: the job's account cannot even look. Anything else: this endpoint cannot say.
+    const code = (error as { code?: unknown }).code;
+    if (code === 401 || code === 403) {
+      list.fail(
+        `permissions (${tableName(route)})`,
+        `${(error as Error).message}: grant roles/bigquery.dataEditor on the dataset`,
+      );
+      return;
+    }
     list.pass(
       `permissions (${tableName(route)})`,
       `cannot be checked here: the endpoint does not answer testIamPermissions (${(error as Error).message.slice(0, 60)})`,
@@ -229,66 +264,4 @@ async function checkPermissions(list: ReturnType<typeof checkList>, clients: Goo
       `permissions (${tableName(route)})`,
       `lacking ${lacking.join(', ')}: grant roles/bigquery.dataEditor on the dataset`,
     );
-}
-
-/** Firestore answers reads and writes: a probe document written and deleted at once. */
-async function checkFirestore(
-  config: DrainConfig,
-  list: ReturnType<typeof checkList>,
-  clients: GoogleClients,
-) {
-  await list.run(
-    'firestore',
-    "check the project, the database and the job account's role (roles/datastore.user)",
-    async () => {
-      const probe = clients.firestore
-        .collection('pipelines')
-        .doc(config.pipelineId)
-        .collection('check-probes')
-        .doc(randomBytes(6).toString('hex'));
-      await within(20_000, 'Firestore did not answer', async () => {
-        await probe.create({ at: new Date() });
-        await probe.delete();
-      });
-      const partitions = await clients.firestore
-        .collection('pipelines')
-        .doc(config.pipelineId)
-        .collection('partitions')
-        .count()
-        .get();
-      return `read and write answered (a probe written and deleted); ${partitions.data().count} partitions checkpointed`;
-    },
-  );
-}
-
-async function checkPubSub(config: DrainConfig, list: ReturnType<typeof checkList>, clients: GoogleClients) {
-  const topics: [string, string][] = [['dead letters', config.deadLetterTopic]];
-  if (config.alertTopic !== null) topics.push(['alerts', config.alertTopic]);
-  for (const [what, topic] of topics) {
-    const [exists] = await within(20_000, 'Pub/Sub did not answer', () =>
-      clients.pubsub.topic(topic).exists(),
-    ).catch((error: unknown) => {
-      list.fail(`pubsub ${what}`, (error as Error).message);
-      return [undefined];
-    });
-    if (exists === true) list.pass(`pubsub ${what}`, `topic ${topic} exists`);
-    else if (exists === false)
-      list.fail(
-        `pubsub ${what}`,
-        `topic ${topic} does not exist: create it (infra/ does), or correct ${what === 'alerts' ? 'ALERT_TOPIC' : 'DEAD_LETTER_TOPIC'}`,
-      );
-  }
-}
-
-/** `work`, or an error saying `what` once `ms` have passed. */
-async function within<T>(ms: number, what: string, work: () => Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} within ${ms / 1000} s`)), ms);
-  });
-  try {
-    return await Promise.race([work(), late]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
