@@ -209,6 +209,9 @@ export function trackedPort<T extends object>(
   return wrapped as T;
 }
 
+/** How long a run's end waits for the records' times that its freshness is measured with. */
+export const headProbeDeadlineMs = 3_000;
+
 /** The source with its calls tracked as Kafka's: admin calls and opening with a deadline, reads without. */
 export function trackedSource(tracker: CallTracker, source: Source, deadlineMs: number): Source {
   return {
@@ -216,6 +219,12 @@ export function trackedSource(tracker: CallTracker, source: Source, deadlineMs: 
       tracker.track('kafka', 'watermarks', () => source.watermarks(topics), { deadlineMs }),
     offsetsAt: (topic, at) =>
       tracker.track('kafka', 'offsetsAt', () => source.offsetsAt(topic, at), { deadlineMs }),
+    // For the summary's freshness only: a probe the run's end cuts off fails no run.
+    headTimestamps: (positions) =>
+      tracker.track('kafka', 'headTimestamps', () => source.headTimestamps(positions), {
+        deadlineMs: Math.min(deadlineMs, headProbeDeadlineMs),
+        mayOutliveRun: true,
+      }),
     async open(positions) {
       const reader = await tracker.track('kafka', 'open', () => source.open(positions), { deadlineMs });
       return {

@@ -20,6 +20,11 @@ export interface Source {
   offsetsAt(topic: string, timestamp: number): Promise<Map<number, number>>;
   /** Starts reading exactly these partitions from exactly these offsets. */
   open(positions: readonly Position[]): Promise<SourceReader>;
+  /**
+   * Per partition (`topic~partition`), the Kafka timestamp of the first record at or after its position:
+   * null when none waits there, absent when it could not be read (freshness: the age of what waits).
+   */
+  headTimestamps(positions: readonly Position[]): Promise<Map<string, number | null>>;
 }
 
 export interface SourceReader {

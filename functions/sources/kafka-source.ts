@@ -7,6 +7,7 @@ import { backoffDelay, type RetryPolicy } from '../kernel/retry.js';
 import { sleep } from '../kernel/timers.js';
 import { createBatchQueue } from './batch-queue.js';
 import { registerCompressionCodecs } from './codecs.js';
+import { headTimestamps } from './head-probe.js';
 import { kafkaError } from './kafka-client.js';
 
 const { AssignerProtocol } = kafkajs;
@@ -58,6 +59,8 @@ export function createKafkaSource(kafka: Kafka, options: { groupPrefix: string; 
       });
       return openReader(consumer, kafka.admin(), groupId, positions, options.logger);
     },
+
+    headTimestamps: (positions) => headTimestamps(kafka, positions),
   };
 }
 

@@ -74,6 +74,14 @@ export function createMemorySource(
       }
       return found;
     },
+    async headTimestamps(positions) {
+      const found = new Map<string, number | null>();
+      for (const p of positions) {
+        const first = (log.get(partitionId(p)) ?? []).find((r) => r.offset >= p.offset);
+        found.set(partitionId(p), first?.timestamp ?? null);
+      }
+      return found;
+    },
     async open(positions) {
       opened++;
       const cursors = new Map(positions.map((p) => [partitionId(p), p.offset]));

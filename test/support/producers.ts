@@ -158,6 +158,8 @@ export async function pythonProduce(spec: {
   values: string;
   partition?: number;
   registry?: string;
+  /** The records' CreateTime (epoch ms) instead of the producer's clock. */
+  timestamp?: number;
 }): Promise<number> {
   const env = stackEnv() as unknown as Record<string, string>;
   const out = await run(

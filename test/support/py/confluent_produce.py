@@ -88,6 +88,8 @@ def report(err, msg):
 
 for value in values:
     kwargs = {"partition": spec["partition"]} if "partition" in spec else {}
+    if "timestamp" in spec:  # CreateTime in epoch milliseconds, as a producer with its own clock sets it
+        kwargs["timestamp"] = spec["timestamp"]
     producer.produce(topic, value=serialize(value), on_delivery=report, **kwargs)
     producer.poll(0)
 producer.flush(30)
