@@ -73,6 +73,8 @@ async function writeAndCommit(
     to: nextOffset,
   });
   const began = run.now();
+  // What waits at the checkpoint, should this batch not be committed in this run (its freshness).
+  if (records[0] !== undefined) entry.fetchedAt(entry.position, records[0]);
   try {
     // At a hard stop the batch is abandoned, not awaited: a write still on the wire may land, and the next
     // run replays it (the exactly-once modes write nothing twice).
@@ -137,7 +139,7 @@ async function commitWritten(
     ...(written.streams === undefined ? {} : { streams: written.streams }),
   });
   crashPoint('after-commit');
-  run.record.counted(entry, records.length, written);
+  run.record.counted(entry, { records, committedAt: run.now() }, written);
 }
 
 /** Resolves with the promise's value, or with undefined as soon as the signal aborts. */

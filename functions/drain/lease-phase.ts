@@ -32,7 +32,12 @@ export async function leasePartition(
     return undefined;
   }
   if (lease.paused) {
+    // A paused partition is the stale data an operator must see: its line says where it stands.
     summary.skipped = 'paused';
+    if (lease.nextOffset !== null) {
+      summary.from = summary.to = lease.nextOffset;
+      summary.lag = Math.max(0, mark.end - lease.nextOffset);
+    }
     await run.ports.checkpoints.release(lease);
     logger.info('partition paused by an operator; skipped', where);
     return undefined;

@@ -1,5 +1,6 @@
+import { LatencySketch } from '../kernel/freshness.js';
 import type { Lease } from '../kernel/ports.js';
-import type { PartitionRef, Watermarks } from '../kernel/records.js';
+import type { KafkaRecord, PartitionRef, Watermarks } from '../kernel/records.js';
 import type { PartitionSummary } from '../kernel/summary.js';
 
 /** Why a run left a partition before its end: for its summary line. */
@@ -26,6 +27,11 @@ export class PartitionLease {
   #lost: { from: number; to: number; skipped: boolean } | undefined;
   #position: number;
   #lastRenewedAt: number;
+  /** The first record fetched at a position (for the partition's freshness at the run's end). */
+  #head: { position: number; timestamp: number } | undefined;
+  readonly #latency = new LatencySketch();
+  /** Offsets below it were committed before an operator's seek: a replay, left out of latency. */
+  readonly #replayUntil: number;
   #renewing = false;
   #done = false;
   readonly #abandon = new AbortController();
@@ -42,7 +48,28 @@ export class PartitionLease {
     this.summary = init.summary;
     this.#position = init.position;
     this.#lastRenewedAt = init.at;
+    this.#replayUntil = init.lease.replayUntil ?? 0;
     this.#onLeft = onLeft;
+  }
+
+  /** The latency of the records this run committed of the partition. */
+  get latency(): LatencySketch {
+    return this.#latency;
+  }
+
+  /** The timestamp of the record at the checkpoint, if this run fetched it (undefined: not known here). */
+  get headTimestamp(): number | undefined {
+    return this.#head?.position === this.#position ? this.#head.timestamp : undefined;
+  }
+
+  /** The partition's line gets the latency of the records committed so far (the run's end). */
+  latencyInLine(): void {
+    if (this.#latency.count > 0) this.#summary.latencyMs = this.#latency.figures();
+  }
+
+  /** A batch about to be written starts at the checkpoint with `first`. */
+  fetchedAt(position: number, first: KafkaRecord): void {
+    this.#head = { position, timestamp: first.timestamp };
   }
 
   /** The lease as last granted, renewed or recorded with an intent: every commit names it. */
@@ -136,9 +163,20 @@ export class PartitionLease {
     if (!this.#done && lease.expiresAt > this.#lease.expiresAt) this.#lease = lease;
   }
 
-  /** A committed batch: counted in the partition's line (what this run wrote, not what a replay found held). */
-  counted(records: number, rows: number, deadLetters: number, tombstones: number): void {
-    this.#summary.read += records;
+  /**
+   * A committed batch: counted in the partition's line (what this run wrote, not what a replay found held),
+   * and its records' latency at `committedAt`, but for those a seek made it write again.
+   */
+  counted(
+    records: readonly KafkaRecord[],
+    committedAt: number,
+    counts: { rows: number; deadLetters: number; tombstones: number },
+  ): void {
+    for (const record of records) {
+      if (record.offset >= this.#replayUntil) this.#latency.add(committedAt - record.timestamp);
+    }
+    const { rows, deadLetters, tombstones } = counts;
+    this.#summary.read += records.length;
     this.#summary.rowsWritten += rows;
     this.#summary.deadLettered += deadLetters;
     if (tombstones > 0) this.#summary.tombstonesSkipped = (this.#summary.tombstonesSkipped ?? 0) + tombstones;

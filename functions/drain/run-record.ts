@@ -1,5 +1,6 @@
+import { LatencySketch, worstFreshness } from '../kernel/freshness.js';
 import type { WrittenBatch } from '../kernel/ports.js';
-import { partitionId } from '../kernel/records.js';
+import { type KafkaRecord, partitionId } from '../kernel/records.js';
 import type { PartitionSummary, RunSummary, StopReason } from '../kernel/summary.js';
 import type { PartitionLease } from './partition-lease.js';
 
@@ -46,6 +47,18 @@ export class RunRecord {
     return this.#totals;
   }
 
+  /** Every partition the run looked at, with its line as it stands. */
+  get lookedAtPartitions(): readonly PartitionSummary[] {
+    return this.#summaries;
+  }
+
+  /** The latency of every record the run committed, over its partitions. */
+  latency(): LatencySketch {
+    const all = new LatencySketch();
+    for (const entry of this.#partitions.values()) all.merge(entry.latency);
+    return all;
+  }
+
   /** A partition the run looked at (leased or tried to): it has a line in the summary. */
   lookedAt(summary: PartitionSummary): void {
     this.#summaries.push(summary);
@@ -60,8 +73,13 @@ export class RunRecord {
     this.#totals.commits++;
   }
 
-  /** A committed batch, counted in the run's totals and its partition's line. */
-  counted(entry: PartitionLease, records: number, written: WrittenBatch): void {
+  /** A committed batch, counted in the run's totals and its partition's line (with its records' latency). */
+  counted(
+    entry: PartitionLease,
+    batch: { records: readonly KafkaRecord[]; committedAt: number },
+    written: WrittenBatch,
+  ): void {
+    const records = batch.records.length;
     // What this run wrote: a replay's offsets the tables already held are in the ledger, not here.
     const rowsWritten = written.rows - (written.alreadyHeld?.rows ?? 0);
     const deadLettered = written.deadLetters - (written.alreadyHeld?.deadLetters ?? 0);
@@ -69,7 +87,11 @@ export class RunRecord {
     this.#totals.rowsWritten += rowsWritten;
     this.#totals.deadLettered += deadLettered;
     this.#totals.tombstonesSkipped += written.tombstones;
-    entry.counted(records, rowsWritten, deadLettered, written.tombstones);
+    entry.counted(batch.records, batch.committedAt, {
+      rows: rowsWritten,
+      deadLetters: deadLettered,
+      tombstones: written.tombstones,
+    });
   }
 
   alerted(count: number): void {
@@ -82,8 +104,10 @@ export class RunRecord {
     outcome: { stopReason: StopReason; durationMs: number; failure?: Error },
   ): RunSummary {
     const summaries = this.#summaries;
+    for (const entry of this.#partitions.values()) entry.latencyInLine();
     const { failure } = outcome;
     const waiting = summaries.some((p) => p.waiting !== undefined);
+    const unknown = summaries.filter((p) => p.freshnessSeconds === null && (p.lag ?? 1) > 0).length;
     return {
       event: 'run_summary',
       pipeline: head.pipelineId,
@@ -95,6 +119,9 @@ export class RunRecord {
       ...this.#totals,
       durationMs: outcome.durationMs,
       lag: summaries.reduce((total, p) => total + (p.lag ?? 0), 0),
+      freshnessSeconds: summaries.length === 0 ? 0 : worstFreshness(summaries.map((p) => p.freshnessSeconds)),
+      ...(unknown > 0 ? { freshnessUnknown: unknown } : {}),
+      latencyMs: this.latency().figures(),
       partitionCount: summaries.length,
       partitions: summaries.sort((a, b) => a.topic.localeCompare(b.topic) || a.partition - b.partition),
       ...(failure ? { error: failure.message } : {}),

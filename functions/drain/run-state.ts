@@ -1,4 +1,5 @@
 import type { StartPosition } from '../config/start-position.js';
+import type { LatencySketch } from '../kernel/freshness.js';
 import type { Logger } from '../kernel/logger.js';
 import type { Alerts, Checkpoints, Source, SourceReader, Writer } from '../kernel/ports.js';
 import { systemTimers, type Timers } from '../kernel/timers.js';
@@ -53,6 +54,8 @@ export interface DrainContext {
   readonly timers?: Timers;
   /** Aborts on SIGTERM/SIGINT. */
   readonly signal: AbortSignal;
+  /** Gets the latency of every record the run committed, at its end (the job merges its routes' runs). */
+  readonly latency?: LatencySketch;
   /** Test-only crash points; a no-op in production. */
   readonly onProgress?: (progress: { recordsRead: number; lag: Map<string, number> }) => void;
 }

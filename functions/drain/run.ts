@@ -2,6 +2,7 @@ import { asError } from '../kernel/errors.js';
 import { partitionId } from '../kernel/records.js';
 import type { RunSummary } from '../kernel/summary.js';
 import { ownedBy } from './assignment.js';
+import { measureFreshness } from './freshness-phase.js';
 import { startLeaseKeeper } from './lease-keeper.js';
 import { drainPartitions } from './read-phase.js';
 import { releaseAll } from './release-phase.js';
@@ -48,6 +49,8 @@ export async function runDrain(
     await run.reader?.close().catch((error: unknown) => logger.warn('closing the source failed', { error }));
     await releaseAll(run);
   }
+  await measureFreshness(run);
+  context.latency?.merge(run.record.latency());
 
   const summary = run.record.summary(options, {
     stopReason: failure === undefined ? (run.stop.reason ?? 'caught_up') : 'error',

@@ -5,7 +5,8 @@
  */
 import { pathToFileURL } from 'node:url';
 import { parseConfig } from '../config/config.js';
-import { summaryLine } from '../drain/run-summary.js';
+import { tableName } from '../config/routes.js';
+import { freshnessLines, summaryLine } from '../drain/run-summary.js';
 import { createCallTracker, describe } from '../kernel/calls.js';
 import { armCrashPoints, crashPointsOf } from '../kernel/crash-points.js';
 import { asError, ConfigError } from '../kernel/errors.js';
@@ -93,6 +94,10 @@ export async function runMain(io: MainIo): Promise<number> {
     process.off('SIGTERM', onSignal);
     process.off('SIGINT', onSignal);
   }
+  const only = config.routes.length === 1 ? tableName(config.routes[0]!) : undefined;
+  for (const line of freshnessLines(summary, only)) {
+    logger.always('INFO', line.event === 'table_freshness' ? 'table freshness' : 'partition freshness', line);
+  }
   logger.always(
     summary.stopReason === 'error' ? 'ERROR' : summary.stopReason === 'stalled' ? 'WARNING' : 'NOTICE',
     'run finished',
@@ -177,6 +182,8 @@ function failedRunSummary(
     durationMs: 0,
     lag: 0,
     partitionCount: 0,
+    freshnessSeconds: null,
+    latencyMs: { count: 0, p50: null, p99: null, max: null },
     partitions: [],
     error,
   };

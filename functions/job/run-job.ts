@@ -9,6 +9,7 @@ import { mergeRunSummaries } from '../drain/run-summary.js';
 import { createGoogleClients, type GoogleClients } from '../google/clients.js';
 import { type CallTracker, createCallTracker, trackedPort } from '../kernel/calls.js';
 import { ConfigError } from '../kernel/errors.js';
+import { LatencySketch } from '../kernel/freshness.js';
 import type { Logger } from '../kernel/logger.js';
 import type { Checkpoints, Sink, Source } from '../kernel/ports.js';
 import type { RunSummary } from '../kernel/summary.js';
@@ -93,13 +94,15 @@ export async function runJob(config: DrainConfig, io: JobIo): Promise<RunSummary
           ...(io.observeSource === undefined ? {} : { observeSource: io.observeSource }),
         });
         const route = { runId: target.runId, topics: target.routed.topics, routeCount: targets.length };
+        const latency = new LatencySketch();
         const summary = await runDrain(ports, drainOptionsFor(config, route, Date.now() - startedAt), {
           logger: target.logger,
           now: Date.now,
           signal: io.signal,
           onProgress: io.onProgress,
+          latency,
         });
-        return { table: tableName(target.routed.route), summary };
+        return { table: tableName(target.routed.route), summary, latency };
       }),
     );
     const only = summaries[0]?.summary;

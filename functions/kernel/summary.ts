@@ -1,3 +1,4 @@
+import type { LatencyFigures } from './freshness.js';
 import type { PartitionRef } from './records.js';
 
 /**
@@ -17,6 +18,13 @@ export interface PartitionSummary extends PartitionRef {
   deadLettered: number;
   /** Tombstones skipped (TOMBSTONES=skip); absent when none. */
   tombstonesSkipped?: number;
+  /**
+   * At the run's end, the age in seconds of the first record at or after the checkpoint (0 when none
+   * waits); null when it could not be read (no checkpoint known, Kafka did not answer in time).
+   */
+  freshnessSeconds?: number | null;
+  /** The records this run committed of the partition, from their Kafka timestamp to the commit; absent when none. */
+  latencyMs?: LatencyFigures;
   /** Why this partition was not (fully) drained, if it was not. */
   skipped?: 'leased_elsewhere' | 'fenced' | 'error' | 'paused';
   /** Why the partition cannot move until something changes (its `stalled` alert opens on schedule). */
@@ -36,6 +44,8 @@ export interface TableSummary {
   deadLettered: number;
   lag: number;
   partitionCount: number;
+  freshnessSeconds: number | null;
+  latencyMs: LatencyFigures;
   error?: string;
 }
 
@@ -57,6 +67,16 @@ export interface RunSummary {
   durationMs: number;
   /** Records left undrained across this run's partitions (a log-based metric reads this). */
   lag: number;
+  /**
+   * At the run's end, the age in seconds of the oldest record not yet durable in BigQuery, over every
+   * partition the run looked at (drained, held elsewhere, paused, waiting); 0 when nothing waits; null
+   * when no partition's figure could be read. A log-based metric and the freshness SLO read this.
+   */
+  freshnessSeconds: number | null;
+  /** Partitions with records waiting whose age could not be read (left out of `freshnessSeconds`). */
+  freshnessUnknown?: number;
+  /** For each record committed in this run (not replays after a seek): commit time minus Kafka timestamp. */
+  latencyMs: LatencyFigures;
   /** Partitions this run looked at (leased or tried to). */
   partitionCount: number;
   /**

@@ -130,6 +130,8 @@ interface MemoryPartition {
   leaseExpiresAt: number;
   intent?: CommitIntent | null;
   replayUntil?: number | null;
+  /** An operator paused it: runs leave it alone. */
+  paused?: boolean;
 }
 
 export function createMemoryCheckpoints(now: () => number) {
@@ -172,7 +174,7 @@ export function createMemoryCheckpoints(now: () => number) {
                 nextOffset: p.nextOffset,
                 leaseOwner: p.leaseOwner,
                 leaseExpiresAt: p.leaseExpiresAt,
-                paused: false,
+                paused: p.paused === true,
                 version: p.version ?? 0,
               },
             ];
@@ -201,6 +203,7 @@ export function createMemoryCheckpoints(now: () => number) {
         lastProgressAt: p.lastProgressAt ?? null,
         intent: p.intent ?? null,
         replayUntil: p.replayUntil ?? null,
+        ...(p.paused ? { paused: true } : {}),
       };
     },
     async recordIntents(intents, ttlMs) {

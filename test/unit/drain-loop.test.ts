@@ -494,3 +494,113 @@ describe('runDrain', () => {
     ]);
   });
 });
+
+describe('freshness and latency in the run summary', () => {
+  /** A log whose records were produced `ageMs` before the run starts, one millisecond apart. */
+  function agedLog(partitions: number, perPartition: number, ageMs: number, start: number) {
+    const log = logOf(partitions, perPartition);
+    for (const records of log.values()) {
+      for (const r of records) (r as { timestamp: number }).timestamp = start - ageMs + r.offset;
+    }
+    return log;
+  }
+  const start = 1_700_000_000_000;
+
+  test('drained to the end: freshness 0 everywhere; latency is commit time minus record time', async () => {
+    const { ports, context } = setup(agedLog(2, 10, 3_600_000, start), start);
+    const summary = await runDrain(ports, options, context);
+
+    expect(summary.freshnessSeconds).toBe(0);
+    expect(summary.partitions.map((p) => p.freshnessSeconds)).toEqual([0, 0]);
+    expect(summary.latencyMs.count).toBe(20);
+    // Records an hour old, committed on a fake clock that barely moves: about 3,600,000 ms each.
+    expect(summary.latencyMs.p50! / 3_600_000).toBeCloseTo(1, 2);
+    expect(summary.latencyMs.max).toBeGreaterThanOrEqual(3_600_000 - 20);
+    expect(summary.partitions[0]!.latencyMs!.count).toBe(10);
+  });
+
+  test('a budget that leaves records waiting: the age of the record at the checkpoint, per partition and for the run', async () => {
+    const { ports, context, clock, sleep } = setup(agedLog(1, 10_000, 3_600_000, start), start);
+    const realWrite = ports.sink.write.bind(ports.sink);
+    ports.sink.write = async (rows) => {
+      await sleep(10);
+      return realWrite(rows);
+    };
+    const summary = await runDrain(ports, { ...options, budgetMs: 300 }, context);
+
+    expect(summary.stopReason).toBe('budget');
+    const line = summary.partitions[0]!;
+    expect(line.lag).toBeGreaterThan(0);
+    // The record at the checkpoint was produced 3,600 s before the start (plus its offset in ms); the run
+    // lasted about 0.3 s.
+    const waiting = start - 3_600_000 + line.to!;
+    expect(line.freshnessSeconds).toBe(Math.floor((clock.now() - waiting) / 1000));
+    expect(summary.freshnessSeconds).toBe(line.freshnessSeconds);
+    expect(summary.latencyMs.count).toBe(line.read);
+  });
+
+  test('a paused partition and one held elsewhere count with the age of what waits at their checkpoints', async () => {
+    const log = agedLog(3, 10, 600_000, start);
+    const { ports, checkpoints, context } = setup(log, start);
+    await runDrain(ports, options, context); // all three drained to 10
+    for (const p of [0, 1, 2]) log.get(`t~${p}`)!.push(record('t', p, 10, { n: 10 }));
+    for (const p of [0, 1, 2]) (log.get(`t~${p}`)![10] as { timestamp: number }).timestamp = start - 120_000;
+    checkpoints.partitions.get('t~1')!.paused = true;
+    Object.assign(checkpoints.partitions.get('t~2')!, { leaseOwner: 'other', leaseExpiresAt: start + 1e9 });
+
+    const summary = await runDrain(ports, { ...options, runId: 'run-2' }, context);
+    const byPartition = new Map(summary.partitions.map((p) => [p.partition, p]));
+    expect(byPartition.get(0)).toMatchObject({ lag: 0, freshnessSeconds: 0 });
+    expect(byPartition.get(1)).toMatchObject({ skipped: 'paused', to: 10, lag: 1, freshnessSeconds: 120 });
+    expect(byPartition.get(2)).toMatchObject({
+      skipped: 'leased_elsewhere',
+      to: 10,
+      lag: 1,
+      freshnessSeconds: 120,
+    });
+    expect(summary.freshnessSeconds).toBe(120);
+    expect(summary.latencyMs.count).toBe(1);
+  });
+
+  test('records that arrived during the run wait too: a caught-up partition is as fresh as its next record', async () => {
+    const log = agedLog(1, 5, 1_000, start);
+    const { ports, context } = setup(log, start);
+    const source = ports.source;
+    // A record appended after the run read its end offsets (and a minute old by its producer's clock).
+    const watermarks = source.watermarks.bind(source);
+    source.watermarks = async (topics) => {
+      const marks = await watermarks(topics);
+      log.get('t~0')!.push({ ...record('t', 0, 5, { n: 5 }), timestamp: start - 60_000 });
+      return marks;
+    };
+    const summary = await runDrain(ports, options, context);
+    expect(summary.partitions[0]).toMatchObject({ lag: 0, to: 5, freshnessSeconds: 60 });
+  });
+
+  test('records a seek made the run write again are left out of latency; a producer clock ahead counts as 0', async () => {
+    const log = agedLog(1, 10, 5_000, start);
+    const { ports, checkpoints, context } = setup(log, start);
+    await runDrain(ports, options, context);
+    checkpoints.seek({ topic: 't', partition: 0 }, 4);
+    log.get('t~0')!.push({ ...record('t', 0, 10, { n: 10 }), timestamp: start + 3_600_000 });
+
+    const summary = await runDrain(ports, { ...options, runId: 'run-2' }, context);
+    expect(summary.recordsRead).toBe(7);
+    expect(summary.latencyMs).toEqual({ count: 1, p50: 0, p99: 0, max: 0 });
+  });
+
+  test('the times of waiting records cannot be read: unknown, counted, and left out of the run figure', async () => {
+    const log = agedLog(2, 10, 0, start);
+    const { ports, checkpoints, context } = setup(log, start);
+    await runDrain(ports, options, context);
+    log.get('t~1')!.push(record('t', 1, 10, { n: 10 }));
+    checkpoints.partitions.get('t~1')!.paused = true;
+    ports.source.headTimestamps = async () => {
+      throw new DrainError('kafka did not answer', { retriable: true });
+    };
+    const summary = await runDrain(ports, { ...options, runId: 'run-2' }, context);
+    expect(summary.partitions.map((p) => p.freshnessSeconds)).toEqual([0, null]);
+    expect(summary.freshnessSeconds).toBe(0);
+    expect(summary.freshnessUnknown).toBe(1);
+  });
+});

@@ -3,6 +3,7 @@ import { parseConfig } from '../../functions/config/config.js';
 import { parseRoutes, resolveTopics, routeOf, tableName } from '../../functions/config/routes.js';
 import { mergeRunSummaries } from '../../functions/drain/run-summary.js';
 import { ConfigError } from '../../functions/kernel/errors.js';
+import { LatencySketch } from '../../functions/kernel/freshness.js';
 import type { RunSummary } from '../../functions/kernel/summary.js';
 
 const noMetadata = { headers: false, keyText: false };
@@ -207,9 +208,16 @@ describe('mergeRunSummaries', () => {
     durationMs: 1,
     lag: 0,
     partitionCount: 1,
+    freshnessSeconds: 0,
+    latencyMs: { count: 0, p50: null, p99: null, max: null },
     partitions: [],
     ...over,
   });
+  const sketch = (...latencies: number[]) => {
+    const made = new LatencySketch();
+    for (const l of latencies) made.add(l);
+    return made;
+  };
   const head = { pipeline: 'p', runId: 'run', execution: 'e', taskIndex: 0, taskCount: 1, durationMs: 9 };
 
   test('sums the tables, keeps the gravest stop reason and each table error, marks partitions', () => {
@@ -235,11 +243,14 @@ describe('mergeRunSummaries', () => {
               },
             ],
           }),
+          latency: sketch(1_000, 2_000),
         },
         {
           table: 'd.b',
           summary: part({
             stopReason: 'error',
+            freshnessSeconds: 3_600,
+            latencyMs: sketch(3_600_000).figures(),
             error: 'BigQuery said no',
             lag: 5,
             partitions: [
@@ -256,8 +267,13 @@ describe('mergeRunSummaries', () => {
               },
             ],
           }),
+          latency: sketch(3_600_000),
         },
-        { table: 'd.c', summary: part({ stopReason: 'budget' }) },
+        {
+          table: 'd.c',
+          summary: part({ stopReason: 'budget', freshnessSeconds: null, freshnessUnknown: 2 }),
+          latency: sketch(),
+        },
       ],
       head,
     );
@@ -277,11 +293,18 @@ describe('mergeRunSummaries', () => {
       ['a', 'd.b'],
       ['b', 'd.a'],
     ]);
-    expect(merged.tables!.map((t) => [t.table, t.stopReason])).toEqual([
-      ['d.a', 'caught_up'],
-      ['d.b', 'error'],
-      ['d.c', 'budget'],
-    ]);
+    expect(merged.tables!.map((t) => [t.table, t.stopReason, t.freshnessSeconds, t.latencyMs.count])).toEqual(
+      [
+        ['d.a', 'caught_up', 0, 0],
+        ['d.b', 'error', 3_600, 1],
+        ['d.c', 'budget', null, 0],
+      ],
+    );
+    // The run's freshness is its stalest table's; its latency, that of all the tables' records together.
+    expect(merged.freshnessSeconds).toBe(3_600);
+    expect(merged.freshnessUnknown).toBe(2);
+    expect(merged.latencyMs).toEqual(sketch(1_000, 2_000, 3_600_000).figures());
+    expect(merged.latencyMs.count).toBe(3);
     expect(mergeRunSummaries([], head).stopReason).toBe('caught_up');
   });
 });

@@ -1,5 +1,10 @@
 import { describe, expect, test } from 'vitest';
-import { partitionsWorthALook, summaryLine } from '../../functions/drain/run-summary.js';
+import {
+  freshnessLines,
+  partitionsWorthALook,
+  stalePartitionsLogged,
+  summaryLine,
+} from '../../functions/drain/run-summary.js';
 import { forEachLimited } from '../../functions/kernel/concurrency.js';
 import type { PartitionSummary, RunSummary } from '../../functions/kernel/summary.js';
 
@@ -81,5 +86,89 @@ describe('forEachLimited', () => {
     expect(done.sort((a, b) => a - b)).toEqual(
       Array.from({ length: 40 }, (_, n) => n).filter((n) => n !== 7),
     );
+  });
+});
+
+describe('the freshness lines before the summary', () => {
+  const summary = (partitions: PartitionSummary[], more: Partial<RunSummary> = {}): RunSummary => ({
+    event: 'run_summary',
+    pipeline: 'p',
+    runId: 'r',
+    execution: 'e',
+    taskIndex: 0,
+    taskCount: 1,
+    stopReason: 'budget',
+    recordsRead: 0,
+    rowsWritten: 0,
+    deadLettered: 0,
+    tombstonesSkipped: 0,
+    alerts: 0,
+    commits: 0,
+    durationMs: 1,
+    lag: 0,
+    partitionCount: partitions.length,
+    freshnessSeconds: 3_600,
+    latencyMs: { count: 3, p50: 10, p99: 20, max: 20 },
+    partitions,
+    ...more,
+  });
+
+  test('one line for the only table, and one per stale partition, stalest first, at most 20 of 1,000', () => {
+    const all = Array.from({ length: 1_000 }, (_, n) =>
+      partition(n, { freshnessSeconds: n % 3 === 0 ? n : 0, lag: n % 3 === 0 ? 5 : 0 }),
+    );
+    const lines = freshnessLines(summary(all), 'd.t');
+    expect(lines[0]).toEqual({
+      event: 'table_freshness',
+      table: 'd.t',
+      freshnessSeconds: 3_600,
+      latencyMs: { count: 3, p50: 10, p99: 20, max: 20 },
+    });
+    const stale = lines.slice(1);
+    expect(stale).toHaveLength(stalePartitionsLogged);
+    expect(stale[0]).toEqual({
+      event: 'partition_freshness',
+      topic: 'topic-9',
+      partition: 99,
+      table: 'd.t',
+      freshnessSeconds: 999,
+      lag: 5,
+    });
+    expect(stale.map((l) => l.freshnessSeconds)).toEqual(Array.from({ length: 20 }, (_, i) => 999 - 3 * i));
+  });
+
+  test('several tables: one line each, from the summary’s table lines; nothing stale, no partition line', () => {
+    const lines = freshnessLines(
+      summary([partition(1, { freshnessSeconds: 0 }), partition(2, { freshnessSeconds: null })], {
+        tables: [
+          {
+            table: 'd.a',
+            stopReason: 'caught_up',
+            recordsRead: 0,
+            rowsWritten: 0,
+            deadLettered: 0,
+            lag: 0,
+            partitionCount: 1,
+            freshnessSeconds: 0,
+            latencyMs: { count: 0, p50: null, p99: null, max: null },
+          },
+          {
+            table: 'd.b',
+            stopReason: 'budget',
+            recordsRead: 0,
+            rowsWritten: 0,
+            deadLettered: 0,
+            lag: 0,
+            partitionCount: 1,
+            freshnessSeconds: null,
+            latencyMs: { count: 0, p50: null, p99: null, max: null },
+          },
+        ],
+      }),
+    );
+    expect(lines.map((l) => [l.event, l.table, l.freshnessSeconds])).toEqual([
+      ['table_freshness', 'd.a', 0],
+      ['table_freshness', 'd.b', null],
+    ]);
   });
 });
