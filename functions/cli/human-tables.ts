@@ -60,6 +60,7 @@ export function statusLines(partitions: readonly PartitionStatus[], width: numbe
     { header: 'checkpoint', value: (p) => p.checkpoint },
     ...(wide ? [{ header: 'high', value: (p: PartitionStatus) => p.highWatermark }] : []),
     { header: 'lag', value: (p) => p.lag },
+    { header: 'freshness', value: (p) => ageText(p.freshnessSeconds) },
     { header: 'last progress', value: (p) => shortTime(p.lastProgressAt) },
     { header: 'lease holder', value: (p) => p.leaseOwner, shrink: 'first' },
     ...(wide
@@ -77,6 +78,15 @@ export function statusLines(partitions: readonly PartitionStatus[], width: numbe
 /** Paused, open alerts: what an operator must look at. */
 function attention(p: PartitionStatus): string {
   return [p.paused ? 'paused' : '', ...p.openAlerts].filter((a) => a !== '').join(', ');
+}
+
+/** An age for a person: `0 s`, `45 s`, `12 min`, `3.2 h`, `2.1 d`; null when unknown. */
+export function ageText(seconds: number | null): string | null {
+  if (seconds === null) return null;
+  if (seconds < 60) return `${seconds} s`;
+  if (seconds < 3_600) return `${Math.floor(seconds / 60)} min`;
+  if (seconds < 86_400) return `${(seconds / 3_600).toFixed(1)} h`;
+  return `${(seconds / 86_400).toFixed(1)} d`;
 }
 
 /** `2026-12-03T18:01:02.345Z` → `12-03 18:01:02` (UTC, as stored). */

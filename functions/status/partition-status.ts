@@ -2,8 +2,9 @@ import type { Firestore } from '@google-cloud/firestore';
 import { leaseHeld, partitionDocOf, partitionsOf } from '../checkpoints/partition-doc.js';
 import { replaysOf } from '../checkpoints/replay-log.js';
 import { type RoutedTopics, tableName } from '../config/routes.js';
+import { ageSeconds } from '../kernel/freshness.js';
 import type { Source } from '../kernel/ports.js';
-import { partitionId } from '../kernel/records.js';
+import { type Position, partitionId } from '../kernel/records.js';
 
 export interface PartitionStatus {
   topic: string;
@@ -14,6 +15,11 @@ export interface PartitionStatus {
   highWatermark: number;
   logStart: number;
   lag: number | null;
+  /**
+   * Now, the age in seconds of the first record waiting at the checkpoint (0 when none waits); null when
+   * it could not be read.
+   */
+  freshnessSeconds: number | null;
   paused: boolean;
   leaseOwner: string | null;
   leaseExpiresAt: string | null;
@@ -22,6 +28,9 @@ export interface PartitionStatus {
   /** Dead letters of the partition that replays wrote into its table (`replay-dead-letters`). */
   replayed: number;
 }
+
+/** Reading the times of waiting records gives up after this long: their freshness is then unknown. */
+const headReadDeadlineMs = 5_000;
 
 /**
  * Where every partition stands: the checkpoint and lease from Firestore against Kafka's watermarks.
@@ -42,7 +51,7 @@ export async function partitionStatus(
   const replayed = new Map<string, number>();
   for (const r of replays) replayed.set(partitionId(r), (replayed.get(partitionId(r)) ?? 0) + 1);
   const byId = new Map(docs.docs.map((d) => [d.id, d]));
-  return marks.map((mark) => {
+  const lines = marks.map((mark) => {
     const snapshot = byId.get(partitionId(mark));
     const doc = snapshot === undefined ? undefined : partitionDocOf(snapshot);
     const checkpoint = doc?.nextOffset ?? null;
@@ -56,6 +65,7 @@ export async function partitionStatus(
       logStart: mark.logStart,
       // A partition never drained starts at its log start, so that is its lag.
       lag: mark.end - (checkpoint ?? mark.logStart),
+      freshnessSeconds: null as number | null,
       paused: doc?.paused === true,
       leaseOwner: held ? doc!.leaseOwner : null,
       leaseExpiresAt: held ? doc!.leaseExpiresAt!.toDate().toISOString() : null,
@@ -64,4 +74,31 @@ export async function partitionStatus(
       replayed: replayed.get(partitionId(mark)) ?? 0,
     };
   });
+  // Live freshness: one bounded read per partition whose records wait (the probe batches them per leader).
+  const waiting: Position[] = lines
+    .filter((p) => (p.lag ?? 0) > 0)
+    .map((p) => ({
+      topic: p.topic,
+      partition: p.partition,
+      offset: Math.max(p.checkpoint ?? p.logStart, p.logStart),
+    }));
+  const heads = await headsWithin(deps.source, waiting);
+  const now = Date.now();
+  for (const line of lines) {
+    const head = heads.get(partitionId(line));
+    line.freshnessSeconds =
+      line.lag === 0 || head === null ? 0 : head === undefined ? null : ageSeconds(now, head);
+  }
+  return lines;
+}
+
+/** The times of the records waiting; none (unknown) for what did not answer within the deadline. */
+async function headsWithin(source: Source, positions: readonly Position[]) {
+  if (positions.length === 0) return new Map<string, number | null>();
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<Map<string, number | null>>((resolve) => {
+    timer = setTimeout(() => resolve(new Map()), headReadDeadlineMs);
+  });
+  const read = source.headTimestamps(positions).catch(() => new Map<string, number | null>());
+  return Promise.race([read, late]).finally(() => clearTimeout(timer));
 }

@@ -3,6 +3,7 @@ import { getTestServer } from '@google-cloud/functions-framework/testing';
 import { afterAll, expect, test } from 'vitest';
 import { createPipeline, runJob } from '../support/job.js';
 import { produce } from '../support/kafka.js';
+import { pythonProduce } from '../support/producers.js';
 import { stackClients } from '../support/stack.js';
 
 const clients = await stackClients();
@@ -16,7 +17,15 @@ test('the status function reports the checkpoints, lag and leases the drain left
   );
   const { code } = await runJob(pipeline.env);
   expect(code).toBe(0);
-  await produce(pipeline.topic, [{ partition: 1, value: '{"id":"late"}' }]);
+  // A record ten minutes old by its producer's clock (confluent-kafka's CreateTime) waits on partition 1.
+  const tenMinutesAgo = Date.now() - 600_000;
+  await pythonProduce({
+    topic: pipeline.topic,
+    format: 'raw',
+    partition: 1,
+    timestamp: tenMinutesAgo,
+    values: `["${Buffer.from('{"id":"late"}').toString('hex')}"]`,
+  });
 
   // The function reads its configuration from the environment, as it does when deployed.
   Object.assign(process.env, pipeline.env);
@@ -36,6 +45,7 @@ test('the status function reports the checkpoints, lag and leases the drain left
         checkpoint: 15,
         highWatermark: 15,
         lag: 0,
+        freshnessSeconds: 0,
         leaseOwner: null,
         openAlerts: [],
       }),
@@ -48,6 +58,10 @@ test('the status function reports the checkpoints, lag and leases the drain left
         leaseOwner: null,
       }),
     ]);
+    // The live age of the record waiting: ten minutes and the few seconds this test took.
+    const waiting = body.partitions[1]!.freshnessSeconds as number;
+    expect(waiting).toBeGreaterThanOrEqual(600);
+    expect(waiting).toBeLessThan(600 + (Date.now() - tenMinutesAgo - 600_000) / 1000 + 2);
   } finally {
     await new Promise((resolve) => server.close(resolve));
   }

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest';
 import { checkpointLines, deadLetterLines, summaryLines, tableLines } from '../../demo/demo-tables.js';
-import { statusLines, type TableVerdict, verifyLines } from '../../functions/cli/human-tables.js';
+import { ageText, statusLines, type TableVerdict, verifyLines } from '../../functions/cli/human-tables.js';
 import { terminalWidth, textTable } from '../../functions/cli/text-table.js';
 import type { RunSummary } from '../../functions/kernel/summary.js';
 import type { PartitionStatus } from '../../functions/status/partition-status.js';
@@ -42,6 +42,7 @@ const status = (partition: number, alerts: string[], paused = false): PartitionS
   highWatermark: 123_456_799_012,
   logStart: 1_000,
   lag: 10_000,
+  freshnessSeconds: 3_725,
   paused,
   leaseOwner: 'orders-drain-x8k2p/run-mx6e1zm7-4f2a/task-17',
   leaseExpiresAt: '2026-12-03T18:01:02.345Z',
@@ -82,11 +83,27 @@ describe('human tables fit a 120-column terminal', () => {
       false,
     );
     expectFits(lines, 120);
-    expect(lines[0]).toMatch(/^ {2}partition +table +checkpoint +lag +last progress +lease holder +replayed/);
+    expect(lines[0]).toMatch(
+      /^ {2}partition +table +checkpoint +lag +freshness +last progress +lease holder +replayed/,
+    );
+    expect(lines[1]).toContain('1.0 h');
     expect(lines[1]).toMatch(/^ {2}/);
     expect(lines[2]).toMatch(/^✗ .*stalled, backlog$/);
     expect(lines[3]).toMatch(/^✗ .*paused$/);
     expect(lines[1]).toContain('12-03 18:00:02');
+  });
+
+  test('ages for a person', () => {
+    expect([null, 0, 59, 60, 3_599, 3_600, 86_399, 86_400 * 2.5].map(ageText)).toEqual([
+      null,
+      '0 s',
+      '59 s',
+      '1 min',
+      '59 min',
+      '1.0 h',
+      '24.0 h',
+      '2.5 d',
+    ]);
   });
 
   test('demo: the run, the table, the dead letters and the checkpoints', () => {
