@@ -13,6 +13,7 @@ import {
   type TableLayout,
   tableLayoutProblem,
 } from '../functions/config/table-layout.js';
+import { schedulePeriodSeconds } from './schedule.js';
 
 /** A table the pipeline writes, with its schema: one per route. */
 export interface InfraRoute {
@@ -109,6 +110,13 @@ export interface InfraConfig {
   /** Optional metadata columns: `_kafka_headers` and `_kafka_key_text` (BQ_HEADERS_COLUMN, BQ_KEY_TEXT_COLUMN). */
   readonly metadataColumns: { readonly headers: boolean; readonly keyText: boolean };
   readonly schedule: string;
+  /** The longest gap between two scheduled runs (schedule.ts). */
+  readonly schedulePeriodSeconds: number;
+  /**
+   * The freshness SLO: a run ends with its oldest waiting record at most this old (default period +
+   * budget + 60 s), in `freshnessGoal` of runs (default 0.99) over 28 days.
+   */
+  readonly freshness: { readonly targetSeconds: number; readonly goal: number };
   readonly timeZone: string;
   readonly taskCount: number;
   readonly budgetSeconds: number;
@@ -131,6 +139,12 @@ export function readInfraConfig(): InfraConfig {
     throw new Error(`writeMode must be storage-write, merge, insert-all or cdc, not ${writeMode}`);
   }
   const budgetSeconds = config.getNumber('budgetSeconds') ?? 240;
+  const schedule = config.get('schedule') ?? '*/5 * * * *';
+  // A schedule without a single period needs its freshness target set instead of derived.
+  const periodSeconds =
+    config.getNumber('freshnessTargetSeconds') !== undefined
+      ? safePeriod(schedule)
+      : schedulePeriodSeconds(schedule);
   const mechanism = config.get('kafkaSaslMechanism');
   const oauthProvider =
     config.get('kafkaOauthProvider') ?? (mechanism === 'oauthbearer' ? 'google' : undefined);
@@ -209,7 +223,9 @@ export function readInfraConfig(): InfraConfig {
       registryUsername,
       registryPassword,
     },
-    schedule: config.get('schedule') ?? '*/5 * * * *',
+    schedule,
+    schedulePeriodSeconds: periodSeconds,
+    freshness: freshnessOf(config, periodSeconds, budgetSeconds),
     timeZone: config.get('timeZone') ?? 'Etc/UTC',
     taskCount: config.getNumber('taskCount') ?? 1,
     budgetSeconds,
@@ -220,6 +236,32 @@ export function readInfraConfig(): InfraConfig {
     statusInvokers: config.getObject<string[]>('statusInvokers') ?? [],
     notificationChannels: config.getObject<string[]>('notificationChannels') ?? [],
   };
+}
+
+/** The schedule's period where it has one; else the day (only the alerts on missing runs use it then). */
+function safePeriod(schedule: string): number {
+  try {
+    return schedulePeriodSeconds(schedule);
+  } catch {
+    return 86_400;
+  }
+}
+
+/**
+ * The freshness SLO's target and goal. The default target: a record produced just after a run read its
+ * end waits for the next run (a period), which may take its whole budget, plus a minute for the task to
+ * start and lease; a run that ends with older records waiting has fallen behind by more than a run.
+ */
+function freshnessOf(config: pulumi.Config, periodSeconds: number, budgetSeconds: number) {
+  const targetSeconds = config.getNumber('freshnessTargetSeconds') ?? periodSeconds + budgetSeconds + 60;
+  const goal = config.getNumber('freshnessGoal') ?? 0.99;
+  if (!(targetSeconds >= 1) || !Number.isInteger(targetSeconds))
+    throw new Error(
+      `freshnessTargetSeconds must be a whole number of seconds, at least 1, not ${targetSeconds}`,
+    );
+  if (!(goal > 0 && goal < 1))
+    throw new Error(`freshnessGoal must be above 0 and below 1 (0.99), not ${goal}`);
+  return { targetSeconds, goal };
 }
 
 function vpcOf(config: pulumi.Config): InfraConfig['vpc'] {

@@ -1,6 +1,8 @@
 import * as gcp from '@pulumi/gcp';
 import * as pulumi from '@pulumi/pulumi';
 import type { InfraConfig } from './config.js';
+import { type DashboardMetrics, dashboardJson } from './dashboard.js';
+import { type FreshnessMetrics, freshnessMonitoring } from './freshness.js';
 
 /** The alert kinds of DESIGN.md; each gets an alert policy when it opens. */
 export const alertKinds = ['idle', 'stalled', 'retention_gap', 'backlog'] as const;
@@ -11,6 +13,7 @@ export const alertKinds = ['idle', 'stalled', 'retention_gap', 'backlog'] as con
  */
 export class PipelineMonitoring extends pulumi.ComponentResource {
   readonly policies: gcp.monitoring.AlertPolicy[] = [];
+  readonly freshness: FreshnessMetrics;
 
   constructor(
     name: string,
@@ -129,34 +132,51 @@ export class PipelineMonitoring extends pulumi.ComponentResource {
         aggregations: [{ alignmentPeriod: '300s', perSeriesAligner: 'ALIGN_SUM' }],
       },
     });
-    policy('no-successful-run', 'no successful run for 3 schedule periods', {
+    // A freshness metric that receives no samples burns no budget: runs that stop happening alert here.
+    const period = config.schedulePeriodSeconds;
+    policy('no-run', `no run summary for two schedule periods (${2 * period} s)`, {
+      displayName: 'no run summary',
+      conditionAbsent: {
+        filter: pulumi.interpolate`metric.type="logging.googleapis.com/user/${runs.name}"`,
+        duration: `${absentSeconds(2 * period)}s`,
+        aggregations: [{ alignmentPeriod: '300s', perSeriesAligner: 'ALIGN_SUM' }],
+      },
+    });
+    policy('no-successful-run', `no successful run for three schedule periods (${3 * period} s)`, {
       displayName: 'no successful run',
       conditionAbsent: {
         filter: pulumi.interpolate`metric.type="logging.googleapis.com/user/${runs.name}" AND metric.label.stop_reason!="error"`,
-        duration: '900s',
+        duration: `${absentSeconds(3 * period)}s`,
         aggregations: [{ alignmentPeriod: '300s', perSeriesAligner: 'ALIGN_SUM' }],
       },
     });
 
+    const freshness = freshnessMonitoring(name, config, logs, this);
+    this.policies.push(freshness.burnRate);
+    this.freshness = freshness;
     new gcp.monitoring.Dashboard(
       `${name}-dashboard`,
       {
         dashboardJson: pulumi
-          .all([rows.name, deadLetters.name, runs.name, alerts.name, lag.name])
-          .apply(([rowsMetric, deadMetric, runsMetric, alertsMetric, lagMetric]) =>
-            JSON.stringify({
-              displayName: `kafka-bigquery-drain: ${config.pipelineId}`,
-              mosaicLayout: {
-                columns: 12,
-                tiles: [
-                  tile(0, 0, 'rows written', rowsMetric, 'ALIGN_DELTA'),
-                  tile(6, 0, 'dead letters', deadMetric, 'ALIGN_DELTA'),
-                  tile(0, 4, 'runs by stop reason', runsMetric, 'ALIGN_SUM', 'metric.label.stop_reason'),
-                  tile(6, 4, 'alerts by kind', alertsMetric, 'ALIGN_SUM', 'metric.label.kind'),
-                  tile(0, 8, 'lag left after runs', lagMetric, 'ALIGN_DELTA'),
-                ],
-              },
-            }),
+          .all({
+            freshness: freshness.run.name,
+            tableFreshness: freshness.table.name,
+            partitionFreshness: freshness.partition.name,
+            latencyP50: freshness.latencyP50.name,
+            latencyP99: freshness.latencyP99.name,
+            rows: rows.name,
+            deadLetters: deadLetters.name,
+            runs: runs.name,
+            alerts: alerts.name,
+            lag: lag.name,
+            slo: freshness.slo.name,
+          })
+          .apply((metrics) =>
+            dashboardJson(
+              config.pipelineId,
+              config.freshness.targetSeconds,
+              metrics as unknown as DashboardMetrics,
+            ),
           ),
       },
       parent,
@@ -165,31 +185,7 @@ export class PipelineMonitoring extends pulumi.ComponentResource {
   }
 }
 
-function tile(x: number, y: number, title: string, metric: string, aligner: string, groupBy?: string) {
-  return {
-    xPos: x,
-    yPos: y,
-    width: 6,
-    height: 4,
-    widget: {
-      title,
-      xyChart: {
-        dataSets: [
-          {
-            timeSeriesQuery: {
-              timeSeriesFilter: {
-                filter: `metric.type="logging.googleapis.com/user/${metric}"`,
-                aggregation: {
-                  alignmentPeriod: '300s',
-                  perSeriesAligner: aligner,
-                  ...(groupBy ? { crossSeriesReducer: 'REDUCE_SUM', groupByFields: [groupBy] } : {}),
-                },
-              },
-            },
-            plotType: 'LINE',
-          },
-        ],
-      },
-    },
-  };
+/** An absence condition's duration: whole minutes, at least the 300 s its alignment needs, at most a day. */
+function absentSeconds(seconds: number): number {
+  return Math.min(86_400, Math.max(300, Math.ceil(seconds / 60) * 60));
 }

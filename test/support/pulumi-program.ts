@@ -40,6 +40,8 @@ export async function runProgram(overrides: Record<string, string | null> = {}) 
           state.email = `${args.inputs.accountId}@proj.iam.gserviceaccount.com`;
         if (args.type === 'gcp:cloudrunv2/service:Service') state.uri = 'https://status.example.run.app';
         if (args.type === 'gcp:secretmanager/secretVersion:SecretVersion') state.version = '1';
+        if (args.type === 'gcp:monitoring/slo:Slo')
+          state.name = `projects/proj/services/${args.inputs.service}/serviceLevelObjectives/${args.inputs.sloId}`;
         return { id: `${args.name}-id`, state };
       },
       call(args) {

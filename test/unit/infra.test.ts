@@ -162,7 +162,9 @@ describe('the Pulumi program', () => {
       expect(names).toContain(`orders: ${kind} alert opened`);
     expect(names).toContain('orders: a job execution failed');
     expect(names).toContain('orders: dead letters above 100 in 15 minutes');
-    expect(names).toContain('orders: no successful run for 3 schedule periods');
+    expect(names).toContain('orders: no successful run for three schedule periods (900 s)');
+    expect(names).toContain('orders: no run summary for two schedule periods (600 s)');
+    expect(names).toContain('orders: freshness SLO burning fast');
     expect(ofType('gcp:monitoring/dashboard:Dashboard')).toHaveLength(1);
     const metrics = ofType('gcp:logging/metric:Metric').map((m) => m.inputs.name);
     expect(metrics).toEqual(
