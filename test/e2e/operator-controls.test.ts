@@ -250,7 +250,7 @@ describe('seek, pause, resume', () => {
     // What an operator sees on a terminal 120 columns wide: nothing wider, the paused partition marked.
     const seen = await runCliInTerminal(['status'], pipeline.env, 120);
     expect(seen.code).toBe(0);
-    expect(seen.lines[0]).toMatch(/^ {2}partition +checkpoint +lag +last progress/);
+    expect(seen.lines[0]).toMatch(/^ {2}partition +checkpoint +lag +freshness +last progress/);
     expect(seen.lines.find((line) => line.includes(`${pipeline.topic}~0`))).toMatch(/^✗ .* 5 +5 .*paused$/);
     expect(seen.lines.find((line) => line.includes(`${pipeline.topic}~1`))).toMatch(/^ {2}/);
     const verified = await runCliInTerminal(['verify'], pipeline.env, 120);
