@@ -1,4 +1,5 @@
 /** What the demo prints: each part in a few lines that say what to notice, tables at most `width` wide. */
+import { ageText, durationText } from '../functions/cli/human-tables.js';
 import { textTable } from '../functions/cli/text-table.js';
 import type { PartitionSummary, RunSummary } from '../functions/kernel/summary.js';
 
@@ -26,6 +27,7 @@ export function summaryLines(summary: RunSummary, width: number): string[] {
   return [
     `run: ${summary.stopReason} in ${seconds} s: ${summary.recordsRead} records read, ` +
       `${summary.rowsWritten} rows written, ${summary.deadLettered} dead letters, ${summary.commits} commits`,
+    freshnessLine(summary),
     ...textTable<PartitionSummary>(
       summary.partitions,
       [
@@ -40,6 +42,22 @@ export function summaryLines(summary: RunSummary, width: number): string[] {
       { width, problem: (p) => p.skipped === 'error' || p.waiting !== undefined },
     ),
   ];
+}
+
+/** How fresh the table is at the run's end, and how long the records took to get there. */
+function freshnessLine(summary: RunSummary): string {
+  const { latencyMs: l, freshnessSeconds: f } = summary;
+  const fresh =
+    f === null
+      ? 'freshness unknown'
+      : f === 0
+        ? 'nothing waits (freshness 0 s)'
+        : `the oldest record waiting is ${ageText(f)} old`;
+  const took =
+    l === undefined || l.count === 0
+      ? 'no record committed'
+      : `records took ${durationText(l.p50!)} (median), ${durationText(l.p99!)} (p99) from Kafka to committed`;
+  return `${fresh}; ${took}`;
 }
 
 export function tableLines(table: string, rows: readonly TableRow[], width: number): string[] {

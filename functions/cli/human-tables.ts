@@ -89,6 +89,13 @@ export function ageText(seconds: number | null): string | null {
   return `${(seconds / 86_400).toFixed(1)} d`;
 }
 
+/** A latency for a person: `850 ms`, `4.2 s`, then as `ageText`. */
+export function durationText(ms: number): string {
+  if (ms < 1_000) return `${Math.round(ms)} ms`;
+  if (ms < 60_000) return `${(ms / 1_000).toFixed(1)} s`;
+  return ageText(Math.floor(ms / 1_000))!;
+}
+
 /** `2026-12-03T18:01:02.345Z` → `12-03 18:01:02` (UTC, as stored). */
 function shortTime(iso: string | null): string | null {
   if (iso === null) return null;

@@ -1,6 +1,12 @@
 import { describe, expect, test } from 'vitest';
 import { checkpointLines, deadLetterLines, summaryLines, tableLines } from '../../demo/demo-tables.js';
-import { ageText, statusLines, type TableVerdict, verifyLines } from '../../functions/cli/human-tables.js';
+import {
+  ageText,
+  durationText,
+  statusLines,
+  type TableVerdict,
+  verifyLines,
+} from '../../functions/cli/human-tables.js';
 import { terminalWidth, textTable } from '../../functions/cli/text-table.js';
 import type { RunSummary } from '../../functions/kernel/summary.js';
 import type { PartitionStatus } from '../../functions/status/partition-status.js';
@@ -91,6 +97,17 @@ describe('human tables fit a 120-column terminal', () => {
     expect(lines[2]).toMatch(/^✗ .*stalled, backlog$/);
     expect(lines[3]).toMatch(/^✗ .*paused$/);
     expect(lines[1]).toContain('12-03 18:00:02');
+  });
+
+  test('latencies for a person', () => {
+    expect([0, 850.4, 4_200, 59_999, 60_000, 3_600_000].map(durationText)).toEqual([
+      '0 ms',
+      '850 ms',
+      '4.2 s',
+      '60.0 s',
+      '1 min',
+      '1.0 h',
+    ]);
   });
 
   test('ages for a person', () => {
