@@ -5,6 +5,7 @@ import { mergeRunSummaries } from '../../functions/drain/run-summary.js';
 import { ConfigError } from '../../functions/kernel/errors.js';
 import { LatencySketch } from '../../functions/kernel/freshness.js';
 import type { RunSummary } from '../../functions/kernel/summary.js';
+import { aRunSummary } from '../support/summaries.js';
 
 const noMetadata = { headers: false, keyText: false };
 const defaults = { dataset: null, metadata: noMetadata };
@@ -191,28 +192,7 @@ describe('config with ROUTES_FILE', () => {
 });
 
 describe('mergeRunSummaries', () => {
-  const part = (over: Partial<RunSummary>): RunSummary => ({
-    event: 'run_summary',
-    pipeline: 'p',
-    runId: 'r',
-    execution: 'e',
-    taskIndex: 0,
-    taskCount: 1,
-    stopReason: 'caught_up',
-    recordsRead: 0,
-    rowsWritten: 0,
-    deadLettered: 0,
-    tombstonesSkipped: 0,
-    alerts: 0,
-    commits: 0,
-    durationMs: 1,
-    lag: 0,
-    partitionCount: 1,
-    freshnessSeconds: 0,
-    latencyMs: { count: 0, p50: null, p99: null, max: null },
-    partitions: [],
-    ...over,
-  });
+  const part = (over: Partial<RunSummary>): RunSummary => aRunSummary(over);
   const sketch = (...latencies: number[]) => {
     const made = new LatencySketch();
     for (const l of latencies) made.add(l);

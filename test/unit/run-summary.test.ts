@@ -7,6 +7,7 @@ import {
 } from '../../functions/drain/run-summary.js';
 import { forEachLimited } from '../../functions/kernel/concurrency.js';
 import type { PartitionSummary, RunSummary } from '../../functions/kernel/summary.js';
+import { aRunSummary } from '../support/summaries.js';
 
 const partition = (n: number, more: Partial<PartitionSummary> = {}): PartitionSummary => ({
   topic: `topic-${Math.floor(n / 100)}`,
@@ -90,28 +91,15 @@ describe('forEachLimited', () => {
 });
 
 describe('the freshness lines before the summary', () => {
-  const summary = (partitions: PartitionSummary[], more: Partial<RunSummary> = {}): RunSummary => ({
-    event: 'run_summary',
-    pipeline: 'p',
-    runId: 'r',
-    execution: 'e',
-    taskIndex: 0,
-    taskCount: 1,
-    stopReason: 'budget',
-    recordsRead: 0,
-    rowsWritten: 0,
-    deadLettered: 0,
-    tombstonesSkipped: 0,
-    alerts: 0,
-    commits: 0,
-    durationMs: 1,
-    lag: 0,
-    partitionCount: partitions.length,
-    freshnessSeconds: 3_600,
-    latencyMs: { count: 3, p50: 10, p99: 20, max: 20 },
-    partitions,
-    ...more,
-  });
+  const summary = (partitions: PartitionSummary[], more: Partial<RunSummary> = {}): RunSummary =>
+    aRunSummary({
+      stopReason: 'budget',
+      partitionCount: partitions.length,
+      freshnessSeconds: 3_600,
+      latencyMs: { count: 3, p50: 10, p99: 20, max: 20 },
+      partitions,
+      ...more,
+    });
 
   test('one line for the only table, and one per stale partition, stalest first, at most 20 of 1,000', () => {
     const all = Array.from({ length: 1_000 }, (_, n) =>
