@@ -95,8 +95,9 @@ export async function runMain(io: MainIo): Promise<number> {
     process.off('SIGINT', onSignal);
   }
   const only = config.routes.length === 1 ? tableName(config.routes[0]!) : undefined;
+  // At LOG_LEVEL info (the default) or lower: the console's per-table and per-partition charts read them.
   for (const line of freshnessLines(summary, only)) {
-    logger.always('INFO', line.event === 'table_freshness' ? 'table freshness' : 'partition freshness', line);
+    logger.info(line.event === 'table_freshness' ? 'table freshness' : 'partition freshness', line);
   }
   logger.always(
     summary.stopReason === 'error' ? 'ERROR' : summary.stopReason === 'stalled' ? 'WARNING' : 'NOTICE',
