@@ -10,9 +10,9 @@
  *   appends, the same rows with metadata columns), no Kafka;
  * - (b) our drain with a null sink, on N and on 4N records (does memory follow the batch, or the input?),
  *   and on N with the sink taking 1 ms a row (what waiting on a slow BigQuery costs in CPU);
- * - (c) our drain into the BigQuery emulator once per write mode (storage-write and insert-all on the N
- *   records; merge, and cdc as upserts keyed by order, on M, as the emulator slows down on both as the
- *   table grows), and an idle run (start-up alone);
+ * - (c) our drain into the BigQuery emulator once per write mode (storage-write, insert-all and merge on
+ *   the N records; cdc as upserts keyed by order on M, as the emulator's change data capture slows down as
+ *   the table grows), and an idle run (start-up alone);
  * - 1, 2 and 4 tasks of one execution (separate processes) on N records of a 16-partition topic, each
  *   task's exit code, stop reason, records and shared partitions;
  * - 1,000 partitions (10 topics x 100, 3 records each): a run that drains them all, then an idle run.
@@ -52,8 +52,8 @@ const records = Number(process.env.BENCH_RECORDS ?? 20_000);
 const partitions = Number(process.env.BENCH_PARTITIONS ?? 4);
 /** Records per batch: the product's default unless BENCH_BATCH says otherwise. */
 const batch = process.env.BENCH_BATCH;
-/** Merge mode on the emulator joins every staged row with every target row: it gets fewer records. */
-const mergeRecords = Number(process.env.BENCH_MERGE_RECORDS ?? 1_000);
+/** cdc mode on the emulator slows down as the table grows (20,000 upserts took 7 minutes): it gets fewer. */
+const cdcRecords = Number(process.env.BENCH_CDC_RECORDS ?? 1_000);
 /** The 1,000-partition scenario: topics x partitions each, records per partition (0 skips it). */
 const wideTopics = Number(process.env.BENCH_WIDE_TOPICS ?? 10);
 const widePartitions = Number(process.env.BENCH_WIDE_PARTITIONS ?? 100);
@@ -199,18 +199,18 @@ async function execution(tasks: number, topic: string, count: number) {
 console.log(`variants run with the job image's node flags: ${nodeFlags.join(' ') || 'none'}`);
 console.log(
   `producing ${records} ${shape.name} records to ${partitions} partitions, ${4 * records} to another topic, ` +
-    `${records} to 16 partitions, ${mergeRecords} for merge mode and ${wideRecords} to each of ` +
+    `${records} to 16 partitions, ${cdcRecords} for cdc mode and ${wideRecords} to each of ` +
     `${wideTopics} x ${widePartitions} partitions...`,
 );
 const topic = `${run}-n`;
 const topicQuad = `${run}-4n`;
 const topicTasks = `${run}-tasks`;
-const topicMerge = `${run}-m`;
+const topicCdc = `${run}-m`;
 const wide = Array.from({ length: wideTopics }, (_, i) => `${run}-w${i}`);
 await produce(topic, records, partitions);
 await produce(topicQuad, 4 * records, partitions);
 await produce(topicTasks, records, 16);
-await produce(topicMerge, mergeRecords, partitions);
+await produce(topicCdc, cdcRecords, partitions);
 // The same N records as Avro through the registry (wide shape only): the cost of the format.
 const topicAvro = `${run}-avro`;
 const withAvro = shape.name === 'wide';
@@ -290,11 +290,12 @@ const c4 = c4Runs.median;
 // The same pipeline again: everything is caught up, so this is start-up and shut-down alone.
 const idle = await variant('bigquery', topic, 0, `${run}-c0`, { BQ_WRITE_MODE: 'storage-write' });
 const cInsert = await variant('bigquery', topic, records, `${run}-ci`, { BQ_WRITE_MODE: 'insert-all' });
-const cMerge = await variant('bigquery', topicMerge, mergeRecords, `${run}-cm`, { BQ_WRITE_MODE: 'merge' });
+// Merge on the same N records as the others, since the emulator's MERGE joins by index (googlesqlite-merge.patch).
+const cMerge = await variant('bigquery', topic, records, `${run}-cm`, { BQ_WRITE_MODE: 'merge' });
 // Change data capture: each record an upsert of its order (the `_default` stream, no stream per flush). On
-// M records too: the emulator's change data capture slows down as the table grows, as its MERGE does
-// (20,000 upserts took 7 minutes; why was not looked into).
-const cCdc = await variant('bigquery', topicMerge, mergeRecords, `${run}-cc`, {
+// M records: the emulator's change data capture slows down as the table grows (20,000 upserts took 7
+// minutes; why was not looked into).
+const cCdc = await variant('bigquery', topicCdc, cdcRecords, `${run}-cc`, {
   BQ_WRITE_MODE: 'cdc',
   CHANGE_FORMAT: 'upsert',
   BQ_PRIMARY_KEY: 'order_id',
@@ -386,7 +387,7 @@ const lines = [
   `steady state (CPU from the first fetch of 4N minus that of N, per record): raw ${slope(a, a4).toFixed(1)} µs, null sink ${slope(b, b4).toFixed(1)} µs, storage-write ${slope(c, c4).toFixed(1)} µs: ${(slope(c, c4) / slope(a, a4)).toFixed(1)}x raw`,
   `net of the idle run (${(idle.cpuUs / 1e6).toFixed(2)} s CPU): storage-write ${netCpuPerRecord(c).toFixed(1)} µs, insert-all ${netCpuPerRecord(cInsert).toFixed(1)} µs, merge ${netCpuPerRecord(cMerge).toFixed(1)} µs, cdc ${netCpuPerRecord(cCdc).toFixed(1)} µs a record`,
   `one vCPU at the storage-write steady state: ${Math.round(perVcpu)} records/s, ${((perVcpu * bytesPerRecord) / 1e6).toFixed(1)} MB/s (Dataflow publishes 7.5 MB/s per vCPU: ${((perVcpu * bytesPerRecord) / 1e6 / 7.5).toFixed(2)}x)`,
-  `rows/s into the emulator (drain time), ${goalRounds} rounds of storage-write vs the official writer: ${writeRounds.map((r, i) => `${drainRate(r)} vs ${drainRate(writerRounds[i]!)}`).join(' / ')}; medians ${medianRate(writeRounds)} vs ${medianRate(writerRounds)} (goal: no lower); insert-all ${drainRate(cInsert)}, merge ${drainRate(cMerge)} and cdc ${drainRate(cCdc)} (${mergeRecords})`,
+  `rows/s into the emulator (drain time), ${goalRounds} rounds of storage-write vs the official writer: ${writeRounds.map((r, i) => `${drainRate(r)} vs ${drainRate(writerRounds[i]!)}`).join(' / ')}; medians ${medianRate(writeRounds)} vs ${medianRate(writerRounds)} (goal: no lower); insert-all ${drainRate(cInsert)}, merge ${drainRate(cMerge)}, cdc ${drainRate(cCdc)} (on ${cdcRecords})`,
   `waiting: the null sink paced at 1 ms a row ${cpuPerRecord(bPaced).toFixed(1)} vs ${cpuPerRecord(b).toFixed(1)} µs a record (drain ${(drainMs(bPaced) / 1000).toFixed(1)} vs ${(drainMs(b) / 1000).toFixed(1)} s): CPU spent waiting on the sink`,
   `peak RSS: null sink ${b.peakRssMb} MB at N, ${b4.peakRssMb} MB at 4N (goal <= 256 MB at 4N); storage-write ${c.peakRssMb} MB; raw ${a.peakRssMb} / ${a4.peakRssMb} MB`,
   ...(bAvro && cAvro
@@ -419,7 +420,7 @@ writeFileSync(
         records,
         partitions,
         batch: batch ?? 'default',
-        mergeRecords,
+        cdcRecords,
         wideTopics,
         widePartitions,
         wideRecords,

@@ -67,8 +67,13 @@ BQ_PATCHES=(
   "$ROOT/stack/bigquery-emulator/cdc.patch"
   "$ROOT/stack/bigquery-emulator/dataset-duplicate.patch"
 )
+# And one to the SQL engine under it (github.com/goccy/googlesqlite, the version the emulator's go.mod pins):
+# googlesqlite-merge.patch, a MERGE whose ON clause joins columns by equality costs about one lookup per
+# source row, as BigQuery's hash join does, instead of a predicate call for every (target, source) pair.
+GSL_VERSION=$(sed -n 's:^\tgithub.com/goccy/googlesqlite \([^ ]*\).*$:\1:p' "$ROOT/stack/bigquery-emulator/go.mod")
+GSL_PATCHES=("$ROOT/stack/bigquery-emulator/googlesqlite-merge.patch")
 OAUTH_VALIDATOR=$CACHE_DIR/oauth-validator-$(cat "$ROOT/stack/kafka/oauth/GoogleTokenValidator.java" "$ROOT/stack/kafka/pom.xml" | sha256sum | cut -c1-8)
-BQ_EMULATOR_BIN=$CACHE_DIR/bigquery-emulator-$BQ_EMULATOR_VERSION-$(cat "$ROOT/stack/bigquery-emulator/go.mod" "$ROOT/stack/bigquery-emulator/go.sum" "${BQ_PATCHES[@]}" | sha256sum | cut -c1-8)
+BQ_EMULATOR_BIN=$CACHE_DIR/bigquery-emulator-$BQ_EMULATOR_VERSION-$(cat "$ROOT/stack/bigquery-emulator/go.mod" "$ROOT/stack/bigquery-emulator/go.sum" "${BQ_PATCHES[@]}" "${GSL_PATCHES[@]}" | sha256sum | cut -c1-8)
 GCLOUD_PLATFORM=${KBD_GCLOUD_PLATFORM:-/usr/lib/google-cloud-sdk/platform}
 FIRESTORE_JAR=$GCLOUD_PLATFORM/cloud-firestore-emulator/cloud-firestore-emulator.jar
 PUBSUB_JAR=$(ls "$GCLOUD_PLATFORM"/pubsub-emulator/lib/cloud-pubsub-emulator-*-all.jar 2>/dev/null | head -n 1 || true)
@@ -179,6 +184,13 @@ install_bigquery() {
       (cd module && patch -p1 --no-backup-if-mismatch <"$patch_file")
     done
     go mod edit -replace "github.com/goccy/bigquery-emulator=./module"
+    gsl_dir=$(go mod download -json "github.com/goccy/googlesqlite@$GSL_VERSION" \
+      | python3 -c 'import json, sys; print(json.load(sys.stdin)["Dir"])')
+    cp -r "$gsl_dir" googlesqlite && chmod -R u+w googlesqlite
+    for patch_file in "${GSL_PATCHES[@]}"; do
+      (cd googlesqlite && patch -p1 --no-backup-if-mismatch <"$patch_file")
+    done
+    go mod edit -replace "github.com/goccy/googlesqlite=./googlesqlite"
     CGO_ENABLED=0 go build -trimpath -o "$BQ_EMULATOR_BIN.tmp" github.com/goccy/bigquery-emulator/cmd/bigquery-emulator
   ) >"$LOGS/install-bigquery.log" 2>&1 \
     || { tail -n 30 "$LOGS/install-bigquery.log" >&2; die "could not build the BigQuery emulator (log: $LOGS/install-bigquery.log)"; }
