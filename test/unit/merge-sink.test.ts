@@ -72,11 +72,14 @@ function bigQueryDouble(behaviour: Behaviour) {
         }
         return [[]];
       }
+      // The confirm query's keys: per partition, ranges and IN lists of offsets.
       const wanted = new Set<string>();
-      for (const m of query.matchAll(
-        /_kafka_topic = '([^']+)' AND _kafka_partition = (\d+) AND _kafka_offset IN \(([\d, ]+)\)/g,
-      )) {
-        for (const o of m[3]!.split(', ')) wanted.add(`${m[1]}:${m[2]}:${o}`);
+      for (const part of query.split("_kafka_topic = '").slice(1)) {
+        const [, topic, partition] = /^([^']+)' AND _kafka_partition = (\d+)/.exec(part)!;
+        for (const [, from, to] of part.matchAll(/_kafka_offset BETWEEN (\d+) AND (\d+)/g))
+          for (let o = Number(from); o <= Number(to); o++) wanted.add(`${topic}:${partition}:${o}`);
+        for (const [, list] of part.matchAll(/_kafka_offset IN \(([\d, ]+)\)/g))
+          for (const o of list!.split(', ')) wanted.add(`${topic}:${partition}:${o}`);
       }
       return [[{ present: new Set(target.map(key).filter((k) => wanted.has(k))).size }]];
     },
@@ -128,6 +131,18 @@ const logOf = (count: number) =>
   new Map([['t~0', Array.from({ length: count }, (_, o) => record('t', 0, o, { n: o }))]]);
 const targetOffsets = (double: ReturnType<typeof bigQueryDouble>) =>
   double.target.map((r) => Number(r._kafka_offset)).sort((a, b) => a - b);
+
+/** The most terms any one parenthesised OR of `sql` has. */
+function widestOr(sql: string): number {
+  const counts: number[] = [0];
+  let widest = 0;
+  for (let i = 0; i < sql.length; i++) {
+    if (sql[i] === '(') counts.push(0);
+    else if (sql[i] === ')') widest = Math.max(widest, counts.pop()! + 1);
+    else if (sql.startsWith(' OR ', i)) counts[counts.length - 1]!++;
+  }
+  return widest;
+}
 
 describe('merge mode on a bad day', () => {
   test('a staging table that answers 404 for a while after it was made: retried, nothing lost, nothing twice', async () => {
@@ -203,11 +218,37 @@ describe('merge mode on a bad day', () => {
       from: '2026-01-01T00:00:00.000Z',
       to: '2026-01-02T00:00:00.000Z',
     });
-    expect(sql).toContain("(_kafka_topic = 't.a' AND _kafka_partition = 0 AND _kafka_offset IN (3, 4))");
-    expect(sql).toContain("(_kafka_topic = 't-b' AND _kafka_partition = 2 AND _kafka_offset IN (9))");
+    expect(sql).toContain("(_kafka_topic = 't.a' AND _kafka_partition = 0 AND (_kafka_offset IN (3, 4)))");
+    expect(sql).toContain("(_kafka_topic = 't-b' AND _kafka_partition = 2 AND (_kafka_offset IN (9)))");
     const evil = [{ rowKey: '', record: record("t' OR 1=1 --", 0, 1, {}), row: {} }];
     expect(() => confirmStatement({ dataset: 'd', table: 'e' }, evil, { from: '', to: '' })).toThrow(
       RangeError,
     );
+  });
+
+  test('the confirm query says runs of offsets as ranges and the rest in bounded IN lists, ORs nested', () => {
+    const days = { from: '2026-01-01T00:00:00.000Z', to: '2026-01-02T00:00:00.000Z' };
+    const rowsOf = (partition: number, offsets: number[]) =>
+      offsets.map((o) => ({ rowKey: '', record: record('t', partition, o, {}), row: {} }));
+    // 0..999 but for the dead letters at 10, 500 and 501: three runs; then 1,200 lone even offsets.
+    const run = Array.from({ length: 1_000 }, (_, o) => o).filter((o) => ![10, 500, 501].includes(o));
+    const lone = Array.from({ length: 1_200 }, (_, i) => 2_000 + 2 * i);
+    const sql = confirmStatement({ dataset: 'd', table: 'e' }, rowsOf(0, [...lone, ...run]), days);
+    expect(sql).toContain('_kafka_offset BETWEEN 0 AND 9 OR _kafka_offset BETWEEN 11 AND 499');
+    expect(sql).toContain('_kafka_offset BETWEEN 502 AND 999');
+    const lists = [...sql.matchAll(/_kafka_offset IN \(([^)]*)\)/g)].map((m) =>
+      m[1]!.split(', ').map(Number),
+    );
+    expect(lists.map((l) => l.length)).toEqual([500, 500, 200]);
+    expect(lists.flat()).toEqual(lone);
+    // A flush over 250 partitions: no OR of more than 100 terms.
+    const wide = confirmStatement(
+      { dataset: 'd', table: 'e' },
+      Array.from({ length: 250 }, (_, p) => rowsOf(p, [1])).flat(),
+      days,
+    );
+    expect(widestOr(wide)).toBeLessThanOrEqual(100);
+    expect((wide.match(/_kafka_topic = 't'/g) ?? []).length).toBe(250);
+    expect(widestOr(sql)).toBeLessThanOrEqual(100);
   });
 });

@@ -85,7 +85,10 @@ export function mergeStatement(
 /**
  * The query that confirms a MERGE: how many of the batch's keys the target holds. Offsets and partitions
  * are integers and topics Kafka topic names ([a-zA-Z0-9._-]), so they are inlined (the emulator cannot
- * bind numeric parameters); anything else is refused.
+ * bind numeric parameters); anything else is refused. A partition's offsets are said as ranges where they
+ * run on (a flush's usually do, but for its dead letters), the rest in IN lists of at most
+ * `offsetsPerList`: a short query on BigQuery whatever the flush's size, and within the emulator's 1,000
+ * arguments a function.
  */
 export function confirmStatement(
   target: { dataset: string; table: string },
@@ -103,12 +106,44 @@ export function confirmStatement(
   }
   const clauses = [...byPartition].map(([key, offsets]) => {
     const [topic, partition] = key.split('\u0000');
-    return `(_kafka_topic = '${topic}' AND _kafka_partition = ${partition} AND _kafka_offset IN (${offsets.join(', ')}))`;
+    return `(_kafka_topic = '${topic}' AND _kafka_partition = ${partition} AND ${offsetCondition(offsets)})`;
   });
   return [
     `SELECT COUNT(DISTINCT CONCAT(_kafka_topic, ':', CAST(_kafka_partition AS STRING), ':', CAST(_kafka_offset AS STRING))) AS present`,
     `FROM \`${target.dataset}.${target.table}\``,
     `WHERE _kafka_timestamp >= TIMESTAMP('${days.from}') AND _kafka_timestamp < TIMESTAMP('${days.to}')`,
-    `AND (${clauses.join(' OR ')})`,
+    `AND ${anyOf(clauses)}`,
   ].join('\n');
+}
+
+/** Offsets in one IN list at most (the emulator allows a function 1,000 arguments). */
+export const offsetsPerList = 500;
+/** Terms in one OR at most: more are grouped in parentheses. */
+const termsPerOr = 100;
+/** A run of at least this many consecutive offsets is said as a range. */
+const shortestRange = 3;
+
+/** `_kafka_offset` in these offsets: ranges for runs, IN lists for the rest. */
+function offsetCondition(offsets: readonly number[]): string {
+  const sorted = [...new Set(offsets)].sort((a, b) => a - b);
+  const terms: string[] = [];
+  const singles: number[] = [];
+  for (let i = 0; i < sorted.length; ) {
+    let j = i;
+    while (j + 1 < sorted.length && sorted[j + 1] === sorted[j]! + 1) j++;
+    if (j - i + 1 >= shortestRange) terms.push(`_kafka_offset BETWEEN ${sorted[i]} AND ${sorted[j]}`);
+    else singles.push(...sorted.slice(i, j + 1));
+    i = j + 1;
+  }
+  for (let i = 0; i < singles.length; i += offsetsPerList)
+    terms.push(`_kafka_offset IN (${singles.slice(i, i + offsetsPerList).join(', ')})`);
+  return anyOf(terms);
+}
+
+/** `(a OR b OR …)`, nested in groups so that no OR has more than `termsPerOr` terms. */
+function anyOf(terms: readonly string[]): string {
+  if (terms.length <= termsPerOr) return `(${terms.join(' OR ')})`;
+  const groups: string[] = [];
+  for (let i = 0; i < terms.length; i += termsPerOr) groups.push(anyOf(terms.slice(i, i + termsPerOr)));
+  return anyOf(groups);
 }
