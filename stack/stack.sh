@@ -166,6 +166,18 @@ install_oauth_validator() {
   touch "$OAUTH_VALIDATOR/.complete"
 }
 
+# A module's source as the proxy serves it, copied into ./<dir>, patched, and built through a `replace`.
+patched_module() {
+  local module=$1 version=$2 dir=$3 source_dir patch_file
+  shift 3
+  source_dir=$(go mod download -json "$module@$version" | python3 -c 'import json, sys; print(json.load(sys.stdin)["Dir"])')
+  cp -r "$source_dir" "$dir" && chmod -R u+w "$dir"
+  for patch_file in "$@"; do
+    (cd "$dir" && patch -p1 --no-backup-if-mismatch <"$patch_file")
+  done
+  go mod edit -replace "$module=./$dir"
+}
+
 install_bigquery() {
   if [[ -x $BQ_EMULATOR_BIN ]]; then return; fi
   say "building github.com/goccy/bigquery-emulator $BQ_EMULATOR_VERSION (patched) through the Go module proxy (a few minutes the first time)"
@@ -177,20 +189,8 @@ install_bigquery() {
   cp "$ROOT"/stack/bigquery-emulator/{go.mod,go.sum,tools.go} "$work/"
   (
     cd "$work"
-    source_dir=$(go mod download -json "github.com/goccy/bigquery-emulator@$BQ_EMULATOR_VERSION" \
-      | python3 -c 'import json, sys; print(json.load(sys.stdin)["Dir"])')
-    cp -r "$source_dir" module && chmod -R u+w module
-    for patch_file in "${BQ_PATCHES[@]}"; do
-      (cd module && patch -p1 --no-backup-if-mismatch <"$patch_file")
-    done
-    go mod edit -replace "github.com/goccy/bigquery-emulator=./module"
-    gsl_dir=$(go mod download -json "github.com/goccy/googlesqlite@$GSL_VERSION" \
-      | python3 -c 'import json, sys; print(json.load(sys.stdin)["Dir"])')
-    cp -r "$gsl_dir" googlesqlite && chmod -R u+w googlesqlite
-    for patch_file in "${GSL_PATCHES[@]}"; do
-      (cd googlesqlite && patch -p1 --no-backup-if-mismatch <"$patch_file")
-    done
-    go mod edit -replace "github.com/goccy/googlesqlite=./googlesqlite"
+    patched_module github.com/goccy/bigquery-emulator "$BQ_EMULATOR_VERSION" module "${BQ_PATCHES[@]}"
+    patched_module github.com/goccy/googlesqlite "$GSL_VERSION" googlesqlite "${GSL_PATCHES[@]}"
     CGO_ENABLED=0 go build -trimpath -o "$BQ_EMULATOR_BIN.tmp" github.com/goccy/bigquery-emulator/cmd/bigquery-emulator
   ) >"$LOGS/install-bigquery.log" 2>&1 \
     || { tail -n 30 "$LOGS/install-bigquery.log" >&2; die "could not build the BigQuery emulator (log: $LOGS/install-bigquery.log)"; }
