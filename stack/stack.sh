@@ -58,7 +58,10 @@ KAFKA_LIBS=$CACHE_DIR/kafka-$KAFKA_VERSION-$(sha256sum "$ROOT/stack/kafka/pom.xm
 # time with row errors naming them, in the Storage Write API and insertAll; cdc.patch, change data capture
 # on the default stream (_CHANGE_TYPE upserts and deletes by primary key, _CHANGE_SEQUENCE_NUMBER
 # ordering); dataset-duplicate.patch, creating a dataset that exists answers 409 Already Exists (not 500),
-# as BigQuery does and as racing creators rely on. They are part of the binary's name: a changed patch builds a new binary.
+# as BigQuery does and as racing creators rely on; load-jobs.patch, a load job by upload as BigQuery runs it
+# (an id used twice is 409 Already Exists, the load's outcome is the job's DONE status with errorResult read by
+# jobs.get, newline-delimited JSON rows checked one by one and named by their byte position, a failed load
+# loading nothing). They are part of the binary's name: a changed patch builds a new binary.
 BQ_PATCHES=(
   "$ROOT/stack/bigquery-emulator/storage-write.patch"
   "$ROOT/stack/bigquery-emulator/insert-all.patch"
@@ -66,6 +69,7 @@ BQ_PATCHES=(
   "$ROOT/stack/bigquery-emulator/row-errors.patch"
   "$ROOT/stack/bigquery-emulator/cdc.patch"
   "$ROOT/stack/bigquery-emulator/dataset-duplicate.patch"
+  "$ROOT/stack/bigquery-emulator/load-jobs.patch"
 )
 # And one to the SQL engine under it (github.com/goccy/googlesqlite, the version the emulator's go.mod pins):
 # googlesqlite-merge.patch, a MERGE whose ON clause joins columns by equality costs about one lookup per

@@ -1,0 +1,141 @@
+import { randomBytes } from 'node:crypto';
+import type { BigQuery } from '@google-cloud/bigquery';
+import { DrainError } from '../../kernel/errors.js';
+import { bigQueryError } from '../../sinks/bigquery-tables.js';
+
+/**
+ * BigQuery load jobs by upload (jobs.insert through the media upload endpoint, multipart: the job's
+ * configuration and its newline-delimited JSON in one request, no bucket), and what became of one.
+ *
+ * A job id is used once per project: a second insert under an id BigQuery knows answers 409 and loads
+ * nothing, so submitting again under the same id is how a lost answer is survived. A load job is atomic:
+ * when it fails it loaded nothing; its row errors name each bad row by the byte position it starts at.
+ */
+export interface LoadJobs {
+  /** Submits the job under `jobId`; true when this call created it, false when the id existed (409). */
+  submit(jobId: string, table: string, lines: Buffer, signal?: AbortSignal): Promise<boolean>;
+  /** What became of the job (jobs.get): `missing` when BigQuery has no job of that id. */
+  state(jobId: string): Promise<LoadJobState>;
+}
+
+export type LoadJobState =
+  | { readonly state: 'missing' | 'running' | 'done' }
+  | {
+      readonly state: 'failed';
+      readonly message: string;
+      /** The byte positions (in the job's data) of the rows BigQuery refused, with why. */
+      readonly badRows: ReadonlyMap<number, string>;
+    };
+
+export interface LoadJobsOptions {
+  readonly bigquery: BigQuery;
+  readonly project: string;
+  readonly dataset: string;
+  readonly location: string | null;
+}
+
+/** The upload's size limit (media upload of a load job: 15 TB; we keep requests far smaller). */
+export const loadMaxBytes = 1024 * 1024 * 1024;
+
+export function createLoadJobs(options: LoadJobsOptions): LoadJobs {
+  const { bigquery, project, dataset, location } = options;
+  const endpoint = (bigquery as unknown as { apiEndpoint?: string }).apiEndpoint ?? 'https://bigquery.googleapis.com';
+  const uploadUri = `${endpoint.replace(/\/$/, '')}/upload/bigquery/v2/projects/${encodeURIComponent(project)}/jobs`;
+
+  return {
+    async submit(jobId, table, lines, signal) {
+      const job = {
+        jobReference: { projectId: project, jobId, ...(location === null ? {} : { location }) },
+        configuration: {
+          load: {
+            destinationTable: { projectId: project, datasetId: dataset, tableId: table },
+            sourceFormat: 'NEWLINE_DELIMITED_JSON',
+            // The table is made and evolved before its loads: a load never creates or changes it.
+            createDisposition: 'CREATE_NEVER',
+            writeDisposition: 'WRITE_APPEND',
+            ignoreUnknownValues: false,
+            maxBadRecords: 0,
+          },
+        },
+      };
+      const boundary = `kbd${randomBytes(12).toString('hex')}`;
+      const body = Buffer.concat([
+        Buffer.from(
+          `--${boundary}\r\nContent-Type: application/json; charset=UTF-8\r\n\r\n${JSON.stringify(job)}\r\n` +
+            `--${boundary}\r\nContent-Type: application/octet-stream\r\n\r\n`,
+        ),
+        lines,
+        Buffer.from(`\r\n--${boundary}--\r\n`),
+      ]);
+      try {
+        await request(bigquery, {
+          method: 'POST',
+          uri: uploadUri,
+          qs: { uploadType: 'multipart' },
+          headers: { 'Content-Type': `multipart/related; boundary=${boundary}` },
+          body,
+          ...(signal === undefined ? {} : { signal }),
+        });
+        return true;
+      } catch (error) {
+        if ((error as { code?: unknown }).code === 409) return false;
+        throw bigQueryError(error, `submit load job ${jobId}`);
+      }
+    },
+
+    async state(jobId) {
+      let metadata: JobMetadata;
+      try {
+        [metadata] = (await bigquery
+          .job(jobId, location === null ? {} : { location })
+          .getMetadata()) as unknown as [JobMetadata];
+      } catch (error) {
+        if ((error as { code?: unknown }).code === 404) return { state: 'missing' };
+        throw bigQueryError(error, `get load job ${jobId}`);
+      }
+      const status = metadata.status ?? {};
+      if (status.state !== 'DONE') return { state: 'running' };
+      if (status.errorResult === undefined || status.errorResult === null) return { state: 'done' };
+      const badRows = new Map<number, string>();
+      for (const e of status.errors ?? []) {
+        const position = /row starting at position (\d+)/.exec(e.message ?? '');
+        if (position !== null) badRows.set(Number(position[1]), e.message ?? 'invalid');
+      }
+      return {
+        state: 'failed',
+        message: `${status.errorResult.reason ?? 'error'}: ${status.errorResult.message ?? ''}`.trim(),
+        badRows,
+      };
+    },
+  };
+}
+
+interface JobMetadata {
+  status?: {
+    state?: string;
+    errorResult?: { reason?: string; message?: string } | null;
+    errors?: { reason?: string; message?: string }[];
+  };
+}
+
+/** The client's authenticated request, with an absolute URI (the upload endpoint is not under its base). */
+function request(
+  bigquery: BigQuery,
+  options: {
+    method: string;
+    uri: string;
+    qs: Record<string, string>;
+    headers: Record<string, string>; body: Buffer; signal?: AbortSignal },
+): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    const call = (
+      bigquery as unknown as {
+        request(o: object, callback: (error: Error | null, body?: unknown) => void): { abort?(): void };
+      }
+    ).request(options, (error, body) => (error ? reject(error) : resolve(body)));
+    options.signal?.addEventListener('abort', () => {
+      call?.abort?.();
+      reject(new DrainError('load job submission aborted', { retriable: true }));
+    });
+  });
+}
