@@ -1,15 +1,18 @@
 import { ConfigError } from '../kernel/errors.js';
 import { type CdcConfig, cdcOf } from './cdc-config.js';
+import { type LoadConfig, loadOf } from './load-config.js';
 import type { Reader } from './reader.js';
 
 /** The write modes, by the names BQ_WRITE_MODE takes; each is a folder of modes/ (see modes/registry.ts). */
-export const writeModeNames = ['storage-write', 'merge', 'insert-all', 'cdc'] as const;
+export const writeModeNames = ['storage-write', 'merge', 'insert-all', 'cdc', 'load'] as const;
 export type WriteMode = (typeof writeModeNames)[number];
 
 export interface BigQueryConfig {
   readonly writeMode: WriteMode;
   /** cdc mode's settings; null in the other modes. */
   readonly cdc: CdcConfig | null;
+  /** load mode's settings; null in the other modes. */
+  readonly load: LoadConfig | null;
   readonly location: string | null;
   readonly apiEndpoint: string | null;
   /** The Storage Write API's gRPC `host:port` of a local emulator (plaintext); null in production. */
@@ -17,7 +20,7 @@ export interface BigQueryConfig {
 }
 
 /** BQ_WRITE_MODE and its mode's settings, BQ_LOCATION, and the local emulators' endpoints. */
-export function bigqueryOf(read: Reader, writeMode: WriteMode): BigQueryConfig {
+export function bigqueryOf(read: Reader, writeMode: WriteMode, taskCount: number): BigQueryConfig {
   const apiEndpoint = read.optional('BIGQUERY_API_ENDPOINT');
   if (apiEndpoint !== null && !/^https?:\/\/[^/]+/.test(apiEndpoint)) {
     throw new ConfigError('BIGQUERY_API_ENDPOINT', `"${apiEndpoint}" is not an http(s) URL`);
@@ -25,6 +28,7 @@ export function bigqueryOf(read: Reader, writeMode: WriteMode): BigQueryConfig {
   return {
     writeMode,
     cdc: writeMode === 'cdc' ? cdcOf(read) : null,
+    load: writeMode === 'load' ? loadOf(read, taskCount) : null,
     location: read.optional('BQ_LOCATION'),
     apiEndpoint,
     storageEndpoint: read.matching('BIGQUERY_STORAGE_ENDPOINT', /^[^\s:/]+:\d{1,5}$/, 'host:port', true),

@@ -99,7 +99,7 @@ export function parseConfig(
     routes,
     routesFile,
     schemaRegistry,
-    bigquery: bigqueryOf(read, writeMode),
+    bigquery: bigqueryOf(read, writeMode, taskCount),
     emulators: {
       firestore: read.matching('FIRESTORE_EMULATOR_HOST', /^[^\s:/]+:\d{1,5}$/, 'host:port', true),
       pubsub: read.matching('PUBSUB_EMULATOR_HOST', /^[^\s:/]+:\d{1,5}$/, 'host:port', true),

@@ -243,7 +243,7 @@ export const settings = {
     section: 'writes',
     default: 'storage-write',
     meaning:
-      '`storage-write` (exactly once), `merge` (exactly once), `insert-all` (at least once) or `cdc` (changes by primary key). See [write modes](write-modes.md).',
+      '`storage-write` (exactly once), `merge` (exactly once), `insert-all` (at least once), `cdc` (changes by primary key) or `load` (exactly once, free ingestion by load jobs). See [write modes](write-modes.md).',
   },
   CHANGE_FORMAT: {
     section: 'writes',
@@ -265,6 +265,18 @@ export const settings = {
     section: 'writes',
     default: 'false',
     meaning: '`true` adds `_cdc_op`, `_cdc_source_ts` and `_cdc_source_position` to a `cdc` table.',
+  },
+
+  LOAD_JOBS_PER_TABLE_PER_DAY: {
+    section: 'writes',
+    default: 1000,
+    meaning:
+      "`load`: the pipeline's share of BigQuery's 1,500 load jobs a table a day; a run may submit its share of it.",
+  },
+  SCHEDULE_PERIOD_SECONDS: {
+    section: 'writes',
+    default: 300,
+    meaning: '`load`: how often runs start (infra sets it from `schedule`); sizes the loads a run may submit.',
   },
 
   DRAIN_BUDGET_SECONDS: {

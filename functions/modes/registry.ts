@@ -6,6 +6,7 @@ import type { WriteMode } from '../config/bigquery.js';
 import { ConfigError } from '../kernel/errors.js';
 import { cdcMode } from './cdc/index.js';
 import { insertAllMode } from './insert-all/index.js';
+import { loadMode } from './load/index.js';
 import { mergeMode } from './merge/index.js';
 import { storageWriteMode } from './storage-write/index.js';
 import type { WriteModeDefinition } from './write-mode.js';
@@ -15,6 +16,7 @@ const writeModes: Readonly<Record<WriteMode, WriteModeDefinition>> = {
   merge: mergeMode,
   'insert-all': insertAllMode,
   cdc: cdcMode,
+  load: loadMode,
 };
 
 /** The mode of that name; a name it does not know is a configuration error naming BQ_WRITE_MODE. */

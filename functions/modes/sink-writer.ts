@@ -1,6 +1,6 @@
 import { crashPoint } from '../kernel/crash-points.js';
 import type { BatchToWrite, DeadLetters, Sink, Writer, WrittenBatch } from '../kernel/ports.js';
-import type { RowToInsert } from '../kernel/records.js';
+import type { DeadLetter, RowToInsert } from '../kernel/records.js';
 import { classifyEach, directShape, type RecordPolicy } from '../records/classify.js';
 import { type RowShape, rowKey } from '../records/records.js';
 import type { ErrorTable } from '../sinks/contracts.js';
@@ -31,20 +31,27 @@ export function createMergeWriter(options: SinkWriterOptions & { readonly errorT
   return sinkWriter(options);
 }
 
+/**
+ * How a writer makes a JSON record's row straight from its text, when it can: JSON records without
+ * business rules go out as their own text. Compiled once per route shape.
+ */
+export function rowTexts(): (policy: RecordPolicy) => RowText | undefined {
+  const compiled = new WeakMap<RowShape, RowText | null>();
+  return (policy) => {
+    const shape = directShape(policy);
+    if (shape === undefined) return undefined;
+    if (!compiled.has(shape)) compiled.set(shape, compileRowText(shape) ?? null);
+    return compiled.get(shape) ?? undefined;
+  };
+}
+
 function sinkWriter(options: SinkWriterOptions & { readonly errorTable?: ErrorTable }): Writer {
-  // Per route shape, compiled once: its JSON records' rows made straight from their text.
-  const rowTexts = new WeakMap<RowShape, RowText | null>();
+  const rowTextOf = rowTexts();
   return {
     recover: async () => ({}),
     begin: async () => {},
     write: (batch, signal) => {
-      // JSON records without business rules can go out as their own text.
-      const shape = directShape(options.records);
-      let rowText: RowText | undefined;
-      if (shape !== undefined) {
-        if (!rowTexts.has(shape)) rowTexts.set(shape, compileRowText(shape) ?? null);
-        rowText = rowTexts.get(shape) ?? undefined;
-      }
+      const rowText = rowTextOf(options.records);
       return writeBatch(
         batch.records,
         { ...options, ...(rowText === undefined ? {} : { rowText }) },
@@ -72,22 +79,7 @@ export async function writeBatch(
   policy: RecordPolicy & { readonly ingestedAt: Date; readonly signal?: AbortSignal },
 ): Promise<WrittenBatch> {
   const { ingestedAt } = policy;
-  const rows: RowToInsert[] = [];
-  const { rowText } = ports;
-  const { letters, tombstones } = await classifyEach(
-    records,
-    policy,
-    ingestedAt,
-    (row) => rows.push(row),
-    rowText === undefined
-      ? undefined
-      : (record) => {
-          const text = rowText(record, ingestedAt);
-          if (text === undefined) return false;
-          rows.push({ rowKey: rowKey(record), record, text });
-          return true;
-        },
-  );
+  const { rows, letters, tombstones } = await classifyRows(records, policy, ingestedAt, ports.rowText);
   let written = 0;
   if (rows.length > 0) {
     const results = await ports.sink.write(rows, policy.signal);
@@ -104,4 +96,29 @@ export async function writeBatch(
   await publishDeadLetters(letters, ports.deadLetters);
   crashPoint('after-dead-letter-before-commit');
   return { rows: written, deadLetters: letters.length, tombstones };
+}
+
+/** The batch's records as rows to insert (a JSON record's straight from its text where it can be), dead letters and tombstones. */
+export async function classifyRows(
+  records: BatchToWrite['records'],
+  policy: RecordPolicy,
+  ingestedAt: Date,
+  rowText: RowText | undefined,
+): Promise<{ rows: RowToInsert[]; letters: DeadLetter[]; tombstones: number }> {
+  const rows: RowToInsert[] = [];
+  const { letters, tombstones } = await classifyEach(
+    records,
+    policy,
+    ingestedAt,
+    (row) => rows.push(row),
+    rowText === undefined
+      ? undefined
+      : (record) => {
+          const text = rowText(record, ingestedAt);
+          if (text === undefined) return false;
+          rows.push({ rowKey: rowKey(record), record, text });
+          return true;
+        },
+  );
+  return { rows, letters, tombstones };
 }

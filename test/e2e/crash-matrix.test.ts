@@ -3,7 +3,7 @@
  * several times, then by SIGKILL from outside at random moments (25, or KBD_CRASH_KILLS), all while a producer writes; then run
  * to completion. Afterwards every produced offset must be in the table or the dead-letter topic (G1), no
  * checkpoint ever went back (G6), `verify` finds no hole, and in the exactly-once modes (merge,
- * storage-write) no row is in the table twice (G2) and the error table, which the drain writes in those
+ * storage-write, load) no row is in the table twice (G2) and the error table, which the drain writes in those
  * modes, holds each bad record exactly once too.
  */
 import { describe, expect, test } from 'vitest';
@@ -45,6 +45,12 @@ describe.each([
     points: ['after-append', 'after-finalize', 'after-intent', 'after-batch-commit', 'mid-commit'],
   },
   { mode: 'insert-all', points: ['after-write', 'after-dead-letter-before-commit', 'mid-commit'] },
+  {
+    mode: 'load',
+    // Before the intent (its dead letters written), after it, after the job is submitted, after it is done,
+    // and in the commit.
+    points: ['after-error-table', 'after-intent', 'after-load-submitted', 'after-load-done', 'mid-commit'],
+  },
 ])('crash matrix, $mode mode', ({ mode, points }) => {
   const exactlyOnce = mode !== 'insert-all';
   test(`every fault point ×${repeatsPerPoint} and ${randomKills} random SIGKILLs: no hole${exactlyOnce ? ', no duplicate' : ''}`, async () => {

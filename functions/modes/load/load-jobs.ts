@@ -13,7 +13,7 @@ import { bigQueryError } from '../../sinks/bigquery-tables.js';
  */
 export interface LoadJobs {
   /** Submits the job under `jobId`; true when this call created it, false when the id existed (409). */
-  submit(jobId: string, table: string, lines: Buffer, signal?: AbortSignal): Promise<boolean>;
+  submit(jobId: string, lines: Buffer, signal?: AbortSignal): Promise<boolean>;
   /** What became of the job (jobs.get): `missing` when BigQuery has no job of that id. */
   state(jobId: string): Promise<LoadJobState>;
 }
@@ -31,19 +31,17 @@ export interface LoadJobsOptions {
   readonly bigquery: BigQuery;
   readonly project: string;
   readonly dataset: string;
+  readonly table: string;
   readonly location: string | null;
 }
 
-/** The upload's size limit (media upload of a load job: 15 TB; we keep requests far smaller). */
-export const loadMaxBytes = 1024 * 1024 * 1024;
-
 export function createLoadJobs(options: LoadJobsOptions): LoadJobs {
-  const { bigquery, project, dataset, location } = options;
+  const { bigquery, project, dataset, table, location } = options;
   const endpoint = (bigquery as unknown as { apiEndpoint?: string }).apiEndpoint ?? 'https://bigquery.googleapis.com';
   const uploadUri = `${endpoint.replace(/\/$/, '')}/upload/bigquery/v2/projects/${encodeURIComponent(project)}/jobs`;
 
   return {
-    async submit(jobId, table, lines, signal) {
+    async submit(jobId, lines, signal) {
       const job = {
         jobReference: { projectId: project, jobId, ...(location === null ? {} : { location }) },
         configuration: {

@@ -104,7 +104,7 @@ export function createStreamFlusher(
         if (!(error instanceof FencedError)) throw error;
         // Some partition of the flush was taken over. Its streams are abandoned (never committed, they
         // expire); the partitions still held are flushed again on new streams.
-        const fenced = await fencedMembers(members);
+        const fenced = await fencedMembers(members, ports.checkpoints, options.leaseTtlMs);
         for (const m of fenced) m.reject(error);
         options.logger.warn('a partition of the flush was taken over; flushing the others again', {
           fenced: fenced.length,
@@ -128,20 +128,6 @@ export function createStreamFlusher(
     }
   }
 
-  /** The members whose lease is gone: a renewal tells, one partition at a time. */
-  async function fencedMembers(members: Member[]): Promise<Member[]> {
-    const fenced: Member[] = [];
-    for (const m of members) {
-      await ports.checkpoints.renew(m.item.lease, options.leaseTtlMs).catch((error: unknown) => {
-        if (error instanceof FencedError) fenced.push(m);
-      });
-    }
-    // A FencedError from the intent write with every lease still held: a checkpoint moved under us.
-    if (fenced.length === 0)
-      throw new DrainError('recording the intent was refused for no held lease', { retriable: true });
-    return fenced;
-  }
-
   const queue = createFlushQueue(flushGroup, {
     weigh: (item) => item.bytes,
     maxWeight: options.flushMaxBytes,
@@ -150,6 +136,27 @@ export function createStreamFlusher(
     maxItems: flushMaxPartitions,
   });
   return { flush: (item) => queue.add(item) };
+}
+
+/**
+ * The members of a flush whose lease is gone, after the intent write was fenced: a renewal tells, one
+ * partition at a time.
+ */
+export async function fencedMembers<M extends { readonly item: { readonly lease: Lease } }>(
+  members: readonly M[],
+  checkpoints: Checkpoints,
+  leaseTtlMs: number,
+): Promise<M[]> {
+  const fenced: M[] = [];
+  for (const m of members) {
+    await checkpoints.renew(m.item.lease, leaseTtlMs).catch((error: unknown) => {
+      if (error instanceof FencedError) fenced.push(m);
+    });
+  }
+  // A FencedError from the intent write with every lease still held: a checkpoint moved under us.
+  if (fenced.length === 0)
+    throw new DrainError('recording the intent was refused for no held lease', { retriable: true });
+  return fenced;
 }
 
 /** Partitions one flush spans at most (its intent is one Firestore write over their documents). */

@@ -1,0 +1,32 @@
+import { ConfigError } from '../kernel/errors.js';
+import type { Reader } from './reader.js';
+
+/** load mode: how many load jobs a table may take, and so how many a run may submit. */
+export interface LoadConfig {
+  /** The pipeline's share of BigQuery's 1,500 load jobs per table per day (failed ones count too). */
+  readonly jobsPerTablePerDay: number;
+  /** How often the scheduler starts a run (infra sets it from the cron). */
+  readonly schedulePeriodSeconds: number;
+  /** Loads one task's run may submit per table: the day's budget over the day's runs of every task. */
+  readonly loadsPerRun: number;
+}
+
+/** BigQuery's limit: load jobs per table per day. https://cloud.google.com/bigquery/quotas#load_jobs */
+export const bigQueryLoadsPerTablePerDay = 1500;
+
+/** load mode: LOAD_JOBS_PER_TABLE_PER_DAY, SCHEDULE_PERIOD_SECONDS; refused when a run gets no load. */
+export function loadOf(read: Reader, taskCount: number): LoadConfig {
+  const jobsPerTablePerDay = read.integer('LOAD_JOBS_PER_TABLE_PER_DAY', 1, bigQueryLoadsPerTablePerDay);
+  const schedulePeriodSeconds = read.integer('SCHEDULE_PERIOD_SECONDS', 60, 7 * 24 * 3600);
+  const runsPerDay = Math.ceil(86_400 / schedulePeriodSeconds);
+  const loadsPerRun = Math.floor(jobsPerTablePerDay / (runsPerDay * taskCount));
+  if (loadsPerRun < 1) {
+    throw new ConfigError(
+      'LOAD_JOBS_PER_TABLE_PER_DAY',
+      `${jobsPerTablePerDay} loads a table a day over ${runsPerDay} runs (SCHEDULE_PERIOD_SECONDS=${schedulePeriodSeconds}) ` +
+        `of ${taskCount} tasks (CLOUD_RUN_TASK_COUNT) leaves a run less than one load a table: ` +
+        'run less often, with fewer tasks, or raise LOAD_JOBS_PER_TABLE_PER_DAY (at most 1500)',
+    );
+  }
+  return { jobsPerTablePerDay, schedulePeriodSeconds, loadsPerRun };
+}

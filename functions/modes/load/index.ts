@@ -1,0 +1,85 @@
+/**
+ * `load` (exactly once, free ingestion): the batches of the partitions ready at once loaded into the
+ * target by one load job, its id recorded as the partitions' intent before it is submitted; dead letters
+ * into the error table by MERGE (idempotent by origin). Load jobs a table may take a day are counted.
+ */
+import { ConfigError } from '../../kernel/errors.js';
+import { targetTableSchema } from '../../schema/table-schema.js';
+import type { ErrorTable } from '../../sinks/contracts.js';
+import { createMergeErrorTable } from '../merge/merge-error-table.js';
+import { createMergeSink } from '../merge/merge-sink.js';
+import { prepareTargetTable, stagingOf } from '../target-table.js';
+import { lazyPort, type MadeSinks, type WriteModeDefinition } from '../write-mode.js';
+import { createLoadJobs, type LoadJobs } from './load-jobs.js';
+import { createLoadQuota, type LoadQuota } from './load-quota.js';
+import { createLoadWriter, jobPrefixOf } from './load-writer.js';
+
+interface LoadSinks extends MadeSinks {
+  readonly jobs: LoadJobs;
+  readonly quota: LoadQuota;
+  readonly errorTable: ErrorTable;
+  jobPrefix(): string;
+}
+
+export const loadMode: WriteModeDefinition<LoadSinks> = {
+  // A flush is one load job for every partition ready at once: many may be in flight.
+  partitionConcurrency: 256,
+  verifies: { errorTable: true, changes: false },
+  seekBackNote: (to, from) =>
+    `records [${to}, ${from}) will be read again and loaded again: rows the table still holds will be there twice (delete them first)`,
+  async makeSinks(options) {
+    const { route, userSchema, config, clients } = options;
+    const load = config.bigquery.load;
+    if (load === null) throw new ConfigError('BQ_WRITE_MODE', 'load mode without its settings');
+    const schema = targetTableSchema(userSchema, route.metadata);
+    await prepareTargetTable(options, schema);
+    const staging = stagingOf(options);
+    const errorTable = createMergeErrorTable({
+      ...staging,
+      table: route.table,
+      location: config.bigquery.location,
+    });
+    const quota = createLoadQuota({
+      firestore: clients.firestore,
+      pipelineId: config.pipelineId,
+      dataset: route.dataset,
+      table: route.table,
+      perDay: load.jobsPerTablePerDay,
+      burst: load.loadsPerRun,
+      now: Date.now,
+    });
+    const jobs = createLoadJobs({
+      bigquery: clients.bigquery,
+      project: config.project,
+      dataset: route.dataset,
+      table: route.table,
+      location: config.bigquery.location,
+    });
+    // The dead-letter replay writes through the merge sink (idempotent by origin), as in storage-write mode.
+    const merge = createMergeSink({ ...staging, table: route.table, schema });
+    return {
+      sink: merge,
+      jobs,
+      quota,
+      errorTable,
+      jobPrefix: () => jobPrefixOf(config.pipelineId, route.table),
+      close: async () => {
+        await errorTable.close();
+        await merge.close();
+      },
+    };
+  },
+  createWriter(made, options, tracked) {
+    const jobs = lazyPort(async () => (await made()).jobs, ['submit', 'state']);
+    const quota = lazyPort(async () => (await made()).quota, ['take']);
+    const errorTable = lazyPort(async () => (await made()).errorTable, ['write']);
+    const naming = lazyPort(made, ['jobPrefix']) as unknown as { jobPrefix(): Promise<string> };
+    return createLoadWriter({
+      ...options,
+      jobs: tracked(jobs),
+      quota: tracked(quota),
+      errorTable: tracked(errorTable),
+      jobPrefix: naming.jobPrefix,
+    });
+  },
+};

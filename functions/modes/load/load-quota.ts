@@ -1,0 +1,61 @@
+import type { Firestore } from '@google-cloud/firestore';
+import { PartitionWaitsError } from '../../kernel/errors.js';
+
+/**
+ * The load jobs a table may still take today, counted in Firestore across every task and run
+ * (`pipelines/{pipeline}/loads/{dataset}.{table}@{day}`, the day in UTC): BigQuery allows 1,500 load jobs
+ * a table a day, failed ones included, and a job refused for quota would fail its flush.
+ *
+ * Paced through the day: by a moment of the day, the loads taken may reach the day's budget in proportion
+ * to the time gone, plus one run's share (`burst`), never the whole budget. A quiet morning leaves loads
+ * for a busy afternoon; a run that has spent what the clock allows leaves its records for the next run
+ * (the partition waits, its checkpoint where it was) instead of spending the evening's loads at noon. A
+ * load is counted before it is submitted: a run that dies between the two has spent one for nothing,
+ * which only errs on the safe side.
+ */
+export interface LoadQuota {
+  /** Counts one load of the table; throws PartitionWaitsError when the table may take none now. */
+  take(): Promise<void>;
+}
+
+export interface LoadQuotaOptions {
+  readonly firestore: Firestore;
+  readonly pipelineId: string;
+  readonly dataset: string;
+  readonly table: string;
+  readonly perDay: number;
+  /** A run's share of the day: how far ahead of the clock the loads may run. */
+  readonly burst: number;
+  readonly now: () => number;
+}
+
+export function createLoadQuota(options: LoadQuotaOptions): LoadQuota {
+  const { firestore, perDay, burst } = options;
+  const loads = firestore.collection('pipelines').doc(options.pipelineId).collection('loads');
+  return {
+    async take() {
+      const now = options.now();
+      const day = new Date(now).toISOString().slice(0, 10);
+      const allowed = loadsAllowed(now, perDay, burst);
+      const doc = loads.doc(`${options.dataset}.${options.table}@${day}`);
+      const took = await firestore.runTransaction(async (tx) => {
+        const count = Number((await tx.get(doc)).get('count') ?? 0);
+        if (count >= allowed) return false;
+        tx.set(doc, { table: `${options.dataset}.${options.table}`, day, count: count + 1, updatedAt: now });
+        return true;
+      });
+      if (!took) {
+        throw new PartitionWaitsError(
+          `table ${options.dataset}.${options.table} has taken the ${allowed} load jobs allowed so far today ` +
+            `(of ${perDay}, LOAD_JOBS_PER_TABLE_PER_DAY, paced through the day): its records wait for a later run`,
+        );
+      }
+    },
+  };
+}
+
+/** The loads a table may have taken by `now` (epoch ms): its share of the day so far plus a run's burst. */
+export function loadsAllowed(now: number, perDay: number, burst: number): number {
+  const msOfDay = now % 86_400_000;
+  return Math.min(perDay, Math.floor((perDay * msOfDay) / 86_400_000) + burst);
+}
