@@ -276,7 +276,8 @@ export const settings = {
   SCHEDULE_PERIOD_SECONDS: {
     section: 'writes',
     default: 300,
-    meaning: '`load`: how often runs start (infra sets it from `schedule`); sizes the loads a run may submit.',
+    meaning:
+      '`load`: how often runs start (infra sets it from `schedule`); sizes the loads a run may submit.',
   },
 
   DRAIN_BUDGET_SECONDS: {

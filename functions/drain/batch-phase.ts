@@ -103,7 +103,7 @@ async function writeAndCommit(
     if (error instanceof PartitionWaitsError) {
       // Not the records' fault and not the run's: the partition waits, its checkpoint where it was.
       log.warn('the partition waits for the next run', { reason: error.message });
-      entry.leave({ waiting: error.message });
+      entry.leave({ waiting: error.message, ...(error.heldBack ? { heldBack: true } : {}) });
       return false;
     }
     if (!(error instanceof FencedError)) {

@@ -21,6 +21,8 @@ export interface Observation {
   lastProgressAt: number | null;
   /** Set when the checkpoint was below the log start at the start of the run. */
   lost?: { from: number; to: number; skipped: boolean };
+  /** Why the run held the partition's records back on purpose (a load quota spent): backlog opens. */
+  heldBack?: string;
 }
 
 export interface Thresholds {
@@ -109,12 +111,20 @@ export function evaluateEpisodes(
   const growing =
     lagHistory.length === thresholds.backlogGrowingRuns + 1 &&
     lagHistory.every((l, i) => i === 0 || l > lagHistory[i - 1]!);
-  transition('backlog', lag > 0 && (lag >= thresholds.backlogRecords || growing), () => ({
-    since: seen.now,
-    detail: growing
-      ? `lag grew over ${thresholds.backlogGrowingRuns} runs to ${lag}`
-      : `${lag} records left after the run`,
-  }));
+  const heldBack = seen.heldBack;
+  transition(
+    'backlog',
+    lag > 0 && (lag >= thresholds.backlogRecords || growing || heldBack !== undefined),
+    () => ({
+      since: seen.now,
+      detail:
+        heldBack !== undefined
+          ? `${lag} records held back: ${heldBack}`
+          : growing
+            ? `lag grew over ${thresholds.backlogGrowingRuns} runs to ${lag}`
+            : `${lag} records left after the run`,
+    }),
+  );
 
   return {
     state: {

@@ -8,6 +8,8 @@ export interface Leaving {
   readonly skipped?: NonNullable<PartitionSummary['skipped']>;
   /** Why the partition cannot move until something changes (see PartitionSummary.waiting). */
   readonly waiting?: string;
+  /** The records were held back on purpose (a quota spent): `backlog` opens whatever the lag. */
+  readonly heldBack?: boolean;
 }
 
 /**
@@ -25,6 +27,7 @@ export class PartitionLease {
   #lease: Lease;
   #summary: PartitionSummary;
   #lost: { from: number; to: number; skipped: boolean } | undefined;
+  #heldBack = false;
   #position: number;
   #lastRenewedAt: number;
   /** The first record fetched at a position (for the partition's freshness at the run's end). */
@@ -93,6 +96,11 @@ export class PartitionLease {
   }
 
   /** Records deleted by retention before they were drained, seen at the start of this run. */
+  /** The run left the partition's records on purpose (see Leaving.heldBack). */
+  get heldBack(): boolean {
+    return this.#heldBack;
+  }
+
   get lost(): { from: number; to: number; skipped: boolean } | undefined {
     return this.#lost;
   }
@@ -188,6 +196,7 @@ export class PartitionLease {
     this.#done = true;
     if (why.skipped !== undefined) this.#summary.skipped = why.skipped;
     if (why.waiting !== undefined) this.#summary.waiting = why.waiting;
+    this.#heldBack = why.heldBack === true;
     this.#abandon.abort();
     this.#onLeft(this.#lease);
   }

@@ -44,6 +44,7 @@ async function alertsFor(run: DrainRun, entry: PartitionLease): Promise<Liveness
       checkpointAfter: entry.position,
       lastProgressAt: moved ? now : (lease.lastProgressAt ?? null),
       ...(entry.lost === undefined ? {} : { lost: entry.lost }),
+      ...(entry.heldBack ? { heldBack: entry.summary.waiting ?? 'held back' } : {}),
     },
     run.options.alertThresholds,
     { logger: run.logger, ...(run.ports.alerts === undefined ? {} : { alerts: run.ports.alerts }) },

@@ -46,7 +46,11 @@ export function isRetriable(error: unknown): boolean {
  * the run goes on with the others. Nothing of it is dead-lettered and its checkpoint stays.
  */
 export class PartitionWaitsError extends DrainError {
-  constructor(message: string, cause?: unknown) {
+  /** The records are held back on purpose (a quota spent): the partition's `backlog` alert opens. */
+  readonly heldBack: boolean;
+
+  constructor(message: string, cause?: unknown, options: { heldBack?: boolean } = {}) {
     super(message, { retriable: true, code: 'waits', cause });
+    this.heldBack = options.heldBack ?? false;
   }
 }

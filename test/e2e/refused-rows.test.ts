@@ -50,7 +50,7 @@ function value(partition: number, offset: number): string {
 const lettersOf = (partition: number) =>
   [...(refusedAt.get(partition) ?? []), ...(invalidAt.get(partition) ?? [])].sort((a, b) => a - b);
 
-describe.each(['storage-write', 'insert-all', 'merge'])('%s mode', (mode) => {
+describe.each(['storage-write', 'insert-all', 'merge', 'load'])('%s mode', (mode) => {
   test('refused rows become rejected dead letters; nothing is stuck; a second run is idle', async () => {
     const schemaFile = join(tmpdir(), `refused-rows-${mode}-${Date.now()}.schema.json`);
     writeFileSync(schemaFile, JSON.stringify(fields));

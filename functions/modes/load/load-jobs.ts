@@ -37,7 +37,8 @@ export interface LoadJobsOptions {
 
 export function createLoadJobs(options: LoadJobsOptions): LoadJobs {
   const { bigquery, project, dataset, table, location } = options;
-  const endpoint = (bigquery as unknown as { apiEndpoint?: string }).apiEndpoint ?? 'https://bigquery.googleapis.com';
+  const endpoint =
+    (bigquery as unknown as { apiEndpoint?: string }).apiEndpoint ?? 'https://bigquery.googleapis.com';
   const uploadUri = `${endpoint.replace(/\/$/, '')}/upload/bigquery/v2/projects/${encodeURIComponent(project)}/jobs`;
 
   return {
@@ -123,7 +124,10 @@ function request(
     method: string;
     uri: string;
     qs: Record<string, string>;
-    headers: Record<string, string>; body: Buffer; signal?: AbortSignal },
+    headers: Record<string, string>;
+    body: Buffer;
+    signal?: AbortSignal;
+  },
 ): Promise<unknown> {
   return new Promise((resolve, reject) => {
     const call = (

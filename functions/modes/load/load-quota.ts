@@ -48,6 +48,8 @@ export function createLoadQuota(options: LoadQuotaOptions): LoadQuota {
         throw new PartitionWaitsError(
           `table ${options.dataset}.${options.table} has taken the ${allowed} load jobs allowed so far today ` +
             `(of ${perDay}, LOAD_JOBS_PER_TABLE_PER_DAY, paced through the day): its records wait for a later run`,
+          undefined,
+          { heldBack: true },
         );
       }
     },

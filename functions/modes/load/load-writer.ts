@@ -107,7 +107,8 @@ export function createLoadWriter(options: LoadWriterOptions): Writer {
     for (let attempt = 1; members.length > 0; attempt++) {
       const items = members.map((m) => m.item);
       if (items.every((i) => i.rows.length === 0)) {
-        for (const m of members) m.resolve({ lease: m.item.lease, jobId: null, rows: 0, rejected: m.item.rejected.length });
+        for (const m of members)
+          m.resolve({ lease: m.item.lease, jobId: null, rows: 0, rejected: m.item.rejected.length });
         return;
       }
       await options.quota.take();
@@ -131,12 +132,22 @@ export function createLoadWriter(options: LoadWriterOptions): Writer {
       const outcome = await loadAttempt(id, items, signal);
       if (outcome.state === 'done') {
         crashPoint('after-load-done');
-        logger.debug('flush loaded', { job: id, rows: items.reduce((n, i) => n + i.rows.length, 0), loadMs: options.now() - began });
+        logger.debug('flush loaded', {
+          job: id,
+          rows: items.reduce((n, i) => n + i.rows.length, 0),
+          loadMs: options.now() - began,
+        });
         for (const [i, m] of members.entries())
-          m.resolve({ lease: leases[i]!, jobId: id, rows: m.item.rows.length, rejected: m.item.rejected.length });
+          m.resolve({
+            lease: leases[i]!,
+            jobId: id,
+            rows: m.item.rows.length,
+            rejected: m.item.rejected.length,
+          });
         return;
       }
-      if (outcome.state !== 'failed') throw new DrainError(`load job ${id} ended ${outcome.state}`, { retriable: true });
+      if (outcome.state !== 'failed')
+        throw new DrainError(`load job ${id} ended ${outcome.state}`, { retriable: true });
       const refused = refusedRows(items, outcome.badRows);
       if (refused.length === 0 || refused.length < outcome.badRows.size) {
         throw new DrainError(`bigquery load job ${id} failed: ${outcome.message}`, {
@@ -192,7 +203,11 @@ export function createLoadWriter(options: LoadWriterOptions): Writer {
       }
       const outcome = await waitForJob(jobs, id, options.recoverWaitMs ?? 60_000);
       if (outcome.state === 'done') {
-        log.notice('a load recorded by an earlier run was done', { from: intent.fromOffset, to: intent.nextOffset, rows: intent.rows });
+        log.notice('a load recorded by an earlier run was done', {
+          from: intent.fromOffset,
+          to: intent.nextOffset,
+          rows: intent.rows,
+        });
         return { commit: intent };
       }
       if (outcome.state === 'running')
@@ -277,10 +292,16 @@ function refusedRows(
  * The job id of a flush's attempt: the table's prefix, a digest of its partitions' ranges and lease epochs
  * (a range read again under a new lease is a new job), and the attempt. Letters, digits, `_` and `-`.
  */
-export function jobIdOf(prefix: string, items: readonly { lease: Lease; fromOffset: number; nextOffset: number }[], attempt: number): string {
+export function jobIdOf(
+  prefix: string,
+  items: readonly { lease: Lease; fromOffset: number; nextOffset: number }[],
+  attempt: number,
+): string {
   const digest = createHash('sha256');
   for (const i of items)
-    digest.update(`${i.lease.topic}\u0000${i.lease.partition}\u0000${i.lease.epoch}\u0000${i.fromOffset}\u0000${i.nextOffset}\n`);
+    digest.update(
+      `${i.lease.topic}\u0000${i.lease.partition}\u0000${i.lease.epoch}\u0000${i.fromOffset}\u0000${i.nextOffset}\n`,
+    );
   return `${prefix}_${digest.digest('hex').slice(0, 32)}_${attempt}`;
 }
 
@@ -303,7 +324,12 @@ function intentOf(item: LoadItem, jobId: string): CommitIntent {
 }
 
 /** Polls the job until it is no longer running, or `maxWaitMs` passed (then: running). */
-async function waitForJob(jobs: LoadJobs, id: string, maxWaitMs: number, signal?: AbortSignal): Promise<LoadJobState> {
+async function waitForJob(
+  jobs: LoadJobs,
+  id: string,
+  maxWaitMs: number,
+  signal?: AbortSignal,
+): Promise<LoadJobState> {
   const began = Date.now();
   for (let delay = 100; ; delay = Math.min(delay * 2, 2_000)) {
     const state = await withRetry(defaultRetryPolicy, () => jobs.state(id), undefined, signal);
