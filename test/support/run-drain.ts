@@ -26,10 +26,13 @@ export interface TestPorts {
   readonly deadLetters: DeadLetters;
   readonly alerts?: Alerts;
   readonly rules?: RecordPolicy['rules'];
+  /** Any other mode's writer (load), made from the options every writer gets. */
+  readonly writer?: (options: WriterOptions) => Writer;
 }
 
 /** The writer of the mode whose sinks the test gives: streams (storage-write), an error table (merge), or a sink. */
 export function writerOf(ports: TestPorts, options: WriterOptions): Writer {
+  if (ports.writer !== undefined) return ports.writer(options);
   if (ports.streams !== undefined) return createStorageWriteWriter({ ...options, streams: ports.streams });
   if (ports.errorTable !== undefined)
     return createMergeWriter({ ...options, sink: ports.sink!, errorTable: ports.errorTable });

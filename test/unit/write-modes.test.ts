@@ -32,7 +32,7 @@ describe('the write-mode registry', () => {
   });
 
   test('knows every mode the config parser accepts, and each says what verify and a seek mean in it', () => {
-    const names = ['storage-write', 'merge', 'insert-all', 'cdc'];
+    const names = ['storage-write', 'merge', 'insert-all', 'cdc', 'load'];
     for (const name of names) {
       const extra = name === 'cdc' ? { CHANGE_FORMAT: 'debezium' } : {};
       const config = parseConfig({ ...env, ...extra, BQ_WRITE_MODE: name });
@@ -47,6 +47,7 @@ describe('the write-mode registry', () => {
       'storage-write',
       'merge',
       'cdc',
+      'load',
     ]);
     expect(names.filter((n) => writeModeNamed(n).verifies.changes)).toEqual(['cdc']);
   });

@@ -1,0 +1,325 @@
+/**
+ * `load` mode with in-memory ports: one load job per flush, its id recorded as the partitions' intent
+ * before it is submitted, and every way a recorded intent is finished by the next holder of the lease
+ * (the job done, failed, never submitted, still running); rows a load refuses mapped back by their byte
+ * position; the day's load budget paced and, once spent, records held back with a backlog alert. The
+ * real jobs against the emulator: test/integration/load-jobs-emulator.test.ts, test/e2e/load-mode.test.ts.
+ */
+import { describe, expect, test } from 'vitest';
+import { parseConfig } from '../../functions/config/config.js';
+import { armCrashPoints } from '../../functions/kernel/crash-points.js';
+import { ConfigError, PartitionWaitsError } from '../../functions/kernel/errors.js';
+import { createMemoryLogger } from '../../functions/kernel/logger.js';
+import type { Lease } from '../../functions/kernel/ports.js';
+import type { DeadLetter, KafkaRecord } from '../../functions/kernel/records.js';
+import type { LoadJobState, LoadJobs } from '../../functions/modes/load/load-jobs.js';
+import { loadsAllowed } from '../../functions/modes/load/load-quota.js';
+import { createLoadWriter, jobIdOf, jobPrefixOf } from '../../functions/modes/load/load-writer.js';
+import { testDrainOptions } from '../support/drain-options.js';
+import {
+  createMemoryAlerts,
+  createMemoryCheckpoints,
+  createMemoryDeadLetters,
+  createMemorySource,
+  record,
+} from '../support/memory-ports.js';
+import { type DrainOptions, runDrain } from '../support/run-drain.js';
+
+const options: DrainOptions = {
+  ...testDrainOptions,
+  partitionConcurrency: 4,
+  tombstones: 'skip',
+  leaseTtlMs: 1_000,
+};
+
+function logOf(
+  partitions: number,
+  perPartition: number,
+  value = (o: number) => (o % 5 === 4 ? 'not json' : { n: o }),
+) {
+  const log = new Map<string, KafkaRecord[]>();
+  for (let p = 0; p < partitions; p++)
+    log.set(
+      `t~${p}`,
+      Array.from({ length: perPartition }, (_, o) => record('t', p, o, value(o))),
+    );
+  return log;
+}
+
+/** BigQuery's load jobs in memory: an id once, a job atomic, rows it refuses named by byte position. */
+function memoryJobs(refuse: (line: string) => boolean = () => false) {
+  const jobs = new Map<string, LoadJobState>();
+  const table: { partition: number; offset: number }[] = [];
+  let submissions = 0;
+  /** Jobs that stay `running` for this many reads of their state. */
+  let runningFor = 0;
+  const reads = new Map<string, number>();
+  const port: LoadJobs = {
+    async submit(id, lines) {
+      submissions++;
+      if (jobs.has(id)) return false;
+      const bad = new Map<number, string>();
+      const rows: { partition: number; offset: number }[] = [];
+      let position = 0;
+      for (const line of lines
+        .toString()
+        .split('\n')
+        .filter((l) => l !== '')) {
+        if (refuse(line)) bad.set(position, `row starting at position ${position}: refused`);
+        else {
+          const row = JSON.parse(line) as { _kafka_partition: number; _kafka_offset: number };
+          rows.push({ partition: row._kafka_partition, offset: row._kafka_offset });
+        }
+        position += Buffer.byteLength(line) + 1;
+      }
+      if (bad.size > 0) jobs.set(id, { state: 'failed', message: 'invalid: too many errors', badRows: bad });
+      else {
+        table.push(...rows);
+        jobs.set(id, { state: 'done' });
+      }
+      return true;
+    },
+    async state(id) {
+      const n = (reads.get(id) ?? 0) + 1;
+      reads.set(id, n);
+      if (jobs.has(id) && n <= runningFor) return { state: 'running' };
+      return jobs.get(id) ?? { state: 'missing' };
+    },
+  };
+  return {
+    port,
+    jobs,
+    table,
+    get submissions() {
+      return submissions;
+    },
+    keepRunning(times: number) {
+      runningFor = times;
+    },
+  };
+}
+
+function world(log: Map<string, KafkaRecord[]>, refuse?: (line: string) => boolean) {
+  const checkpoints = createMemoryCheckpoints(Date.now);
+  const jobs = memoryJobs(refuse);
+  const deadLetters = createMemoryDeadLetters();
+  const errorTable: DeadLetter[] = [];
+  const alerts = createMemoryAlerts();
+  let loadsLeft = Number.POSITIVE_INFINITY;
+  const run = async (runId: string, fault?: (point: string) => void) => {
+    armCrashPoints(fault);
+    try {
+      return await runDrain(
+        {
+          source: createMemorySource(log),
+          checkpoints,
+          deadLetters,
+          alerts,
+          writer: (o) =>
+            createLoadWriter({
+              ...o,
+              jobs: jobs.port,
+              errorTable: {
+                async write(letters) {
+                  // By origin, as the MERGE into the error table: none twice.
+                  for (const l of letters)
+                    if (
+                      !errorTable.some(
+                        (e) =>
+                          e.record.partition === l.record.partition && e.record.offset === l.record.offset,
+                      )
+                    )
+                      errorTable.push(l);
+                },
+              },
+              quota: {
+                async take() {
+                  if (loadsLeft <= 0)
+                    throw new PartitionWaitsError('the day is spent', undefined, { heldBack: true });
+                  loadsLeft--;
+                },
+              },
+              jobPrefix: async () => jobPrefixOf('p', 'events'),
+              recoverWaitMs: 5_000,
+            }),
+        },
+        { ...options, runId },
+        { logger: createMemoryLogger(), now: Date.now, signal: new AbortController().signal },
+      );
+    } finally {
+      armCrashPoints(undefined);
+    }
+  };
+  const exactlyOnce = () => {
+    for (const [id, records] of log) {
+      const partition = Number(id.split('~')[1]);
+      const inTable = jobs.table.filter((r) => r.partition === partition).map((r) => r.offset);
+      const inErrors = errorTable.filter((l) => l.record.partition === partition).map((l) => l.record.offset);
+      expect([...inTable, ...inErrors].sort((a, b) => a - b)).toEqual(records.map((r) => r.offset));
+    }
+  };
+  return {
+    checkpoints,
+    jobs,
+    errorTable,
+    deadLetters,
+    alerts,
+    run,
+    exactlyOnce,
+    setLoadsLeft(n: number) {
+      loadsLeft = n;
+    },
+  };
+}
+
+const crashAt = (point: string) => (at: string) => {
+  if (at === point) throw new Error(`crash at ${point}`);
+};
+
+describe('load: flushes, intents and their recovery', () => {
+  test('drains every partition exactly once: a job per flush spanning its partitions, intents cleared', async () => {
+    const w = world(logOf(3, 10));
+    const summary = await w.run('run-1');
+    expect(summary).toMatchObject({
+      stopReason: 'caught_up',
+      recordsRead: 30,
+      rowsWritten: 24,
+      deadLettered: 6,
+    });
+    w.exactlyOnce();
+    // 3 batches of 4 and one of... per partition, flushed together: fewer jobs than batches.
+    expect(w.jobs.jobs.size).toBeLessThan(3 * 3);
+    for (const p of [0, 1, 2])
+      expect((await w.checkpoints.peek([{ topic: 't', partition: p }]))[0]!.nextOffset).toBe(10);
+  });
+
+  test.each([
+    'after-error-table',
+    'after-intent',
+    'after-load-submitted',
+    'after-load-done',
+  ])('a run dying %s: the next run finishes or redoes the flush, nothing lost, nothing twice', async (point) => {
+    const w = world(logOf(2, 9));
+    await w.run('run-1', crashAt(point)).catch(() => undefined);
+    // The dead run's leases expire.
+    await new Promise((resolve) => setTimeout(resolve, options.leaseTtlMs + 50));
+    const summary = await w.run('run-2');
+    expect(summary.stopReason).toBe('caught_up');
+    w.exactlyOnce();
+  }, 20_000);
+
+  test('a job an earlier run left running is waited for, then committed without loading again', async () => {
+    const w = world(logOf(1, 3));
+    await w.run('run-1', crashAt('after-load-submitted')).catch(() => undefined);
+    await new Promise((resolve) => setTimeout(resolve, options.leaseTtlMs + 50));
+    const submitted = w.jobs.submissions;
+    w.jobs.keepRunning(2);
+    const summary = await w.run('run-2');
+    expect(summary.stopReason).toBe('caught_up');
+    w.exactlyOnce();
+    expect(w.jobs.submissions).toBe(submitted);
+  }, 20_000);
+
+  test('rows the load refuses become rejected dead letters; the rest is loaded by the next attempt', async () => {
+    const w = world(
+      logOf(2, 6, (o) => ({ n: o })),
+      (line) => /"n":3[,}]/.test(line),
+    );
+    const summary = await w.run('run-1');
+    expect(summary).toMatchObject({ stopReason: 'caught_up', rowsWritten: 10, deadLettered: 2 });
+    w.exactlyOnce();
+    expect(w.errorTable.map((l) => [l.record.partition, l.record.offset, l.kind]).sort()).toEqual([
+      [0, 3, 'rejected'],
+      [1, 3, 'rejected'],
+    ]);
+    expect(w.deadLetters.letters.filter((l) => l.kind === 'rejected')).toHaveLength(2);
+    expect([...w.jobs.jobs.values()].map((j) => j.state)).toContain('failed');
+  });
+
+  test('the day spent: the run holds the records back (waiting), opens backlog, and ends without error', async () => {
+    const w = world(logOf(2, 5, (o) => ({ n: o })));
+    w.setLoadsLeft(0);
+    const held = await w.run('run-1');
+    // A run whose partitions wait says `stalled` (a WARNING line, exit 0), as when a registry is down.
+    expect(held).toMatchObject({ stopReason: 'stalled', rowsWritten: 0 });
+    expect(held.error).toBeUndefined();
+    expect(held.partitions.map((p) => p.waiting)).toEqual(['the day is spent', 'the day is spent']);
+    expect(w.alerts.sent.map((a) => `${a.kind}:${a.state}:${a.partition}`).sort()).toEqual([
+      'backlog:open:0',
+      'backlog:open:1',
+    ]);
+    expect(w.alerts.sent[0]!.detail).toMatch(/5 records held back: the day is spent/);
+    w.setLoadsLeft(10);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    const next = await w.run('run-2');
+    expect(next).toMatchObject({ stopReason: 'caught_up', rowsWritten: 10 });
+    w.exactlyOnce();
+    expect(w.alerts.sent.filter((a) => a.state === 'resolved')).toHaveLength(2);
+  });
+});
+
+describe('load: job ids and the day budget', () => {
+  const lease = (partition: number, epoch: number) =>
+    ({ topic: 't', partition, owner: 'o', epoch, nextOffset: 0, expiresAt: 0 }) as Lease;
+  test('a job id: the table, the ranges and lease epochs, the attempt; the same flush the same id', () => {
+    const items = [
+      { lease: lease(0, 1), fromOffset: 0, nextOffset: 10 },
+      { lease: lease(1, 1), fromOffset: 5, nextOffset: 9 },
+    ];
+    const prefix = jobPrefixOf('my-pipe', 'db.orders$1');
+    expect(prefix).toBe('kbd_load_my-pipe_db_orders_1');
+    const id = jobIdOf(prefix, items, 1);
+    expect(id).toMatch(/^kbd_load_my-pipe_db_orders_1_[0-9a-f]{32}_1$/);
+    expect(jobIdOf(prefix, items, 1)).toBe(id);
+    expect(jobIdOf(prefix, items, 2)).not.toBe(id);
+    expect(jobIdOf(prefix, [items[0]!, { ...items[1]!, lease: lease(1, 2) }], 1)).not.toBe(id);
+    expect(jobIdOf(prefix, [items[0]!, { ...items[1]!, nextOffset: 10 }], 1)).not.toBe(id);
+  });
+
+  test('paced through the day: its share of the time gone plus a run’s burst, never more than the day', () => {
+    const midnight = Date.UTC(2026, 11, 4);
+    expect(loadsAllowed(midnight, 1000, 3)).toBe(3);
+    expect(loadsAllowed(midnight + 12 * 3_600_000, 1000, 3)).toBe(503);
+    expect(loadsAllowed(midnight + 86_399_999, 1000, 3)).toBe(1000);
+  });
+
+  const env = {
+    PIPELINE_ID: 'p',
+    GOOGLE_CLOUD_PROJECT: 'proj',
+    KAFKA_BROKERS: '127.0.0.1:9092',
+    KAFKA_TOPICS: 'orders',
+    BQ_DATASET: 'd',
+    BQ_TABLE: 't',
+    DEAD_LETTER_TOPIC: 'dead-letters',
+    BQ_SCHEMA_FILE: 'schema/target.schema.json',
+    BQ_WRITE_MODE: 'load',
+  };
+  test('the loads a run may submit: the day’s budget over the day’s runs of every task', () => {
+    expect(parseConfig(env).bigquery.load).toEqual({
+      jobsPerTablePerDay: 1000,
+      schedulePeriodSeconds: 300,
+      loadsPerRun: 3,
+    });
+    expect(
+      parseConfig({ ...env, CLOUD_RUN_TASK_COUNT: '2', SCHEDULE_PERIOD_SECONDS: '600' }).bigquery.load
+        ?.loadsPerRun,
+    ).toBe(3);
+  });
+
+  test('a schedule that leaves a run no load is refused at start, naming the variables', () => {
+    let thrown: unknown;
+    try {
+      parseConfig({ ...env, SCHEDULE_PERIOD_SECONDS: '60', CLOUD_RUN_TASK_COUNT: '2' });
+    } catch (error) {
+      thrown = error;
+    }
+    expect(thrown).toBeInstanceOf(ConfigError);
+    expect((thrown as ConfigError).variable).toBe('LOAD_JOBS_PER_TABLE_PER_DAY');
+    expect((thrown as Error).message).toMatch(
+      /1440 runs \(SCHEDULE_PERIOD_SECONDS=60\) of 2 tasks \(CLOUD_RUN_TASK_COUNT\)/,
+    );
+    expect(() => parseConfig({ ...env, LOAD_JOBS_PER_TABLE_PER_DAY: '1501' })).toThrow(
+      /LOAD_JOBS_PER_TABLE_PER_DAY/,
+    );
+  });
+});
