@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { basename, dirname, relative, resolve } from 'node:path';
 import * as pulumi from '@pulumi/pulumi';
 import { stalenessOf } from '../functions/config/cdc-config.js';
+import { bigQueryLoadsPerTablePerDay, loadPlan } from '../functions/config/load-config.js';
 import {
   parseRoutes,
   tableName,
@@ -94,7 +95,9 @@ export interface InfraConfig {
   readonly routesFile: { readonly name: string; readonly dir: string } | undefined;
   /** BQ_DATASET: the dataset of the single table, and the default of routes naming a table alone. */
   readonly dataset: string;
-  readonly writeMode: 'storage-write' | 'merge' | 'insert-all' | 'cdc';
+  readonly writeMode: 'storage-write' | 'merge' | 'insert-all' | 'cdc' | 'load';
+  /** load mode: the pipeline's share of BigQuery's 1,500 load jobs a table a day (default 1,000). */
+  readonly loadJobsPerTablePerDay: number | undefined;
   /**
    * cdc mode: the change format, the tables' primary key (required here: Pulumi makes the table with it;
    * the drain checks the table has it), max staleness (`15m` by default) and the optional source columns.
@@ -135,8 +138,8 @@ export function readInfraConfig(): InfraConfig {
   const gcp = new pulumi.Config('gcp');
   const config = new pulumi.Config();
   const writeMode = config.get('writeMode') ?? 'storage-write';
-  if (!['storage-write', 'merge', 'insert-all', 'cdc'].includes(writeMode)) {
-    throw new Error(`writeMode must be storage-write, merge, insert-all or cdc, not ${writeMode}`);
+  if (!['storage-write', 'merge', 'insert-all', 'cdc', 'load'].includes(writeMode)) {
+    throw new Error(`writeMode must be storage-write, merge, insert-all, cdc or load, not ${writeMode}`);
   }
   const budgetSeconds = config.getNumber('budgetSeconds') ?? 240;
   const schedule = config.get('schedule') ?? '*/5 * * * *';
@@ -215,6 +218,10 @@ export function readInfraConfig(): InfraConfig {
     dataset,
     writeMode: writeMode as InfraConfig['writeMode'],
     cdc: writeMode === 'cdc' ? cdcOf(config) : undefined,
+    loadJobsPerTablePerDay:
+      writeMode === 'load'
+        ? loadJobsOf(config, periodSeconds, config.getNumber('taskCount') ?? 1)
+        : undefined,
     metadataColumns,
     values: {
       format: valueFormat,
@@ -311,6 +318,17 @@ function routesOf(
     metadataColumns: r.metadata,
     layout: r.layout,
   }));
+}
+
+/** load mode: loadJobsPerTablePerDay, refused here as the drain would refuse it (no load for a run). */
+function loadJobsOf(config: pulumi.Config, periodSeconds: number, taskCount: number): number {
+  const perDay = config.getNumber('loadJobsPerTablePerDay') ?? 1000;
+  if (!Number.isInteger(perDay) || perDay < 1 || perDay > bigQueryLoadsPerTablePerDay)
+    throw new Error(`loadJobsPerTablePerDay must be 1 to ${bigQueryLoadsPerTablePerDay}, not ${perDay}`);
+  const plan = loadPlan(perDay, periodSeconds, taskCount);
+  if (typeof plan === 'string')
+    throw new Error(`loadJobsPerTablePerDay: ${plan} (schedule ${config.get('schedule') ?? '*/5 * * * *'})`);
+  return perDay;
 }
 
 /** cdc mode's settings: changeFormat, primaryKey, maxStaleness, sourceColumns. */

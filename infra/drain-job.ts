@@ -196,6 +196,12 @@ export class DrainJob extends pulumi.ComponentResource {
             BQ_MAX_STALENESS: config.cdc.maxStaleness,
             CDC_SOURCE_COLUMNS: String(config.cdc.sourceColumns),
           }),
+      ...(config.loadJobsPerTablePerDay === undefined
+        ? {}
+        : {
+            LOAD_JOBS_PER_TABLE_PER_DAY: String(config.loadJobsPerTablePerDay),
+            SCHEDULE_PERIOD_SECONDS: String(config.schedulePeriodSeconds),
+          }),
       BQ_LOCATION: config.region,
       BQ_HEADERS_COLUMN: String(config.metadataColumns.headers),
       BQ_KEY_TEXT_COLUMN: String(config.metadataColumns.keyText),

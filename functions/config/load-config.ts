@@ -18,15 +18,22 @@ export const bigQueryLoadsPerTablePerDay = 1500;
 export function loadOf(read: Reader, taskCount: number): LoadConfig {
   const jobsPerTablePerDay = read.integer('LOAD_JOBS_PER_TABLE_PER_DAY', 1, bigQueryLoadsPerTablePerDay);
   const schedulePeriodSeconds = read.integer('SCHEDULE_PERIOD_SECONDS', 60, 7 * 24 * 3600);
-  const runsPerDay = Math.ceil(86_400 / schedulePeriodSeconds);
-  const loadsPerRun = Math.floor(jobsPerTablePerDay / (runsPerDay * taskCount));
-  if (loadsPerRun < 1) {
-    throw new ConfigError(
-      'LOAD_JOBS_PER_TABLE_PER_DAY',
-      `${jobsPerTablePerDay} loads a table a day over ${runsPerDay} runs (SCHEDULE_PERIOD_SECONDS=${schedulePeriodSeconds}) ` +
-        `of ${taskCount} tasks (CLOUD_RUN_TASK_COUNT) leaves a run less than one load a table: ` +
-        'run less often, with fewer tasks, or raise LOAD_JOBS_PER_TABLE_PER_DAY (at most 1500)',
-    );
-  }
-  return { jobsPerTablePerDay, schedulePeriodSeconds, loadsPerRun };
+  const plan = loadPlan(jobsPerTablePerDay, schedulePeriodSeconds, taskCount);
+  if (typeof plan === 'string') throw new ConfigError('LOAD_JOBS_PER_TABLE_PER_DAY', plan);
+  return { jobsPerTablePerDay, schedulePeriodSeconds, loadsPerRun: plan };
+}
+
+/**
+ * The loads one task's run may submit per table (the day's budget over the day's runs of every task), or
+ * why there is none (the drain and infra refuse such a configuration alike).
+ */
+export function loadPlan(perDay: number, periodSeconds: number, taskCount: number): number | string {
+  const runsPerDay = Math.ceil(86_400 / periodSeconds);
+  const loadsPerRun = Math.floor(perDay / (runsPerDay * taskCount));
+  if (loadsPerRun >= 1) return loadsPerRun;
+  return (
+    `${perDay} loads a table a day over ${runsPerDay} runs (SCHEDULE_PERIOD_SECONDS=${periodSeconds}) ` +
+    `of ${taskCount} tasks (CLOUD_RUN_TASK_COUNT) leaves a run less than one load a table: ` +
+    'run less often, with fewer tasks, or raise LOAD_JOBS_PER_TABLE_PER_DAY (at most 1500)'
+  );
 }
