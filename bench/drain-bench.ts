@@ -10,7 +10,7 @@
  *   appends, the same rows with metadata columns), no Kafka;
  * - (b) our drain with a null sink, on N and on 4N records (does memory follow the batch, or the input?),
  *   and on N with the sink taking 1 ms a row (what waiting on a slow BigQuery costs in CPU);
- * - (c) our drain into the BigQuery emulator once per write mode (storage-write, insert-all and merge on
+ * - (c) our drain into the BigQuery emulator once per write mode (storage-write, insert-all, merge and load on
  *   the N records; cdc as upserts keyed by order on M, as the emulator's change data capture slows down as
  *   the table grows), and an idle run (start-up alone);
  * - 1, 2 and 4 tasks of one execution (separate processes) on N records of a 16-partition topic, each
@@ -292,6 +292,12 @@ const idle = await variant('bigquery', topic, 0, `${run}-c0`, { BQ_WRITE_MODE: '
 const cInsert = await variant('bigquery', topic, records, `${run}-ci`, { BQ_WRITE_MODE: 'insert-all' });
 // Merge on the same N records as the others, since the emulator's MERGE joins by index (googlesqlite-merge.patch).
 const cMerge = await variant('bigquery', topic, records, `${run}-cm`, { BQ_WRITE_MODE: 'merge' });
+// Load jobs (newline-delimited JSON by upload), hourly runs with the whole day's loads: no load held back.
+const cLoad = await variant('bigquery', topic, records, `${run}-cl`, {
+  BQ_WRITE_MODE: 'load',
+  LOAD_JOBS_PER_TABLE_PER_DAY: '1500',
+  SCHEDULE_PERIOD_SECONDS: '3600',
+});
 // Change data capture: each record an upsert of its order (the `_default` stream, no stream per flush). On
 // M records: the emulator's change data capture slows down as the table grows (20,000 upserts took 7
 // minutes; why was not looked into).
@@ -326,6 +332,7 @@ const rows = [
   ['(c) idle run (caught up), storage-write', idle],
   ['(c) drain → emulator, insert-all', cInsert],
   ['(c) drain → emulator, merge', cMerge],
+  ['(c) drain → emulator, load', cLoad],
   ['(c) drain → emulator, cdc (upserts)', cCdc],
   ...(bAvro && cAvro
     ? [
@@ -380,14 +387,14 @@ const bytesPerRecord = Buffer.byteLength(shape.value(records >> 1));
 const perVcpu = 1e6 / slope(c, c4);
 const lines = [
   `shape ${shape.name} (${shape.schema.length} columns, ${bytesPerRecord} B a record); CPU per record from the first fetch: raw ${cpuPerRecord(a).toFixed(1)} µs, official JSONWriter ${cpuPerRecord(w).toFixed(1)} µs`,
-  `drain / raw, CPU per record: storage-write ${ratio(c).toFixed(1)}x (goal <= 4x), at 4N ${(cpuPerRecord(c4) / cpuPerRecord(a4)).toFixed(1)}x, insert-all ${ratio(cInsert).toFixed(1)}x, merge ${ratio(cMerge).toFixed(1)}x, cdc ${ratio(cCdc).toFixed(1)}x, null sink ${ratio(b).toFixed(1)}x`,
+  `drain / raw, CPU per record: storage-write ${ratio(c).toFixed(1)}x (goal <= 4x), at 4N ${(cpuPerRecord(c4) / cpuPerRecord(a4)).toFixed(1)}x, insert-all ${ratio(cInsert).toFixed(1)}x, merge ${ratio(cMerge).toFixed(1)}x, load ${ratio(cLoad).toFixed(1)}x, cdc ${ratio(cCdc).toFixed(1)}x, null sink ${ratio(b).toFixed(1)}x`,
   `${goalRounds} rounds of raw then storage-write at N, CPU µs a record from the first fetch (each side's median run stands): raw ${aRuns.cpuPerRecordUs.map((x) => x.toFixed(1)).join(' / ')}, storage-write ${cRuns.cpuPerRecordUs.map((x) => x.toFixed(1)).join(' / ')}; each round's ratio ${roundRatios.map((x) => `${x.toFixed(1)}x`).join(' / ')}`,
   `${quadRounds} rounds of raw then storage-write at 4N: raw ${a4Runs.cpuPerRecordUs.map((x) => x.toFixed(1)).join(' / ')}, storage-write ${c4Runs.cpuPerRecordUs.map((x) => x.toFixed(1)).join(' / ')}; each round's ratio ${quadRatios.map((x) => `${x.toFixed(1)}x`).join(' / ')}`,
   `drain / (raw + official writer): storage-write ${ratioBoth(c).toFixed(2)} (goal: drain below the writer alone, ${cpuPerRecord(c).toFixed(1)} vs ${cpuPerRecord(w).toFixed(1)} µs)`,
   `steady state (CPU from the first fetch of 4N minus that of N, per record): raw ${slope(a, a4).toFixed(1)} µs, null sink ${slope(b, b4).toFixed(1)} µs, storage-write ${slope(c, c4).toFixed(1)} µs: ${(slope(c, c4) / slope(a, a4)).toFixed(1)}x raw`,
-  `net of the idle run (${(idle.cpuUs / 1e6).toFixed(2)} s CPU): storage-write ${netCpuPerRecord(c).toFixed(1)} µs, insert-all ${netCpuPerRecord(cInsert).toFixed(1)} µs, merge ${netCpuPerRecord(cMerge).toFixed(1)} µs, cdc ${netCpuPerRecord(cCdc).toFixed(1)} µs a record`,
+  `net of the idle run (${(idle.cpuUs / 1e6).toFixed(2)} s CPU): storage-write ${netCpuPerRecord(c).toFixed(1)} µs, insert-all ${netCpuPerRecord(cInsert).toFixed(1)} µs, merge ${netCpuPerRecord(cMerge).toFixed(1)} µs, load ${netCpuPerRecord(cLoad).toFixed(1)} µs, cdc ${netCpuPerRecord(cCdc).toFixed(1)} µs a record`,
   `one vCPU at the storage-write steady state: ${Math.round(perVcpu)} records/s, ${((perVcpu * bytesPerRecord) / 1e6).toFixed(1)} MB/s (Dataflow publishes 7.5 MB/s per vCPU: ${((perVcpu * bytesPerRecord) / 1e6 / 7.5).toFixed(2)}x)`,
-  `rows/s into the emulator (drain time), ${goalRounds} rounds of storage-write vs the official writer: ${writeRounds.map((r, i) => `${drainRate(r)} vs ${drainRate(writerRounds[i]!)}`).join(' / ')}; medians ${medianRate(writeRounds)} vs ${medianRate(writerRounds)} (goal: no lower); insert-all ${drainRate(cInsert)}, merge ${drainRate(cMerge)}, cdc ${drainRate(cCdc)} (on ${cdcRecords})`,
+  `rows/s into the emulator (drain time), ${goalRounds} rounds of storage-write vs the official writer: ${writeRounds.map((r, i) => `${drainRate(r)} vs ${drainRate(writerRounds[i]!)}`).join(' / ')}; medians ${medianRate(writeRounds)} vs ${medianRate(writerRounds)} (goal: no lower); insert-all ${drainRate(cInsert)}, merge ${drainRate(cMerge)}, load ${drainRate(cLoad)}, cdc ${drainRate(cCdc)} (on ${cdcRecords})`,
   `waiting: the null sink paced at 1 ms a row ${cpuPerRecord(bPaced).toFixed(1)} vs ${cpuPerRecord(b).toFixed(1)} µs a record (drain ${(drainMs(bPaced) / 1000).toFixed(1)} vs ${(drainMs(b) / 1000).toFixed(1)} s): CPU spent waiting on the sink`,
   `peak RSS: null sink ${b.peakRssMb} MB at N, ${b4.peakRssMb} MB at 4N (goal <= 256 MB at 4N); storage-write ${c.peakRssMb} MB; raw ${a.peakRssMb} / ${a4.peakRssMb} MB`,
   ...(bAvro && cAvro
