@@ -1,5 +1,8 @@
 import type { BigQuery } from '@google-cloud/bigquery';
+import type { PartitionRef } from '../kernel/records.js';
+import { deadLetterTableName } from '../schema/table-schema.js';
 import { bigQueryError } from './bigquery-tables.js';
+import type { HeldOffsets } from './contracts.js';
 
 export interface TableStats {
   /** Rows with offsets in [ledger start, checkpoint). */
@@ -14,6 +17,29 @@ export interface OffsetRange {
   readonly partition: number;
   readonly from: number;
   readonly to: number;
+}
+
+/**
+ * What a replayed range's target and error tables hold of one partition's [from, to): two queries (the
+ * exactly-once modes that write the error table themselves read it before writing a range again).
+ */
+export async function heldOffsets(
+  bigquery: BigQuery,
+  target: { dataset: string; table: string },
+  partition: PartitionRef,
+  from: number,
+  to: number,
+): Promise<HeldOffsets> {
+  const range = { topic: partition.topic, partition: partition.partition, from, to };
+  const errorTable = deadLetterTableName(target.table);
+  const held = (table: string) =>
+    offsetsHeld(bigquery, { dataset: target.dataset, table }, range).catch((error: unknown) => {
+      // No error table yet: no dead letter was ever written there.
+      if (table === errorTable && /not found/i.test(String((error as Error).message)))
+        return new Map<number, number>();
+      throw error;
+    });
+  return { rows: await held(target.table), deadLetters: await held(errorTable) };
 }
 
 /**

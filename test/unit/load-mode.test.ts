@@ -140,6 +140,22 @@ function world(log: Map<string, KafkaRecord[]>, refuse?: (line: string) => boole
                 },
               },
               jobPrefix: async () => jobPrefixOf('p', 'events'),
+              async heldOffsets(partition, from, to) {
+                const inRange = (p: number, o: number) => p === partition.partition && o >= from && o < to;
+                const log_ = log.get(`t~${partition.partition}`)!;
+                return {
+                  rows: new Map(
+                    jobs.table
+                      .filter((r) => inRange(r.partition, r.offset))
+                      .map((r) => [r.offset, log_[r.offset]!.timestamp]),
+                  ),
+                  deadLetters: new Map(
+                    errorTable
+                      .filter((l) => inRange(l.record.partition, l.record.offset))
+                      .map((l) => [l.record.offset, l.record.timestamp]),
+                  ),
+                };
+              },
               recoverWaitMs: 5_000,
             }),
         },
@@ -207,6 +223,26 @@ describe('load: flushes, intents and their recovery', () => {
     expect(summary.stopReason).toBe('caught_up');
     w.exactlyOnce();
   }, 20_000);
+
+  test('a checkpoint moved back: what the tables still hold is not loaded again, what was deleted is', async () => {
+    const w = world(logOf(1, 10));
+    await w.run('run-1');
+    // An operator deletes offsets 6 and 7 from the table, and moves the checkpoint back to 2.
+    w.jobs.table.splice(
+      0,
+      w.jobs.table.length,
+      ...w.jobs.table.filter((r) => r.offset !== 6 && r.offset !== 7),
+    );
+    w.checkpoints.seek({ topic: 't', partition: 0 }, 2);
+    const summary = await w.run('run-2');
+    expect(summary).toMatchObject({
+      stopReason: 'caught_up',
+      recordsRead: 8,
+      rowsWritten: 6,
+      deadLettered: 2,
+    });
+    w.exactlyOnce();
+  });
 
   test('a job an earlier run left running is waited for, then committed without loading again', async () => {
     const w = world(logOf(1, 3));

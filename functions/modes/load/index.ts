@@ -4,8 +4,10 @@
  * into the error table by MERGE (idempotent by origin). Load jobs a table may take a day are counted.
  */
 import { ConfigError } from '../../kernel/errors.js';
+import type { PartitionRef } from '../../kernel/records.js';
 import { targetTableSchema } from '../../schema/table-schema.js';
-import type { ErrorTable } from '../../sinks/contracts.js';
+import type { ErrorTable, HeldOffsets } from '../../sinks/contracts.js';
+import { heldOffsets } from '../../sinks/table-stats.js';
 import { createMergeErrorTable } from '../merge/merge-error-table.js';
 import { createMergeSink } from '../merge/merge-sink.js';
 import { prepareTargetTable, stagingOf } from '../target-table.js';
@@ -19,6 +21,7 @@ interface LoadSinks extends MadeSinks {
   readonly quota: LoadQuota;
   readonly errorTable: ErrorTable;
   jobPrefix(): string;
+  heldOffsets(partition: PartitionRef, from: number, to: number): Promise<HeldOffsets>;
 }
 
 export const loadMode: WriteModeDefinition<LoadSinks> = {
@@ -26,7 +29,7 @@ export const loadMode: WriteModeDefinition<LoadSinks> = {
   partitionConcurrency: 256,
   verifies: { errorTable: true, changes: false },
   seekBackNote: (to, from) =>
-    `records [${to}, ${from}) will be read again and loaded again: rows the table still holds will be there twice (delete them first)`,
+    `records [${to}, ${from}) will be read again; those the tables still hold are not loaded again`,
   async makeSinks(options) {
     const { route, userSchema, config, clients } = options;
     const load = config.bigquery.load;
@@ -63,6 +66,8 @@ export const loadMode: WriteModeDefinition<LoadSinks> = {
       quota,
       errorTable,
       jobPrefix: () => jobPrefixOf(config.pipelineId, route.table),
+      heldOffsets: (partition, from, to) =>
+        heldOffsets(clients.bigquery, { dataset: route.dataset, table: route.table }, partition, from, to),
       close: async () => {
         await errorTable.close();
         await merge.close();
@@ -73,13 +78,17 @@ export const loadMode: WriteModeDefinition<LoadSinks> = {
     const jobs = lazyPort(async () => (await made()).jobs, ['submit', 'state']);
     const quota = lazyPort(async () => (await made()).quota, ['take']);
     const errorTable = lazyPort(async () => (await made()).errorTable, ['write']);
-    const naming = lazyPort(made, ['jobPrefix']) as unknown as { jobPrefix(): Promise<string> };
+    const naming = lazyPort(made, ['jobPrefix', 'heldOffsets']) as unknown as {
+      jobPrefix(): Promise<string>;
+      heldOffsets: LoadSinks['heldOffsets'];
+    };
     return createLoadWriter({
       ...options,
       jobs: tracked(jobs),
       quota: tracked(quota),
       errorTable: tracked(errorTable),
       jobPrefix: naming.jobPrefix,
+      heldOffsets: tracked(naming).heldOffsets,
     });
   },
 };

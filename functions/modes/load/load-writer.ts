@@ -4,13 +4,14 @@ import { DrainError, FencedError, PartitionWaitsError } from '../../kernel/error
 import { createFlushQueue, type Waiting } from '../../kernel/flush-queue.js';
 import type { Logger } from '../../kernel/logger.js';
 import type { Checkpoints, CommitIntent, DeadLetters, Lease, Writer } from '../../kernel/ports.js';
-import type { DeadLetter, RowToInsert } from '../../kernel/records.js';
+import { type DeadLetter, type PartitionRef, partitionId, type RowToInsert } from '../../kernel/records.js';
 import { defaultRetryPolicy, type RetryPolicy, withRetry } from '../../kernel/retry.js';
 import { sleep } from '../../kernel/timers.js';
 import type { RecordPolicy } from '../../records/classify.js';
-import type { ErrorTable } from '../../sinks/contracts.js';
+import type { ErrorTable, HeldOffsets } from '../../sinks/contracts.js';
 import { publishDeadLetters } from '../dead-letters.js';
 import { classifyRows, rowTexts } from '../sink-writer.js';
+import { type Replay, splitReplayed } from '../storage-write/replay.js';
 import { fencedMembers, flushMaxPartitions } from '../storage-write/stream-flusher.js';
 import type { LoadJobState, LoadJobs } from './load-jobs.js';
 import type { LoadQuota } from './load-quota.js';
@@ -36,6 +37,8 @@ import type { LoadQuota } from './load-quota.js';
 export interface LoadWriterOptions {
   readonly jobs: LoadJobs;
   readonly quota: LoadQuota;
+  /** What the target and error tables hold of a replayed range (a checkpoint an operator moved back). */
+  readonly heldOffsets: (partition: PartitionRef, from: number, to: number) => Promise<HeldOffsets>;
   readonly errorTable: ErrorTable;
   readonly checkpoints: Checkpoints;
   readonly deadLetters: DeadLetters;
@@ -65,6 +68,8 @@ interface LoadItem {
   /** Dead letters already in the error table and on Pub/Sub: the batch's own, and rows BigQuery refused. */
   readonly letters: number;
   readonly rejected: DeadLetter[];
+  /** A replayed range's offsets the tables already hold: not loaded, counted all the same. */
+  readonly held: { readonly rows: number; readonly deadLetters: number };
   readonly bytes: number;
   readonly signal?: AbortSignal;
 }
@@ -80,6 +85,8 @@ export function createLoadWriter(options: LoadWriterOptions): Writer {
   const { logger, jobs } = options;
   const retry = options.retry ?? defaultRetryPolicy;
   const rowTextOf = rowTexts();
+  /** Per partition (and lease epoch), what a replayed range's tables already hold. */
+  const replays = new Map<string, Replay>();
   type Member = Waiting<LoadItem, Loaded>;
 
   /** The job of one attempt: waited for until it is done or failed. */
@@ -220,13 +227,31 @@ export function createLoadWriter(options: LoadWriterOptions): Writer {
       return { startAt: intent.fromOffset };
     },
 
-    async begin() {},
+    async begin(lease, from, end) {
+      // A checkpoint an operator moved back: what the tables still hold of the range is not loaded again.
+      const until = Math.min(lease.replayUntil ?? 0, end);
+      if (until <= from) return;
+      const held = await options.heldOffsets(lease, from, until);
+      replays.set(`${partitionId(lease)}@${lease.epoch}`, { ...held, until });
+      logger.notice('replaying offsets written before: those the tables still hold are not loaded again', {
+        topic: lease.topic,
+        partition: lease.partition,
+        from,
+        to: until,
+        heldRows: held.rows.size,
+        heldDeadLetters: held.deadLetters.size,
+      });
+    },
 
     async write(batch, signal) {
       const ingestedAt = new Date(options.now());
       const { records } = batch;
-      const { rows, letters, tombstones } = await classifyRows(
+      const { fresh, heldRows, heldLetters } = splitReplayed(
         records,
+        replays.get(`${partitionId(batch.lease)}@${batch.lease.epoch}`),
+      );
+      const { rows, letters, tombstones } = await classifyRows(
+        fresh,
         options.records,
         ingestedAt,
         rowTextOf(options.records),
@@ -247,12 +272,13 @@ export function createLoadWriter(options: LoadWriterOptions): Writer {
         rows: lines,
         letters: letters.length,
         rejected: [],
+        held: { rows: heldRows, deadLetters: heldLetters },
         bytes: lines.reduce((n, l) => n + l.line.length, 0),
         signal,
       });
       return {
-        rows: loaded.rows,
-        deadLetters: letters.length + loaded.rejected,
+        rows: loaded.rows + heldRows,
+        deadLetters: letters.length + loaded.rejected + heldLetters,
         tombstones,
         ...(loaded.jobId === null ? {} : { lease: loaded.lease, streams: [loaded.jobId] }),
       };
@@ -316,8 +342,8 @@ function intentOf(item: LoadItem, jobId: string): CommitIntent {
     fromOffset: item.fromOffset,
     nextOffset: item.nextOffset,
     records: item.records,
-    rows: item.rows.length,
-    deadLetters: item.letters + item.rejected.length,
+    rows: item.rows.length + item.held.rows,
+    deadLetters: item.letters + item.rejected.length + item.held.deadLetters,
     tombstones: item.tombstones,
     lastRecordTimestamp: item.lastRecordTimestamp,
   };

@@ -26,7 +26,7 @@ import {
   type StorageWriteTarget,
   tablePath,
 } from '../../sinks/storage-write-streams.js';
-import { offsetsHeld, tableStats } from '../../sinks/table-stats.js';
+import { heldOffsets, tableStats } from '../../sinks/table-stats.js';
 
 export type StorageWriteSinkOptions = StorageWriteTarget;
 
@@ -217,17 +217,8 @@ export function createStorageWriteSink(
       return { rows: await held(options.table), deadLetters: await held(errorTable) };
     },
 
-    async heldOffsets(partition, from, to) {
-      const range = { topic: partition.topic, partition: partition.partition, from, to };
-      const held = (table: string) =>
-        offsetsHeld(options.bigquery, { dataset: options.dataset, table }, range).catch((error: unknown) => {
-          // No error table yet: no dead letter was ever written there.
-          if (table === errorTable && /not found/i.test(String((error as Error).message)))
-            return new Map<number, number>();
-          throw error;
-        });
-      return { rows: await held(options.table), deadLetters: await held(errorTable) };
-    },
+    heldOffsets: (partition, from, to) =>
+      heldOffsets(options.bigquery, { dataset: options.dataset, table: options.table }, partition, from, to),
 
     /**
      * What the first flush would otherwise pay, done while the run takes its leases: the target's message
