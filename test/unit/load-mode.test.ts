@@ -13,8 +13,9 @@ import { createMemoryLogger } from '../../functions/kernel/logger.js';
 import type { Lease } from '../../functions/kernel/ports.js';
 import type { DeadLetter, KafkaRecord } from '../../functions/kernel/records.js';
 import type { LoadJobState, LoadJobs } from '../../functions/modes/load/load-jobs.js';
+import { jobIdOf, jobPrefixOf } from '../../functions/modes/load/load-jobs.js';
 import { loadsAllowed } from '../../functions/modes/load/load-quota.js';
-import { createLoadWriter, jobIdOf, jobPrefixOf } from '../../functions/modes/load/load-writer.js';
+import { createLoadWriter } from '../../functions/modes/load/load-writer.js';
 import { testDrainOptions } from '../support/drain-options.js';
 import {
   createMemoryAlerts,

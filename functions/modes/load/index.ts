@@ -12,9 +12,9 @@ import { createMergeErrorTable } from '../merge/merge-error-table.js';
 import { createMergeSink } from '../merge/merge-sink.js';
 import { prepareTargetTable, stagingOf } from '../target-table.js';
 import { lazyPort, type MadeSinks, type WriteModeDefinition } from '../write-mode.js';
-import { createLoadJobs, type LoadJobs } from './load-jobs.js';
+import { createLoadJobs, jobPrefixOf, type LoadJobs } from './load-jobs.js';
 import { createLoadQuota, type LoadQuota } from './load-quota.js';
-import { createLoadWriter, jobPrefixOf } from './load-writer.js';
+import { createLoadWriter } from './load-writer.js';
 
 interface LoadSinks extends MadeSinks {
   readonly jobs: LoadJobs;

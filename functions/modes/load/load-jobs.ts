@@ -1,6 +1,9 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import type { BigQuery } from '@google-cloud/bigquery';
 import { DrainError } from '../../kernel/errors.js';
+import type { Lease } from '../../kernel/ports.js';
+import { defaultRetryPolicy, withRetry } from '../../kernel/retry.js';
+import { sleep } from '../../kernel/timers.js';
 import { bigQueryError } from '../../sinks/bigquery-tables.js';
 
 /**
@@ -140,4 +143,41 @@ function request(
       reject(new DrainError('load job submission aborted', { retriable: true }));
     });
   });
+}
+
+/**
+ * The job id of a flush's attempt: the table's prefix, a digest of its partitions' ranges and lease epochs
+ * (a range read again under a new lease is a new job), and the attempt. Letters, digits, `_` and `-`.
+ */
+export function jobIdOf(
+  prefix: string,
+  items: readonly { lease: Lease; fromOffset: number; nextOffset: number }[],
+  attempt: number,
+): string {
+  const digest = createHash('sha256');
+  for (const i of items)
+    digest.update(
+      `${i.lease.topic}\u0000${i.lease.partition}\u0000${i.lease.epoch}\u0000${i.fromOffset}\u0000${i.nextOffset}\n`,
+    );
+  return `${prefix}_${digest.digest('hex').slice(0, 32)}_${attempt}`;
+}
+
+/** `kbd_load_{pipeline}_{table}`, as a job id may spell it, short enough to leave room for the rest. */
+export function jobPrefixOf(pipelineId: string, table: string): string {
+  return `kbd_load_${pipelineId}_${table}`.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 900);
+}
+
+/** Polls the job until it is no longer running, or `maxWaitMs` passed (then: running). */
+export async function waitForJob(
+  jobs: LoadJobs,
+  id: string,
+  maxWaitMs: number,
+  signal?: AbortSignal,
+): Promise<LoadJobState> {
+  const began = Date.now();
+  for (let delay = 100; ; delay = Math.min(delay * 2, 2_000)) {
+    const state = await withRetry(defaultRetryPolicy, () => jobs.state(id), undefined, signal);
+    if (state.state !== 'running' || Date.now() - began >= maxWaitMs) return state;
+    await sleep(delay, signal);
+  }
 }

@@ -1,19 +1,18 @@
-import { createHash } from 'node:crypto';
 import { crashPoint } from '../../kernel/crash-points.js';
 import { DrainError, FencedError, PartitionWaitsError } from '../../kernel/errors.js';
 import { createFlushQueue, type Waiting } from '../../kernel/flush-queue.js';
 import type { Logger } from '../../kernel/logger.js';
 import type { Checkpoints, CommitIntent, DeadLetters, Lease, Writer } from '../../kernel/ports.js';
-import { type DeadLetter, type PartitionRef, partitionId, type RowToInsert } from '../../kernel/records.js';
+import { type DeadLetter, type PartitionRef, partitionId } from '../../kernel/records.js';
 import { defaultRetryPolicy, type RetryPolicy, withRetry } from '../../kernel/retry.js';
-import { sleep } from '../../kernel/timers.js';
 import type { RecordPolicy } from '../../records/classify.js';
 import type { ErrorTable, HeldOffsets } from '../../sinks/contracts.js';
 import { publishDeadLetters } from '../dead-letters.js';
 import { classifyRows, rowTexts } from '../sink-writer.js';
 import { type Replay, splitReplayed } from '../storage-write/replay.js';
 import { fencedMembers, flushMaxPartitions } from '../storage-write/stream-flusher.js';
-import type { LoadJobState, LoadJobs } from './load-jobs.js';
+import { jobIdOf, type LoadJobState, type LoadJobs, waitForJob } from './load-jobs.js';
+import { type LoadItem, lineOf, linesOf, refusedRows } from './load-lines.js';
 import type { LoadQuota } from './load-quota.js';
 
 /**
@@ -53,25 +52,6 @@ export interface LoadWriterOptions {
   readonly retry?: RetryPolicy;
   /** How long `recover` waits for a job an earlier run left running. */
   readonly recoverWaitMs?: number;
-}
-
-/** One partition's batch, classified, waiting for a flush: its rows as lines of newline-delimited JSON. */
-interface LoadItem {
-  /** As the last intent left it. */
-  lease: Lease;
-  readonly fromOffset: number;
-  readonly nextOffset: number;
-  readonly records: number;
-  readonly tombstones: number;
-  readonly lastRecordTimestamp: number | null;
-  rows: { readonly row: RowToInsert; readonly line: Buffer }[];
-  /** Dead letters already in the error table and on Pub/Sub: the batch's own, and rows BigQuery refused. */
-  readonly letters: number;
-  readonly rejected: DeadLetter[];
-  /** A replayed range's offsets the tables already hold: not loaded, counted all the same. */
-  readonly held: { readonly rows: number; readonly deadLetters: number };
-  readonly bytes: number;
-  readonly signal?: AbortSignal;
 }
 
 interface Loaded {
@@ -286,56 +266,6 @@ export function createLoadWriter(options: LoadWriterOptions): Writer {
   };
 }
 
-/** A row as a line of newline-delimited JSON (a text row's line breaks are JSON whitespace: spaces). */
-function lineOf(row: RowToInsert): Buffer {
-  const text = 'text' in row ? row.text.replace(/[\r\n]/g, ' ') : JSON.stringify(row.row);
-  return Buffer.from(`${text}\n`);
-}
-
-/** The job's data: every item's lines, in order. */
-function linesOf(items: readonly LoadItem[]): { data: Buffer } {
-  return { data: Buffer.concat(items.flatMap((i) => i.rows.map((r) => r.line))) };
-}
-
-/** The rows a failed job's errors name by byte position, mapped back to their items; undefined positions left out. */
-function refusedRows(
-  items: readonly LoadItem[],
-  badRows: ReadonlyMap<number, string>,
-): { item: LoadItem; index: number; reason: string }[] {
-  const refused: { item: LoadItem; index: number; reason: string }[] = [];
-  let position = 0;
-  for (const item of items) {
-    item.rows.forEach((r, index) => {
-      const reason = badRows.get(position);
-      if (reason !== undefined) refused.push({ item, index, reason: `invalid: ${reason}` });
-      position += r.line.length;
-    });
-  }
-  return refused;
-}
-
-/**
- * The job id of a flush's attempt: the table's prefix, a digest of its partitions' ranges and lease epochs
- * (a range read again under a new lease is a new job), and the attempt. Letters, digits, `_` and `-`.
- */
-export function jobIdOf(
-  prefix: string,
-  items: readonly { lease: Lease; fromOffset: number; nextOffset: number }[],
-  attempt: number,
-): string {
-  const digest = createHash('sha256');
-  for (const i of items)
-    digest.update(
-      `${i.lease.topic}\u0000${i.lease.partition}\u0000${i.lease.epoch}\u0000${i.fromOffset}\u0000${i.nextOffset}\n`,
-    );
-  return `${prefix}_${digest.digest('hex').slice(0, 32)}_${attempt}`;
-}
-
-/** `kbd_load_{pipeline}_{table}`, as a job id may spell it, short enough to leave room for the rest. */
-export function jobPrefixOf(pipelineId: string, table: string): string {
-  return `kbd_load_${pipelineId}_${table}`.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 900);
-}
-
 function intentOf(item: LoadItem, jobId: string): CommitIntent {
   return {
     streams: [jobId],
@@ -347,19 +277,4 @@ function intentOf(item: LoadItem, jobId: string): CommitIntent {
     tombstones: item.tombstones,
     lastRecordTimestamp: item.lastRecordTimestamp,
   };
-}
-
-/** Polls the job until it is no longer running, or `maxWaitMs` passed (then: running). */
-async function waitForJob(
-  jobs: LoadJobs,
-  id: string,
-  maxWaitMs: number,
-  signal?: AbortSignal,
-): Promise<LoadJobState> {
-  const began = Date.now();
-  for (let delay = 100; ; delay = Math.min(delay * 2, 2_000)) {
-    const state = await withRetry(defaultRetryPolicy, () => jobs.state(id), undefined, signal);
-    if (state.state !== 'running' || Date.now() - began >= maxWaitMs) return state;
-    await sleep(delay, signal);
-  }
 }

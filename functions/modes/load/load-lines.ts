@@ -1,0 +1,54 @@
+import type { Lease } from '../../kernel/ports.js';
+import type { DeadLetter, RowToInsert } from '../../kernel/records.js';
+
+/**
+ * A flush's data in `load` mode: each batch's rows as lines of newline-delimited JSON, and the rows a
+ * failed load names by byte position mapped back to their batches.
+ */
+
+/** One partition's batch, classified, waiting for a flush: its rows as lines of newline-delimited JSON. */
+export interface LoadItem {
+  /** As the last intent left it. */
+  lease: Lease;
+  readonly fromOffset: number;
+  readonly nextOffset: number;
+  readonly records: number;
+  readonly tombstones: number;
+  readonly lastRecordTimestamp: number | null;
+  rows: { readonly row: RowToInsert; readonly line: Buffer }[];
+  /** Dead letters already in the error table and on Pub/Sub: the batch's own, and rows BigQuery refused. */
+  readonly letters: number;
+  readonly rejected: DeadLetter[];
+  /** A replayed range's offsets the tables already hold: not loaded, counted all the same. */
+  readonly held: { readonly rows: number; readonly deadLetters: number };
+  readonly bytes: number;
+  readonly signal?: AbortSignal;
+}
+
+/** A row as a line of newline-delimited JSON (a text row's line breaks are JSON whitespace: spaces). */
+export function lineOf(row: RowToInsert): Buffer {
+  const text = 'text' in row ? row.text.replace(/[\r\n]/g, ' ') : JSON.stringify(row.row);
+  return Buffer.from(`${text}\n`);
+}
+
+/** The job's data: every item's lines, in order. */
+export function linesOf(items: readonly LoadItem[]): { data: Buffer } {
+  return { data: Buffer.concat(items.flatMap((i) => i.rows.map((r) => r.line))) };
+}
+
+/** The rows a failed job's errors name by byte position, mapped back to their items; undefined positions left out. */
+export function refusedRows(
+  items: readonly LoadItem[],
+  badRows: ReadonlyMap<number, string>,
+): { item: LoadItem; index: number; reason: string }[] {
+  const refused: { item: LoadItem; index: number; reason: string }[] = [];
+  let position = 0;
+  for (const item of items) {
+    item.rows.forEach((r, index) => {
+      const reason = badRows.get(position);
+      if (reason !== undefined) refused.push({ item, index, reason: `invalid: ${reason}` });
+      position += r.line.length;
+    });
+  }
+  return refused;
+}
