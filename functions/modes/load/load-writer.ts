@@ -3,13 +3,13 @@ import { DrainError, FencedError, PartitionWaitsError } from '../../kernel/error
 import { createFlushQueue, type Waiting } from '../../kernel/flush-queue.js';
 import type { Logger } from '../../kernel/logger.js';
 import type { Checkpoints, CommitIntent, DeadLetters, Lease, Writer } from '../../kernel/ports.js';
-import { type DeadLetter, type PartitionRef, partitionId } from '../../kernel/records.js';
+import type { DeadLetter, PartitionRef } from '../../kernel/records.js';
 import { defaultRetryPolicy, type RetryPolicy, withRetry } from '../../kernel/retry.js';
 import type { RecordPolicy } from '../../records/classify.js';
 import type { ErrorTable, HeldOffsets } from '../../sinks/contracts.js';
 import { publishDeadLetters } from '../dead-letters.js';
 import { classifyRows, rowTexts } from '../sink-writer.js';
-import { type Replay, splitReplayed } from '../storage-write/replay.js';
+import { createReplays, splitReplayed } from '../storage-write/replay.js';
 import { fencedMembers, flushMaxPartitions } from '../storage-write/stream-flusher.js';
 import { jobIdOf, type LoadJobState, type LoadJobs, waitForJob } from './load-jobs.js';
 import { type LoadItem, lineOf, linesOf, refusedRows } from './load-lines.js';
@@ -66,7 +66,7 @@ export function createLoadWriter(options: LoadWriterOptions): Writer {
   const retry = options.retry ?? defaultRetryPolicy;
   const rowTextOf = rowTexts();
   /** Per partition (and lease epoch), what a replayed range's tables already hold. */
-  const replays = new Map<string, Replay>();
+  const replays = createReplays(options.heldOffsets, logger);
   type Member = Waiting<LoadItem, Loaded>;
 
   /** The job of one attempt: waited for until it is done or failed. */
@@ -207,29 +207,12 @@ export function createLoadWriter(options: LoadWriterOptions): Writer {
       return { startAt: intent.fromOffset };
     },
 
-    async begin(lease, from, end) {
-      // A checkpoint an operator moved back: what the tables still hold of the range is not loaded again.
-      const until = Math.min(lease.replayUntil ?? 0, end);
-      if (until <= from) return;
-      const held = await options.heldOffsets(lease, from, until);
-      replays.set(`${partitionId(lease)}@${lease.epoch}`, { ...held, until });
-      logger.notice('replaying offsets written before: those the tables still hold are not loaded again', {
-        topic: lease.topic,
-        partition: lease.partition,
-        from,
-        to: until,
-        heldRows: held.rows.size,
-        heldDeadLetters: held.deadLetters.size,
-      });
-    },
+    begin: replays.begin,
 
     async write(batch, signal) {
       const ingestedAt = new Date(options.now());
       const { records } = batch;
-      const { fresh, heldRows, heldLetters } = splitReplayed(
-        records,
-        replays.get(`${partitionId(batch.lease)}@${batch.lease.epoch}`),
-      );
+      const { fresh, heldRows, heldLetters } = splitReplayed(records, replays.of(batch.lease));
       const { rows, letters, tombstones } = await classifyRows(
         fresh,
         options.records,

@@ -1,12 +1,11 @@
 import type { Logger } from '../../kernel/logger.js';
-import type { Checkpoints, DeadLetters, Lease, Writer } from '../../kernel/ports.js';
-import { partitionId } from '../../kernel/records.js';
+import type { Checkpoints, DeadLetters, Writer } from '../../kernel/ports.js';
 import { defaultRetryPolicy, withRetry } from '../../kernel/retry.js';
 import { classifyEach, directShape, type RecordPolicy } from '../../records/classify.js';
 import { recordSize } from '../../records/records.js';
 import type { StreamSink } from '../../sinks/contracts.js';
 import { publishDeadLetters } from '../dead-letters.js';
-import { type Replay, splitReplayed } from './replay.js';
+import { createReplays, splitReplayed } from './replay.js';
 import { createStreamFlusher, finishIntent } from './stream-flusher.js';
 
 export interface StorageWriteWriterOptions {
@@ -32,8 +31,10 @@ export function createStorageWriteWriter(options: StorageWriteWriterOptions): Wr
   const { logger } = options;
   const flusher = createStreamFlusher({ ...options, sink: options.streams }, options);
   /** Per partition (and lease epoch), what a replayed range's tables already hold. */
-  const replays = new Map<string, Replay>();
-  const replayOf = (lease: Lease) => replays.get(`${partitionId(lease)}@${lease.epoch}`);
+  const replays = createReplays(
+    (partition, from, to) => options.streams.heldOffsets(partition, from, to),
+    logger,
+  );
 
   return {
     async recover(lease) {
@@ -57,27 +58,11 @@ export function createStorageWriteWriter(options: StorageWriteWriterOptions): Wr
       return { commit: intent };
     },
 
-    async begin(lease, from, end) {
-      // A checkpoint an operator moved back: which offsets about to be read again the tables still hold,
-      // read from the tables themselves (one query), so that the replay writes only the rest (an operator
-      // may have deleted rows precisely to have them written again).
-      const until = Math.min(lease.replayUntil ?? 0, end);
-      if (until <= from) return;
-      const held = await options.streams.heldOffsets(lease, from, until);
-      replays.set(`${partitionId(lease)}@${lease.epoch}`, { ...held, until });
-      logger.notice('replaying offsets written before: those the tables still hold are not written again', {
-        topic: lease.topic,
-        partition: lease.partition,
-        from,
-        to: until,
-        heldRows: held.rows.size,
-        heldDeadLetters: held.deadLetters.size,
-      });
-    },
+    begin: replays.begin,
 
     async write(batch) {
       const { records } = batch;
-      const { fresh, heldRows, heldLetters } = splitReplayed(records, replayOf(batch.lease));
+      const { fresh, heldRows, heldLetters } = splitReplayed(records, replays.of(batch.lease));
       // JSON records without business rules can go straight from their text to the table's messages.
       const policy = options.records;
       const direct = directShape(policy);
