@@ -303,7 +303,7 @@ function routesOf(
   const routes = parseRoutes(readFileSync(file, 'utf8'), file, { dataset, metadata, layout });
   const folder = dirname(resolve(file));
   for (const route of routes) {
-    for (const path of [route.schemaFile, route.rulesModule, route.valueSchemaFile]) {
+    for (const path of [route.schemaFile, route.rulesModule, route.transformModule, route.valueSchemaFile]) {
       if (path !== null && relative(folder, path).startsWith('..')) {
         throw new Error(
           `routesFile: ${tableName(route)} names ${path}, outside ${folder}; the image holds only that folder`,

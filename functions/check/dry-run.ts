@@ -8,7 +8,7 @@ import type { DrainConfig } from '../config/config.js';
 import type { Route } from '../config/routes.js';
 import { startOffset } from '../config/start-position.js';
 import type { ValueFormat } from '../formats/value-format.js';
-import { rulesFor } from '../job/wiring.js';
+import { rulesFor, transformFor } from '../job/wiring.js';
 import type { Source } from '../kernel/ports.js';
 import type { DeadLetter, KafkaRecord, Position } from '../kernel/records.js';
 import { classifyChanges, primaryKeyOfKey } from '../records/changes.js';
@@ -99,10 +99,12 @@ async function readRecords(source: Source, positions: readonly (Position & { end
 async function judge(config: DrainConfig, target: DryRunRoute, records: KafkaRecord[], counts: DryRunCounts) {
   const { route } = target;
   const rules = await rulesFor(route, config);
+  const transform = await transformFor(route, config);
   const shape = { fields: target.columns, unknownFields: config.unknownFields, metadata: route.metadata };
   const common = {
     shape,
     ...(rules === undefined ? {} : { rules }),
+    ...(transform === undefined ? {} : { transform }),
   };
   counts.records += records.length;
   let letters: readonly DeadLetter[];
@@ -147,6 +149,7 @@ async function judge(config: DrainConfig, target: DryRunRoute, records: KafkaRec
     );
     counts.rows += classified.rows - refused.length;
     counts.tombstones += classified.tombstones;
+    counts.filtered += classified.filtered;
     letters = [...classified.letters, ...refused];
   }
   for (const letter of letters) {

@@ -16,6 +16,8 @@ export interface DryRunCounts {
   /** One reason a kind, as its first dead letter gave it. */
   samples: Partial<Record<DeadLetterKind, string>>;
   tombstones: number;
+  /** Records the route's transform drops. */
+  filtered: number;
 }
 
 export interface CheckReport {
@@ -25,7 +27,7 @@ export interface CheckReport {
 }
 
 export function emptyDryRun(): DryRunCounts {
-  return { records: 0, rows: 0, deadLetters: {}, samples: {}, tombstones: 0 };
+  return { records: 0, rows: 0, deadLetters: {}, samples: {}, tombstones: 0, filtered: 0 };
 }
 
 /** Collects the checks in order; `run` turns a throw into a failed check with its message. */

@@ -10,6 +10,8 @@ export interface LedgerEntry {
   readonly deadLetters: number;
   /** Tombstones skipped under TOMBSTONES=skip. */
   readonly tombstones: number;
+  /** Records the route's transform dropped. */
+  readonly filtered: number;
   readonly lost: boolean;
   /** An operator moved the checkpoint here (seek): history is reconciled from its `to` on. */
   readonly reset?: boolean;
@@ -54,6 +56,7 @@ export function rollUpLedger(entries: readonly LedgerEntry[]): LedgerEntry {
     rows: sum((e) => e.rows),
     deadLetters: sum((e) => e.deadLetters),
     tombstones: sum((e) => e.tombstones),
+    filtered: sum((e) => e.filtered),
     lost: false,
     lostOffsets: sum((e) => (e.lost ? e.to - e.from : (e.lostOffsets ?? 0))),
     commits: sum((e) => e.commits ?? 1),
@@ -74,6 +77,7 @@ export function ledgerEntryOf(d: FirebaseFirestore.DocumentSnapshot): LedgerEntr
     rows: d.get('rows') as number,
     deadLetters: d.get('deadLetters') as number,
     tombstones: (d.get('tombstones') as number | undefined) ?? 0,
+    filtered: (d.get('filtered') as number | undefined) ?? 0,
     lost: d.get('lost') === true,
     reset: d.get('reset') === true,
     ...(d.get('rollup') === true

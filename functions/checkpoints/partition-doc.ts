@@ -117,6 +117,7 @@ export function ledgerEntryDoc(
     rows: number;
     deadLetters: number;
     tombstones?: number;
+    filtered?: number;
     lost?: boolean;
     reset?: true;
     streams?: readonly string[];
@@ -133,6 +134,7 @@ export function ledgerEntryDoc(
       ? { reset: true }
       : {
           tombstones: entry.tombstones ?? 0,
+          ...(entry.filtered ? { filtered: entry.filtered } : {}),
           // Offsets in the range with no record: compaction or transaction markers, or (lost) retention.
           skipped: entry.to - entry.from - entry.records,
           lost: entry.lost === true,

@@ -44,12 +44,12 @@ export function reportLines(report: CheckReport, width: number): string[] {
   const nameWidth = Math.min(32, Math.max(...report.checks.map((c) => c.name.length)));
   const cut = (line: string) => (line.length > width ? `${line.slice(0, width - 1)}…` : line);
   const lines = report.checks.map((c) => cut(`${c.ok ? '✓' : '✗'} ${c.name.padEnd(nameWidth)}  ${c.detail}`));
-  const { records, rows, tombstones, deadLetters, samples } = report.dryRun;
+  const { records, rows, tombstones, filtered, deadLetters, samples } = report.dryRun;
   const letters = Object.values(deadLetters).reduce((a, b) => a + (b ?? 0), 0);
   lines.push(
     '',
     cut(
-      `dry run: ${records} records: ${rows} rows, ${letters} dead letters, ${tombstones} tombstones skipped`,
+      `dry run: ${records} records: ${rows} rows, ${letters} dead letters, ${tombstones} tombstones skipped${filtered > 0 ? `, ${filtered} filtered by the transform` : ''}`,
     ),
   );
   for (const [kind, count] of Object.entries(deadLetters))

@@ -4,7 +4,7 @@ import { type Route, routeOf, tableName } from '../config/routes.js';
 import { createDeadLetterSubscription } from '../dead-letters/pubsub-subscription.js';
 import { type ReplayTarget, replayDeadLetters } from '../dead-letters/replay.js';
 import { createGoogleClients } from '../google/clients.js';
-import { createRegistry, namedTopics, routeValues, rulesFor } from '../job/wiring.js';
+import { createRegistry, namedTopics, routeValues, rulesFor, transformFor } from '../job/wiring.js';
 import { armCrashPoints, crashPointsOf } from '../kernel/crash-points.js';
 import { createLogger } from '../kernel/logger.js';
 import { createRouteSinks } from '../modes/route-sinks.js';
@@ -50,6 +50,9 @@ export async function deadLetterCommand(
     const logger = createLogger({ level: 'warning', write: (line) => process.stderr.write(`${line}\n`) });
     const runId = `replay-${Date.now().toString(36)}`;
     // Each letter goes back to the table its topic is routed to now, through that route's schema and rules.
+    const transforms = new Map(
+      await Promise.all(config.routes.map(async (r) => [r, await transformFor(r, config)] as const)),
+    );
     const rules = new Map(
       await Promise.all(config.routes.map(async (r) => [r, await rulesFor(r, config)] as const)),
     );
@@ -82,6 +85,7 @@ export async function deadLetterCommand(
           sink,
           close,
           ...(routeRules === undefined ? {} : { rules: routeRules }),
+          ...(transforms.get(route) === undefined ? {} : { transform: transforms.get(route)! }),
           shape: { fields, unknownFields: config.unknownFields, metadata: route.metadata },
           ...(format === undefined ? {} : { format }),
         };

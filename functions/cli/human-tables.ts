@@ -39,6 +39,7 @@ export function verifyLines(verdicts: readonly TableVerdict[], width: number, wi
       ? [
           { header: 'commits', value: (v: TableVerdict) => v.commits },
           { header: 'tombstones', value: (v: TableVerdict) => v.tombstones },
+          { header: 'filtered', value: (v: TableVerdict) => v.filtered },
           { header: 'skipped', value: (v: TableVerdict) => v.skipped },
           { header: 'lost', value: (v: TableVerdict) => v.lost },
           { header: 'replayed', value: (v: TableVerdict) => v.replayed },

@@ -18,6 +18,7 @@ export const routeKeys = [
   'table',
   'schemaFile',
   'rulesModule',
+  'transformModule',
   'headersColumn',
   'keyTextColumn',
   'valueFormat',
@@ -58,6 +59,8 @@ export interface Route {
   readonly valueSubject: string | null;
   readonly layout: TableLayout;
   readonly rulesModule: string | null;
+  /** A module exporting `transform(value, context)` (TRANSFORM_MODULE): records changed or dropped on the way in. */
+  readonly transformModule: string | null;
   readonly metadata: MetadataColumns;
 }
 
@@ -203,8 +206,8 @@ export function parseRoutes(
       r.valueSchemaFile !== undefined,
     );
     if (formatProblem !== undefined) return fail(`${at}: ${formatProblem}`);
-    if (r.rulesModule !== undefined && typeof r.rulesModule !== 'string') {
-      return fail(`${at}: "rulesModule" must be a path`);
+    for (const key of ['rulesModule', 'transformModule']) {
+      if (r[key] !== undefined && typeof r[key] !== 'string') return fail(`${at}: "${key}" must be a path`);
     }
     for (const flag of ['headersColumn', 'keyTextColumn']) {
       if (r[flag] !== undefined && typeof r[flag] !== 'boolean')
@@ -221,6 +224,7 @@ export function parseRoutes(
       valueSchemaFile: typeof r.valueSchemaFile === 'string' ? path(r.valueSchemaFile) : null,
       valueSubject: typeof r.valueSubject === 'string' ? r.valueSubject : null,
       rulesModule: typeof r.rulesModule === 'string' ? path(r.rulesModule) : null,
+      transformModule: typeof r.transformModule === 'string' ? path(r.transformModule) : null,
       metadata: {
         headers: (r.headersColumn as boolean | undefined) ?? defaults.metadata.headers,
         keyText: (r.keyTextColumn as boolean | undefined) ?? defaults.metadata.keyText,

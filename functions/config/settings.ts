@@ -232,6 +232,12 @@ export const settings = {
     default: 'skip',
     meaning: 'A record with a null value: `skip` (counted, nothing written) or `dead-letter`.',
   },
+  TRANSFORM_MODULE: {
+    section: 'values',
+    route: 'transformModule',
+    meaning:
+      'A JS module exporting `transform(value, context)`: the value to write, or `null` to drop the record (`filtered`). Not with `cdc`. See [bad input](bad-input.md#transforms).',
+  },
   RULES_MODULE: {
     section: 'values',
     route: 'rulesModule',

@@ -51,6 +51,7 @@ export function routesOf(read: Reader, readFile: (path: string) => string) {
         table: read.matching('BQ_TABLE', /^[a-zA-Z0-9_]{1,1024}$/, 'letters, digits and _'),
         schemaFile,
         rulesModule: read.optional('RULES_MODULE'),
+        transformModule: read.optional('TRANSFORM_MODULE'),
         metadata,
         valueFormat,
         valueSchemaFile,
@@ -64,6 +65,7 @@ export function routesOf(read: Reader, readFile: (path: string) => string) {
       'BQ_TABLE',
       'BQ_SCHEMA_FILE',
       'RULES_MODULE',
+      'TRANSFORM_MODULE',
       'VALUE_SCHEMA_FILE',
       'VALUE_SUBJECT',
     ] as const) {

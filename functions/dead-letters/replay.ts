@@ -3,8 +3,10 @@ import type { ValueFormat } from '../formats/value-format.js';
 import { crashPoint } from '../kernel/crash-points.js';
 import type { Sink } from '../kernel/ports.js';
 import type { KafkaRecord, RowResult, RowToWrite } from '../kernel/records.js';
-import { isDeadLetter, type RowShape, toRow, userColumns } from '../records/records.js';
+import { rowOf } from '../records/classify.js';
+import { isDeadLetter, type RowShape, userColumns } from '../records/records.js';
 import type { Rules } from '../records/rules.js';
+import type { Transform } from '../records/transform.js';
 import type { PulledLetter } from './pubsub-subscription.js';
 
 /** Where a dead letter of a topic goes back to: its route's table, schema and rules. */
@@ -13,6 +15,8 @@ export interface ReplayTarget {
   readonly table: string;
   readonly sink: Sink;
   readonly rules?: Rules;
+  /** The route's transform: a dead letter goes the records' way again, transform included. */
+  readonly transform?: Transform;
   readonly shape: RowShape;
   /** Values that are not JSON text: decoded as the drain decodes them. */
   readonly format?: ValueFormat;
@@ -75,20 +79,16 @@ export async function replayDeadLetters(
         const record = recordOf(letter);
         const origin = record ? `${record.topic}:${record.partition}:${record.offset}` : 'unknown origin';
         const target = record === undefined ? undefined : deps.target(record.topic);
-        const reason =
+        const made =
           record !== undefined && target === undefined
             ? `no route takes topic "${record.topic}"`
-            : await failure(record, letter, target!);
-        if (reason !== undefined) {
-          outcome.stillFailing.push({ origin, reason });
-          deps.print(`still failing ${origin}: ${reason}`);
+            : await rowFor(record, letter, target!);
+        if (typeof made === 'string') {
+          outcome.stillFailing.push({ origin, reason: made });
+          deps.print(`still failing ${origin}: ${made}`);
           left.push(letter);
         } else {
-          passing.push({
-            letter,
-            row: toRow(record!, deps.now(), target!.shape, target!.format) as RowToWrite,
-            target: target!,
-          });
+          passing.push({ letter, row: made, target: target! });
         }
       }
       if (options.dryRun) {
@@ -136,18 +136,20 @@ export async function replayDeadLetters(
   }
   return outcome;
 
-  async function failure(
+  /** The letter's row as the drain would make it now, or why it still fails. */
+  async function rowFor(
     record: KafkaRecord | undefined,
     letter: PulledLetter,
     target: ReplayTarget,
-  ): Promise<string | undefined> {
+  ): Promise<RowToWrite | string> {
     if (record === undefined) return 'the dead letter does not say where it came from';
     if (letter.attributes.value_size !== undefined) return 'the original value was too large to keep whole';
     await target.format?.prepare([record]);
-    const row = toRow(record, deps.now(), target.shape, target.format);
+    const row = await rowOf(record, deps.now(), target);
+    if (row === 'filtered') return 'the transform now drops it (nothing to write)';
     if (isDeadLetter(row)) return `${row.kind}: ${row.message}`;
-    if (target.rules === undefined) return undefined;
+    if (target.rules === undefined) return row;
     const broken = await target.rules.check(userColumns(row.row), record);
-    return broken === undefined ? undefined : `rule: ${broken}`;
+    return broken === undefined ? row : `rule: ${broken}`;
   }
 }

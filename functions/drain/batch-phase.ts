@@ -135,6 +135,7 @@ async function commitWritten(
     rows: written.rows,
     deadLetters: written.deadLetters,
     tombstones: written.tombstones,
+    ...(written.filtered ? { filtered: written.filtered } : {}),
     lastRecordTimestamp: records[records.length - 1]!.timestamp,
     ...(written.streams === undefined ? {} : { streams: written.streams }),
   });

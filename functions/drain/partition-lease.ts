@@ -178,7 +178,7 @@ export class PartitionLease {
   counted(
     records: readonly KafkaRecord[],
     committedAt: number,
-    counts: { rows: number; deadLetters: number; tombstones: number },
+    counts: { rows: number; deadLetters: number; tombstones: number; filtered?: number },
   ): void {
     for (const record of records) {
       if (record.offset >= this.#replayUntil) this.#latency.add(committedAt - record.timestamp);
@@ -188,6 +188,7 @@ export class PartitionLease {
     this.#summary.rowsWritten += rows;
     this.#summary.deadLettered += deadLetters;
     if (tombstones > 0) this.#summary.tombstonesSkipped = (this.#summary.tombstonesSkipped ?? 0) + tombstones;
+    if (counts.filtered) this.#summary.filtered = (this.#summary.filtered ?? 0) + counts.filtered;
   }
 
   /** The run is done with the partition (see the class). Only the first call counts. */

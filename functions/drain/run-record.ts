@@ -9,6 +9,8 @@ export interface RunTotals {
   rowsWritten: number;
   deadLettered: number;
   tombstonesSkipped: number;
+  /** Records the transforms dropped; absent when none. */
+  filtered?: number;
   commits: number;
   alerts: number;
 }
@@ -87,10 +89,12 @@ export class RunRecord {
     this.#totals.rowsWritten += rowsWritten;
     this.#totals.deadLettered += deadLettered;
     this.#totals.tombstonesSkipped += written.tombstones;
+    if (written.filtered) this.#totals.filtered = (this.#totals.filtered ?? 0) + written.filtered;
     entry.counted(batch.records, batch.committedAt, {
       rows: rowsWritten,
       deadLetters: deadLettered,
       tombstones: written.tombstones,
+      filtered: written.filtered ?? 0,
     });
   }
 

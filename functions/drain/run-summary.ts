@@ -107,6 +107,7 @@ export function mergeRunSummaries(
     rowsWritten: sum((s) => s.rowsWritten),
     deadLettered: sum((s) => s.deadLettered),
     tombstonesSkipped: sum((s) => s.tombstonesSkipped),
+    ...(sum((s) => s.filtered ?? 0) > 0 ? { filtered: sum((s) => s.filtered ?? 0) } : {}),
     alerts: sum((s) => s.alerts),
     commits: sum((s) => s.commits),
     lag: sum((s) => s.lag),

@@ -28,6 +28,7 @@ import {
   routeDrainPorts,
   routeValues,
   rulesFor,
+  transformFor,
 } from './wiring.js';
 
 export interface JobIo {
@@ -164,6 +165,7 @@ async function routeTargets(
       runId,
       userSchema,
       rules: await rulesFor(r.route, config),
+      ...(await transformFor(r.route, config).then((t) => (t === undefined ? {} : { transform: t }))),
       ...(values.format === undefined ? {} : { format: values.format }),
       sinks:
         io.sink === undefined

@@ -19,6 +19,7 @@ import { writeModeNamed } from '../modes/registry.js';
 import type { RouteSinks, WriterOptions } from '../modes/route-sinks.js';
 import { createInsertAllWriter } from '../modes/sink-writer.js';
 import { loadRules, type Rules } from '../records/rules.js';
+import { loadTransform, type Transform } from '../records/transform.js';
 import type { SchemaField } from '../schema/table-schema.js';
 import { createKafkaSource } from '../sources/kafka-source.js';
 import { callDeadlinesMs, settleMs } from './deadline.js';
@@ -26,16 +27,38 @@ import { callDeadlinesMs, settleMs } from './deadline.js';
 export { checkRouteFiles, createRegistry, namedTopics, routeValues } from '../formats/route-values.js';
 
 /** Loads a route's RULES_MODULE, naming the setting if it cannot. */
-export async function rulesFor(route: Route, config: DrainConfig): Promise<Rules | undefined> {
-  if (route.rulesModule === null) return undefined;
+export function rulesFor(route: Route, config: DrainConfig): Promise<Rules | undefined> {
+  return routeModule(route, config, 'rulesModule', 'RULES_MODULE', loadRules);
+}
+
+/** Loads a route's TRANSFORM_MODULE, naming the setting if it cannot (cdc mode takes none). */
+export function transformFor(route: Route, config: DrainConfig): Promise<Transform | undefined> {
+  if (route.transformModule !== null && config.bigquery.writeMode === 'cdc') {
+    throw new ConfigError(
+      config.routesFile === null ? 'TRANSFORM_MODULE' : 'ROUTES_FILE',
+      'a transform is not applied in cdc mode (changes are written as they come): remove it or use another mode',
+    );
+  }
+  return routeModule(route, config, 'transformModule', 'TRANSFORM_MODULE', loadTransform);
+}
+
+async function routeModule<T>(
+  route: Route,
+  config: DrainConfig,
+  key: 'rulesModule' | 'transformModule',
+  variable: string,
+  load: (specifier: string) => Promise<T>,
+): Promise<T | undefined> {
+  const specifier = route[key];
+  if (specifier === null) return undefined;
   try {
-    return await loadRules(route.rulesModule);
+    return await load(specifier);
   } catch (error) {
-    const variable = config.routesFile === null ? 'RULES_MODULE' : 'ROUTES_FILE';
+    const named = config.routesFile === null ? variable : 'ROUTES_FILE';
     const message = error instanceof Error ? error.message : String(error);
     throw new ConfigError(
-      variable,
-      variable === 'ROUTES_FILE' ? `rulesModule of ${tableName(route)}: ${message}` : message,
+      named,
+      named === 'ROUTES_FILE' ? `${key} of ${tableName(route)}: ${message}` : message,
     );
   }
 }
@@ -84,6 +107,7 @@ export interface RouteTarget {
   readonly runId: string;
   readonly userSchema: readonly SchemaField[];
   readonly rules: Rules | undefined;
+  readonly transform?: Transform;
   /** How values become rows when they are not JSON text. */
   readonly format?: ValueFormat;
   /** Undefined when the caller replaces the BigQuery sink (the benchmark's null sink). */
@@ -134,6 +158,7 @@ export function routeDrainPorts(
       },
       tombstones: config.tombstones,
       ...(target.rules === undefined ? {} : { rules: target.rules }),
+      ...(target.transform === undefined ? {} : { transform: target.transform }),
       ...(target.format === undefined ? {} : { format: target.format }),
     },
     leaseTtlMs: config.leaseTtlSeconds * 1000,

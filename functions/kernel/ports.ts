@@ -77,6 +77,8 @@ export interface CommitIntent {
   readonly rows: number;
   readonly deadLetters: number;
   readonly tombstones: number;
+  /** Records the route's transform dropped (absent when none). */
+  readonly filtered?: number;
   readonly lastRecordTimestamp: number | null;
   /** A replayed range's offsets the tables already held, counted in `rows`/`deadLetters` but not written. */
   readonly alreadyHeld?: { readonly rows: number; readonly deadLetters: number };
@@ -96,6 +98,8 @@ export interface WrittenBatch {
   readonly deadLetters: number;
   /** Tombstones skipped (TOMBSTONES=skip): nothing to write, counted so that every offset is accounted for. */
   readonly tombstones: number;
+  /** Records the route's transform dropped: nothing to write, counted like tombstones (absent when none). */
+  readonly filtered?: number;
   /** storage-write mode: the lease as the recorded intent left it, and the streams that made it durable. */
   readonly lease?: Lease;
   readonly streams?: readonly string[];
@@ -141,6 +145,8 @@ export interface CheckpointCommit {
   readonly deadLetters: number;
   /** Records with a null value skipped by TOMBSTONES=skip (counted among `records`). */
   readonly tombstones?: number;
+  /** Records the route's transform dropped (counted among `records`). */
+  readonly filtered?: number;
   readonly lastRecordTimestamp: number | null;
   /** The range was lost to retention before it was read (RETENTION_GAP_POLICY=skip), not skipped by Kafka. */
   readonly lost?: boolean;

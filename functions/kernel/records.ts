@@ -100,7 +100,7 @@ export type RowToInsert = RowToWrite | TextRow;
 
 export type RowResult = { readonly ok: true } | { readonly ok: false; readonly reason: string };
 
-export type DeadLetterKind = 'decode' | 'schema' | 'rule' | 'rejected' | 'oversize';
+export type DeadLetterKind = 'decode' | 'schema' | 'rule' | 'transform' | 'rejected' | 'oversize';
 
 export interface DeadLetter {
   readonly record: KafkaRecord;

@@ -18,6 +18,8 @@ export interface PartitionSummary extends PartitionRef {
   deadLettered: number;
   /** Tombstones skipped (TOMBSTONES=skip); absent when none. */
   tombstonesSkipped?: number;
+  /** Records the route's transform dropped; absent when none. */
+  filtered?: number;
   /**
    * At the run's end, the age in seconds of the first record at or after the checkpoint (0 when none
    * waits); null when it could not be read (no checkpoint known, Kafka did not answer in time).
@@ -62,6 +64,8 @@ export interface RunSummary {
   deadLettered: number;
   /** Records with a null value skipped under TOMBSTONES=skip: read, accounted in the ledger, not written. */
   tombstonesSkipped: number;
+  /** Records the routes' transforms dropped: read, accounted in the ledger, not written; absent when none. */
+  filtered?: number;
   alerts: number;
   commits: number;
   durationMs: number;

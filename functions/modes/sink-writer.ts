@@ -79,7 +79,12 @@ export async function writeBatch(
   policy: RecordPolicy & { readonly ingestedAt: Date; readonly signal?: AbortSignal },
 ): Promise<WrittenBatch> {
   const { ingestedAt } = policy;
-  const { rows, letters, tombstones } = await classifyRows(records, policy, ingestedAt, ports.rowText);
+  const { rows, letters, tombstones, filtered } = await classifyRows(
+    records,
+    policy,
+    ingestedAt,
+    ports.rowText,
+  );
   let written = 0;
   if (rows.length > 0) {
     const results = await ports.sink.write(rows, policy.signal);
@@ -95,7 +100,7 @@ export async function writeBatch(
   }
   await publishDeadLetters(letters, ports.deadLetters);
   crashPoint('after-dead-letter-before-commit');
-  return { rows: written, deadLetters: letters.length, tombstones };
+  return { rows: written, deadLetters: letters.length, tombstones, ...(filtered > 0 ? { filtered } : {}) };
 }
 
 /** The batch's records as rows to insert (a JSON record's straight from its text where it can be), dead letters and tombstones. */
@@ -104,9 +109,9 @@ export async function classifyRows(
   policy: RecordPolicy,
   ingestedAt: Date,
   rowText: RowText | undefined,
-): Promise<{ rows: RowToInsert[]; letters: DeadLetter[]; tombstones: number }> {
+): Promise<{ rows: RowToInsert[]; letters: DeadLetter[]; tombstones: number; filtered: number }> {
   const rows: RowToInsert[] = [];
-  const { letters, tombstones } = await classifyEach(
+  const { letters, tombstones, filtered } = await classifyEach(
     records,
     policy,
     ingestedAt,
@@ -120,5 +125,5 @@ export async function classifyRows(
           return true;
         },
   );
-  return { rows, letters, tombstones };
+  return { rows, letters, tombstones, filtered };
 }

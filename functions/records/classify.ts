@@ -1,7 +1,8 @@
 import type { ValueFormat } from '../formats/value-format.js';
 import type { DeadLetter, KafkaRecord, RowToWrite } from '../kernel/records.js';
-import { isDeadLetter, type RowShape, toRow, userColumns } from './records.js';
+import { decodeValue, finishRow, isDeadLetter, type RowShape, toRow, userColumns } from './records.js';
 import type { Rules } from './rules.js';
+import type { Transform } from './transform.js';
 
 /** How records become rows: the table's shape, the business rules, what a tombstone is. */
 export interface RecordPolicy {
@@ -11,6 +12,8 @@ export interface RecordPolicy {
   readonly tombstones: 'skip' | 'dead-letter';
   /** Business rules (RULES_MODULE), if any. */
   readonly rules?: Rules;
+  /** The route's transform (TRANSFORM_MODULE), if any: runs between decoding and validation. */
+  readonly transform?: Transform;
   /** Values that are not JSON text (Avro, Protobuf, JSON Schema); without it, JSON. */
   readonly format?: ValueFormat;
 }
@@ -20,7 +23,9 @@ export interface RecordPolicy {
  * JSON values (no value format) without business rules, which judge a row object. Undefined otherwise.
  */
 export function directShape(policy: RecordPolicy): RowShape | undefined {
-  return policy.format === undefined && policy.rules === undefined ? policy.shape : undefined;
+  return policy.format === undefined && policy.rules === undefined && policy.transform === undefined
+    ? policy.shape
+    : undefined;
 }
 
 export interface Classified {
@@ -29,6 +34,8 @@ export interface Classified {
   readonly letters: DeadLetter[];
   /** Tombstones skipped (TOMBSTONES=skip): nothing to write, counted so that every offset is accounted for. */
   readonly tombstones: number;
+  /** Records the transform dropped: nothing to write, counted alike. */
+  readonly filtered: number;
 }
 
 /**
@@ -47,6 +54,7 @@ export async function classifyEach(
   let rows = 0;
   const letters: DeadLetter[] = [];
   let tombstones = 0;
+  let filtered = 0;
   // The schemas the records name, fetched before any is judged: a registry fault is no bad record.
   await policy.format?.prepare(records);
   for (const record of records) {
@@ -58,7 +66,11 @@ export async function classifyEach(
       rows++;
       continue;
     }
-    const result = toRow(record, ingestedAt, policy.shape, policy.format);
+    const result = await rowOf(record, ingestedAt, policy);
+    if (result === 'filtered') {
+      filtered++;
+      continue;
+    }
     if (isDeadLetter(result)) {
       letters.push(result);
       continue;
@@ -70,5 +82,20 @@ export async function classifyEach(
       rows++;
     } else letters.push({ record, kind: 'rule', message: broken });
   }
-  return { rows, letters, tombstones };
+  return { rows, letters, tombstones, filtered };
+}
+
+/** A record's row, its dead letter, or `filtered` (its transform dropped it); rules not applied. */
+export async function rowOf(
+  record: KafkaRecord,
+  ingestedAt: Date,
+  policy: Pick<RecordPolicy, 'shape' | 'format' | 'transform'>,
+): Promise<RowToWrite | DeadLetter | 'filtered'> {
+  if (policy.transform === undefined) return toRow(record, ingestedAt, policy.shape, policy.format);
+  const decoded = decodeValue(record, policy.format);
+  if (decoded.letter !== undefined) return decoded.letter;
+  const outcome = await policy.transform.apply(decoded.value, record);
+  if ('filtered' in outcome) return 'filtered';
+  if ('error' in outcome) return { record, kind: 'transform', message: outcome.error };
+  return finishRow(record, outcome.value, ingestedAt, policy.shape);
 }

@@ -14,6 +14,8 @@ export interface PartitionVerdict {
   ledgerRows: number;
   deadLetters: number;
   tombstones: number;
+  /** Records the route's transform dropped: in the ledger, not in the table. */
+  filtered: number;
   skipped: number;
   lost: number;
   tableRows: number;
@@ -90,6 +92,7 @@ export function reconcile(
     ledgerRows,
     deadLetters,
     tombstones: sum((e) => e.tombstones),
+    filtered: sum((e) => e.filtered),
     skipped: sum((e) =>
       e.lost ? 0 : e.to - e.from - e.records - (e.lostOffsets ?? 0) - (e.holeOffsets ?? 0),
     ),

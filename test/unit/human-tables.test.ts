@@ -27,6 +27,7 @@ const verdict = (
   ledgerRows: 123_456_000_000,
   deadLetters: 456_789,
   tombstones: 12,
+  filtered: 7,
   skipped: 3,
   lost: 0,
   tableRows: bad ? 123_455_999_000 : 123_456_000_000,

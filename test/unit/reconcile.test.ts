@@ -15,6 +15,7 @@ const entry = (
   rows,
   deadLetters,
   tombstones: 0,
+  filtered: 0,
   lost: false,
 });
 const p = { topic: 't', partition: 0 };
@@ -139,7 +140,7 @@ describe('reconcile', () => {
       { ...p, checkpoint: 50 },
       [
         entry(0, 10, 8, 0, 8),
-        { from: 10, to: 40, records: 0, rows: 0, deadLetters: 0, tombstones: 0, lost: true },
+        { from: 10, to: 40, records: 0, rows: 0, deadLetters: 0, tombstones: 0, filtered: 0, lost: true },
         entry(40, 50),
       ],
       { rows: 18, distinctOffsets: 18, minOffset: 0, maxOffset: 49 },
@@ -153,7 +154,17 @@ describe('reconcile', () => {
       [
         entry(0, 10),
         entry(10, 30),
-        { from: 30, to: 15, records: 0, rows: 0, deadLetters: 0, tombstones: 0, lost: false, reset: true },
+        {
+          from: 30,
+          to: 15,
+          records: 0,
+          rows: 0,
+          deadLetters: 0,
+          tombstones: 0,
+          filtered: 0,
+          lost: false,
+          reset: true,
+        },
         entry(15, 25),
       ],
       { rows: 10, distinctOffsets: 10, minOffset: 15, maxOffset: 24 },
@@ -218,6 +229,7 @@ describe('reconcile', () => {
       rows: 0,
       deadLetters: 0,
       tombstones: 0,
+      filtered: 0,
       lost: false,
       reset: true,
     };

@@ -14,6 +14,8 @@ export interface LoadItem {
   readonly nextOffset: number;
   readonly records: number;
   readonly tombstones: number;
+  /** Records the route's transform dropped. */
+  readonly filtered: number;
   readonly lastRecordTimestamp: number | null;
   rows: { readonly row: RowToInsert; readonly line: Buffer }[];
   /** Dead letters already in the error table and on Pub/Sub: the batch's own, and rows BigQuery refused. */

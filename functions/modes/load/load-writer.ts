@@ -213,7 +213,7 @@ export function createLoadWriter(options: LoadWriterOptions): Writer {
       const ingestedAt = new Date(options.now());
       const { records } = batch;
       const { fresh, heldRows, heldLetters } = splitReplayed(records, replays.of(batch.lease));
-      const { rows, letters, tombstones } = await classifyRows(
+      const { rows, letters, tombstones, filtered } = await classifyRows(
         fresh,
         options.records,
         ingestedAt,
@@ -231,6 +231,7 @@ export function createLoadWriter(options: LoadWriterOptions): Writer {
         nextOffset: batch.nextOffset,
         records: records.length,
         tombstones,
+        filtered,
         lastRecordTimestamp: records[records.length - 1]!.timestamp,
         rows: lines,
         letters: letters.length,
@@ -243,6 +244,7 @@ export function createLoadWriter(options: LoadWriterOptions): Writer {
         rows: loaded.rows + heldRows,
         deadLetters: letters.length + loaded.rejected + heldLetters,
         tombstones,
+        ...(filtered > 0 ? { filtered } : {}),
         ...(loaded.jobId === null ? {} : { lease: loaded.lease, streams: [loaded.jobId] }),
       };
     },
@@ -258,6 +260,7 @@ function intentOf(item: LoadItem, jobId: string): CommitIntent {
     rows: item.rows.length + item.held.rows,
     deadLetters: item.letters + item.rejected.length + item.held.deadLetters,
     tombstones: item.tombstones,
+    ...(item.filtered > 0 ? { filtered: item.filtered } : {}),
     lastRecordTimestamp: item.lastRecordTimestamp,
   };
 }

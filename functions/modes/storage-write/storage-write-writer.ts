@@ -77,7 +77,7 @@ export function createStorageWriteWriter(options: StorageWriteWriterOptions): Wr
       // Each row encoded as soon as it is made: the batch holds its bytes, not its objects.
       const ingestedAt = new Date(options.now());
       const { addRecord } = encoding;
-      const { rows, letters, tombstones } = await classifyEach(
+      const { rows, letters, tombstones, filtered } = await classifyEach(
         fresh,
         policy,
         ingestedAt,
@@ -95,6 +95,7 @@ export function createStorageWriteWriter(options: StorageWriteWriterOptions): Wr
         nextOffset: batch.nextOffset,
         records: records.length,
         tombstones,
+        filtered,
         lastRecordTimestamp: records[records.length - 1]!.timestamp,
         rows: encoded,
         letters,
@@ -105,6 +106,7 @@ export function createStorageWriteWriter(options: StorageWriteWriterOptions): Wr
         rows: rows - rejected + heldRows,
         deadLetters: letters.length + rejected + heldLetters,
         tombstones,
+        ...(filtered > 0 ? { filtered } : {}),
         lease: flushed.lease,
         streams: flushed.streams,
         ...(heldRows + heldLetters > 0 ? { alreadyHeld } : {}),

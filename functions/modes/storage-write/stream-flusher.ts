@@ -36,6 +36,8 @@ export interface FlushItem {
   readonly nextOffset: number;
   readonly records: number;
   readonly tombstones: number;
+  /** Records the route's transform dropped. */
+  readonly filtered?: number;
   readonly lastRecordTimestamp: number | null;
   /** Encoded as soon as classified: a batch waiting for its flush holds bytes, not row objects. */
   readonly rows: readonly EncodedRow[];
@@ -183,6 +185,7 @@ function intentOf(item: FlushItem, streams: readonly string[], rejected: number)
     deadLetters: item.letters.length + rejected + held.deadLetters,
     ...(held.rows + held.deadLetters > 0 ? { alreadyHeld: held } : {}),
     tombstones: item.tombstones,
+    ...(item.filtered ? { filtered: item.filtered } : {}),
     lastRecordTimestamp: item.lastRecordTimestamp,
   };
 }
