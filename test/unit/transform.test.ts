@@ -10,6 +10,7 @@ import { describe, expect, test } from 'vitest';
 import type { KafkaRecord } from '../../functions/kernel/records.js';
 import { classifyEach } from '../../functions/records/classify.js';
 import { createTransform, loadTransform, type TransformContext } from '../../functions/records/transform.js';
+import type { SchemaField } from '../../functions/schema/table-schema.js';
 
 function record(offset: number, value: unknown, extra: Partial<KafkaRecord> = {}): KafkaRecord {
   return {
@@ -24,7 +25,7 @@ function record(offset: number, value: unknown, extra: Partial<KafkaRecord> = {}
   } as KafkaRecord;
 }
 
-const fields = [
+const fields: SchemaField[] = [
   { name: 'id', type: 'STRING', mode: 'REQUIRED' },
   { name: 'amount', type: 'INT64', mode: 'NULLABLE' },
   { name: 'region', type: 'STRING', mode: 'NULLABLE' },
