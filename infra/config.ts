@@ -98,6 +98,8 @@ export interface InfraConfig {
   readonly writeMode: 'storage-write' | 'merge' | 'insert-all' | 'cdc' | 'load';
   /** load mode: the pipeline's share of BigQuery's 1,500 load jobs a table a day (default 1,000). */
   readonly loadJobsPerTablePerDay: number | undefined;
+  /** UNKNOWN_FIELDS: a field the table lacks is refused (`reject`), dropped (`ignore`) or kept in `_extra` (`json`). */
+  readonly unknownFields: 'reject' | 'ignore' | 'json';
   /**
    * cdc mode: the change format, the tables' primary key (required here: Pulumi makes the table with it;
    * the drain checks the table has it), max staleness (`15m` by default) and the optional source columns.
@@ -218,6 +220,7 @@ export function readInfraConfig(): InfraConfig {
     dataset,
     writeMode: writeMode as InfraConfig['writeMode'],
     cdc: writeMode === 'cdc' ? cdcOf(config) : undefined,
+    unknownFields: unknownFieldsOf(config),
     loadJobsPerTablePerDay:
       writeMode === 'load'
         ? loadJobsOf(config, periodSeconds, config.getNumber('taskCount') ?? 1)
@@ -318,6 +321,14 @@ function routesOf(
     metadataColumns: r.metadata,
     layout: r.layout,
   }));
+}
+
+/** unknownFields: reject (default), ignore or json. */
+function unknownFieldsOf(config: pulumi.Config): InfraConfig['unknownFields'] {
+  const value = config.get('unknownFields') ?? 'reject';
+  if (value !== 'reject' && value !== 'ignore' && value !== 'json')
+    throw new Error(`unknownFields must be reject, ignore or json, not ${value}`);
+  return value;
 }
 
 /** load mode: loadJobsPerTablePerDay, refused here as the drain would refuse it (no load for a run). */

@@ -210,6 +210,7 @@ export class DrainJob extends pulumi.ComponentResource {
       DRAIN_BUDGET_SECONDS: String(config.budgetSeconds),
       LEASE_TTL_SECONDS: String(config.leaseTtlSeconds),
       IDLE_ALERT_SECONDS: String(config.idleAlertSeconds),
+      UNKNOWN_FIELDS: config.unknownFields,
       ...(config.kafkaSaslMechanism === undefined ? {} : { KAFKA_SASL_MECHANISM: config.kafkaSaslMechanism }),
       ...(config.kafkaOauthProvider === undefined ? {} : { KAFKA_OAUTH_PROVIDER: config.kafkaOauthProvider }),
       ...fileEnv,

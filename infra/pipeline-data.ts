@@ -8,6 +8,7 @@ import {
   deadLetterTableSchema,
   readUserSchema,
   targetTableSchema,
+  withExtraColumn,
 } from '../functions/schema/table-schema.js';
 import type { InfraConfig } from './config.js';
 
@@ -81,7 +82,10 @@ export class PipelineData extends pulumi.ComponentResource {
       const suffix = index === 0 ? '' : `-${route.dataset}-${route.table}`;
       const dataset = datasets.get(route.dataset)!;
       const cdc = config.cdc;
-      const userFields = route.schemaFile === null ? [] : readUserSchema(route.schemaFile);
+      const userFields = withExtraColumn(
+        route.schemaFile === null ? [] : readUserSchema(route.schemaFile),
+        config.unknownFields,
+      );
       const target = new gcp.bigquery.Table(
         `${name}-target${suffix}`,
         {

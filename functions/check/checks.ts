@@ -15,7 +15,12 @@ import type { Logger } from '../kernel/logger.js';
 import type { Source } from '../kernel/ports.js';
 import { writeModeNamed } from '../modes/registry.js';
 import { compareSchemas } from '../schema/compare.js';
-import { cdcSourceFields, type SchemaField, targetTableSchema } from '../schema/table-schema.js';
+import {
+  cdcSourceFields,
+  type SchemaField,
+  targetTableSchema,
+  withExtraColumn,
+} from '../schema/table-schema.js';
 import { checkBrokerCertificate, kafkaClientOptions, listTopics } from '../sources/kafka-client.js';
 import { createKafkaSource } from '../sources/kafka-source.js';
 import { type DryRunRoute, dryRun } from './dry-run.js';
@@ -195,8 +200,9 @@ async function checkTable(
     list.fail(`columns (${table})`, `${(error as Error).message}: correct the schema file or the subject`);
     return undefined;
   }
+  const columns = withExtraColumn(values.columns, config.unknownFields);
   const wanted = targetTableSchema(
-    [...values.columns, ...(config.bigquery.cdc?.sourceColumns ? cdcSourceFields : [])],
+    [...columns, ...(config.bigquery.cdc?.sourceColumns ? cdcSourceFields : [])],
     route.metadata,
   );
   await list.run(`table ${table}`, 'check BQ_DATASET, BQ_TABLE and the schema file', async () => {
@@ -215,7 +221,7 @@ async function checkTable(
       : `exists; a run would add or relax: ${changes.map((c) => c.column).join(', ')}`;
   });
   await checkPermissions(list, clients, calls, route);
-  return { columns: values.columns, ...(values.format === undefined ? {} : { format: values.format }) };
+  return { columns, ...(values.format === undefined ? {} : { format: values.format }) };
 }
 
 async function checkPermissions(

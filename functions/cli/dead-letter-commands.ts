@@ -8,6 +8,7 @@ import { createRegistry, namedTopics, routeValues, rulesFor, transformFor } from
 import { armCrashPoints, crashPointsOf } from '../kernel/crash-points.js';
 import { createLogger } from '../kernel/logger.js';
 import { createRouteSinks } from '../modes/route-sinks.js';
+import { withExtraColumn } from '../schema/table-schema.js';
 import { UsageError } from './operations.js';
 import { readConfig } from './read-config.js';
 
@@ -70,7 +71,8 @@ export async function deadLetterCommand(
       if (route === undefined) return undefined;
       let made = targets.get(route);
       if (made === undefined) {
-        const { columns: fields, format } = values.get(route)!;
+        const { columns, format } = values.get(route)!;
+        const fields = withExtraColumn(columns, config.unknownFields);
         const { sink, close } = createRouteSinks({
           config,
           route,

@@ -51,7 +51,7 @@ export interface DrainConfig {
   readonly backlogAlertRecords: number;
   readonly retentionGapPolicy: 'fail' | 'skip';
   readonly startPosition: StartPosition;
-  readonly unknownFields: 'reject' | 'ignore';
+  readonly unknownFields: 'reject' | 'ignore' | 'json';
   /** What a record with a null value (a tombstone) becomes. */
   readonly tombstones: 'skip' | 'dead-letter';
   readonly logLevel: LogLevel;
@@ -119,7 +119,7 @@ export function parseConfig(
     backlogAlertRecords: read.integer('BACKLOG_ALERT_RECORDS', 1, Number.MAX_SAFE_INTEGER),
     retentionGapPolicy: read.oneOf('RETENTION_GAP_POLICY', ['fail', 'skip'] as const),
     startPosition: parseStartPosition(read.text('START_POSITION')),
-    unknownFields: read.oneOf('UNKNOWN_FIELDS', ['reject', 'ignore'] as const),
+    unknownFields: read.oneOf('UNKNOWN_FIELDS', ['reject', 'ignore', 'json'] as const),
     tombstones: read.oneOf('TOMBSTONES', ['skip', 'dead-letter'] as const),
     logLevel: logLevelNames[read.oneOf('LOG_LEVEL', Object.keys(logLevelNames))]!,
     execution: read.text('CLOUD_RUN_EXECUTION'),

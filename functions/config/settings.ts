@@ -225,7 +225,8 @@ export const settings = {
   UNKNOWN_FIELDS: {
     section: 'values',
     default: 'reject',
-    meaning: 'A JSON field the table lacks: `reject` (a `schema` dead letter) or `ignore` (dropped).',
+    meaning:
+      'A field the table lacks: `reject` (a `schema` dead letter), `ignore` (dropped) or `json` (kept whole in a JSON column `_extra`). See [schema changes](schema-changes.md#fields-the-table-lacks).',
   },
   TOMBSTONES: {
     section: 'values',

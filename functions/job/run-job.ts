@@ -17,6 +17,7 @@ import { sleep } from '../kernel/timers.js';
 import { writeModeNamed } from '../modes/registry.js';
 import { createRouteSinks } from '../modes/route-sinks.js';
 import { recordIncompatibleSchema } from '../modes/target-table.js';
+import { withExtraColumn } from '../schema/table-schema.js';
 import { checkBrokerCertificate, kafkaClientOptions } from '../sources/kafka-client.js';
 import { callDeadlinesMs, closeWithin, cutOffLateCalls } from './deadline.js';
 import { routeTopics } from './routing.js';
@@ -159,7 +160,8 @@ async function routeTargets(
       (id, reason) => recordIncompatibleSchema(run.clients, config.pipelineId, runId, table, id, reason),
       config.bigquery.cdc?.changeFormat === 'debezium' ? 'debezium' : undefined,
     );
-    const userSchema = values.columns;
+    // With UNKNOWN_FIELDS=json the table has a JSON column `_extra` for the fields it lacks.
+    const userSchema = withExtraColumn(values.columns, config.unknownFields);
     targets.push({
       routed: r,
       runId,

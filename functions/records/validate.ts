@@ -15,7 +15,15 @@ export type Validation =
   | { ok: true; row: Record<string, JsonValue> }
   | { ok: false; path: string; message: string };
 
-export type UnknownFields = 'reject' | 'ignore';
+/**
+ * A field the table lacks: `reject` (the record is a `schema` dead letter), `ignore` (dropped), or `json`
+ * (the record's top-level fields the table lacks, whole, in its `_extra` JSON column; inside a RECORD
+ * column a field the table lacks is refused as with `reject`).
+ */
+export type UnknownFields = 'reject' | 'ignore' | 'json';
+
+/** The JSON column that holds, with UNKNOWN_FIELDS=json, a record's fields the table lacks. */
+export const extraColumn = '_extra';
 
 /** Checks a value (throwing an Invalid relative to it) and returns it in the form BigQuery ingests. */
 type Check = (value: JsonValue) => JsonValue;
@@ -60,6 +68,7 @@ function compileRecord(fields: readonly SchemaField[], unknownFields: UnknownFie
   }));
   const known = new Set(fields.map((f) => f.name));
   const inPlace = unknownFields === 'reject';
+  const keepExtra = unknownFields === 'json' && known.has(extraColumn);
   return (value) => {
     const out: Record<string, JsonValue> = inPlace ? value : {};
     let present = 0;
@@ -113,14 +122,34 @@ function compileRecord(fields: readonly SchemaField[], unknownFields: UnknownFie
         }
       }
     }
+    if (keepExtra) keepUnknown(value, known, out);
     return out;
   };
+}
+
+/** UNKNOWN_FIELDS=json: the record's fields the table lacks, whole, as the JSON text of `_extra`. */
+function keepUnknown(
+  value: Record<string, JsonValue>,
+  known: ReadonlySet<string>,
+  out: Record<string, JsonValue>,
+): void {
+  let extra: Record<string, JsonValue> | undefined;
+  for (const key in value) {
+    if (known.has(key) || !Object.hasOwn(value, key)) continue;
+    extra ??= {};
+    extra[key] = value[key]!;
+  }
+  if (extra === undefined) return;
+  if (out[extraColumn] !== undefined && out[extraColumn] !== null)
+    throw new Invalid(extraColumn, 'is set by the record, and the fields the table lacks would go there too');
+  out[extraColumn] = JSON.stringify(extra);
 }
 
 function compileValue(field: SchemaField, unknownFields: UnknownFields): Check {
   const type = field.type.toUpperCase();
   if (type === 'RECORD' || type === 'STRUCT') {
-    const nested = compileRecord(field.fields ?? [], unknownFields);
+    // Only a record's top-level fields go to `_extra`: inside a RECORD column the table's fields are all.
+    const nested = compileRecord(field.fields ?? [], unknownFields === 'json' ? 'reject' : unknownFields);
     return (v) => {
       if (v === null || typeof v !== 'object' || Array.isArray(v))
         throw new Invalid('', `is a ${type} and must be an object`);

@@ -171,3 +171,15 @@ export const metadataColumns = [
   '_kafka_headers',
   '_kafka_key_text',
 ] as const;
+
+/**
+ * The route's user columns as the table has them: with UNKNOWN_FIELDS=json, a NULLABLE JSON column `_extra`
+ * after them (unless the schema has it), which holds each record's fields the table lacks.
+ */
+export function withExtraColumn(
+  fields: readonly SchemaField[],
+  unknownFields: 'reject' | 'ignore' | 'json',
+): readonly SchemaField[] {
+  if (unknownFields !== 'json' || fields.some((f) => f.name === '_extra')) return fields;
+  return [...fields, { name: '_extra', type: 'JSON', mode: 'NULLABLE' }];
+}

@@ -12,17 +12,22 @@ const envsOf = (program: Awaited<ReturnType<typeof runProgram>>) =>
     value?: string;
   }[];
 
-test('load mode: the job gets the mode, the day’s loads and the period; no BigQuery subscription feeds the error table', async () => {
+test('load mode: the job gets the mode, the day’s loads and the period; no BigQuery subscription feeds the error table; unknown fields kept in _extra', async () => {
   const program = await runProgram({
     'kafka-bigquery-drain:writeMode': 'load',
     'kafka-bigquery-drain:schedule': '*/15 * * * *',
     'kafka-bigquery-drain:loadJobsPerTablePerDay': '1200',
+    'kafka-bigquery-drain:unknownFields': 'json',
   });
   const envs = envsOf(program);
   const value = (name: string) => envs.find((e) => e.name === name)?.value;
   expect(value('BQ_WRITE_MODE')).toBe('load');
   expect(value('LOAD_JOBS_PER_TABLE_PER_DAY')).toBe('1200');
   expect(value('SCHEDULE_PERIOD_SECONDS')).toBe('900');
+  // UNKNOWN_FIELDS=json: the job is told, and the table is made with its `_extra` JSON column.
+  expect(value('UNKNOWN_FIELDS')).toBe('json');
+  const target = program.ofType('gcp:bigquery/table:Table').find((t) => t.inputs.tableId === 'events')!;
+  expect(JSON.parse(target.inputs.schema)).toContainEqual({ name: '_extra', type: 'JSON', mode: 'NULLABLE' });
   expect(
     program.ofType('gcp:pubsub/subscription:Subscription').filter((s) => s.inputs.bigqueryConfig),
   ).toEqual([]);

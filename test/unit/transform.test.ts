@@ -116,3 +116,45 @@ describe('a transform', () => {
     );
   });
 });
+
+describe('UNKNOWN_FIELDS=json', () => {
+  const withExtra: SchemaField[] = [...fields, { name: '_extra', type: 'JSON', mode: 'NULLABLE' }];
+  const classify = async (values: unknown[]) => {
+    const rows: Record<string, unknown>[] = [];
+    const classified = await classifyEach(
+      values.map((v, i) => record(i, v)),
+      { shape: { fields: withExtra, unknownFields: 'json' }, tombstones: 'skip' },
+      new Date(0),
+      (row) => rows.push(row.row),
+    );
+    return { rows, letters: classified.letters.map((l) => [l.record.offset, l.kind, l.message]) };
+  };
+
+  test('the top-level fields the table lacks go whole into _extra as JSON text; nothing else changes', async () => {
+    const { rows, letters } = await classify([
+      { id: 'a', amount: 1, coupon: { code: 'X', pct: 10 }, tags: ['n', 'e'], big: 9007199254740993 },
+      { id: 'b', region: 'eu' },
+    ]);
+    expect(letters).toEqual([]);
+    expect(rows[0]).toMatchObject({ id: 'a', amount: 1 });
+    expect(JSON.parse(rows[0]!._extra as string)).toEqual({
+      coupon: { code: 'X', pct: 10 },
+      tags: ['n', 'e'],
+      big: 9007199254740993,
+    });
+    expect(rows[0]).not.toHaveProperty('coupon');
+    expect(rows[1]).toMatchObject({ id: 'b', region: 'eu' });
+    expect(rows[1]!._extra).toBeUndefined();
+  });
+
+  test('a record that sets _extra itself and has fields the table lacks is a schema dead letter; a bad known field too', async () => {
+    const { letters } = await classify([
+      { id: 'a', _extra: { mine: true }, other: 1 },
+      { id: 'b', amount: 'many', other: 1 },
+    ]);
+    expect(letters).toEqual([
+      [0, 'schema', expect.stringMatching(/^_extra: is set by the record/)],
+      [1, 'schema', expect.stringMatching(/^amount: /)],
+    ]);
+  });
+});
