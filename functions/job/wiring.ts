@@ -31,12 +31,12 @@ export function rulesFor(route: Route, config: DrainConfig): Promise<Rules | und
   return routeModule(route, config, 'rulesModule', 'RULES_MODULE', loadRules);
 }
 
-/** Loads a route's TRANSFORM_MODULE, naming the setting if it cannot (cdc mode takes none). */
+/** Loads a route's TRANSFORM_MODULE, naming the setting if it cannot (a mode that applies none refuses it). */
 export function transformFor(route: Route, config: DrainConfig): Promise<Transform | undefined> {
-  if (route.transformModule !== null && config.bigquery.writeMode === 'cdc') {
+  if (route.transformModule !== null && !writeModeNamed(config.bigquery.writeMode).transforms) {
     throw new ConfigError(
       config.routesFile === null ? 'TRANSFORM_MODULE' : 'ROUTES_FILE',
-      'a transform is not applied in cdc mode (changes are written as they come): remove it or use another mode',
+      `BQ_WRITE_MODE=${config.bigquery.writeMode} applies no transform (changes are written as they come): remove it or use another mode`,
     );
   }
   return routeModule(route, config, 'transformModule', 'TRANSFORM_MODULE', loadTransform);

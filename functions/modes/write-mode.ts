@@ -60,6 +60,8 @@ export interface BeforeRun {
 export interface WriteModeDefinition<M extends MadeSinks = MadeSinks> {
   /** Partitions whose batches may be in flight at once (a flush of many, or each batch on its own). */
   readonly partitionConcurrency: number;
+  /** Whether a route's transform (TRANSFORM_MODULE) is applied: not where changes are written as they come. */
+  readonly transforms: boolean;
   /** What `verify` reconciles besides the target table: the error table the mode writes, a changes table. */
   readonly verifies: { readonly errorTable: boolean; readonly changes: boolean };
   /** What the CLI tells an operator who moves a checkpoint back from `from` to `to`. */

@@ -9,7 +9,8 @@ import type {
   RowToWrite,
 } from '../kernel/records.js';
 import { metadataColumns, type SchemaField } from '../schema/table-schema.js';
-import { type UnknownFields, validateRecord } from './validate.js';
+import { topLevelFields } from '../sinks/json-cursor.js';
+import { extraColumn, type UnknownFields, validateRecord } from './validate.js';
 
 /** The table's user columns and what to do with fields it does not have; without it, rows go as they are. */
 export interface RowShape {
@@ -48,7 +49,11 @@ export function toRow(
 ): RowToWrite | DeadLetter {
   const decoded = decodeValue(record, format);
   if (decoded.letter !== undefined) return decoded.letter;
-  return finishRow(record, decoded.value, ingestedAt, shape);
+  const row = finishRow(record, decoded.value, ingestedAt, shape);
+  // JSON text kept whole in `_extra` (UNKNOWN_FIELDS=json): as its own text, exact where numbers parse inexactly.
+  if (format === undefined && !isDeadLetter(row) && typeof row.row[extraColumn] === 'string')
+    exactExtra(row.row, record.value!, shape!);
+  return row;
 }
 
 /** A value decoded, or the dead letter its record is. */
@@ -162,4 +167,14 @@ export function userColumns(row: Row): Row {
   return Object.fromEntries(
     Object.entries(row).filter(([name]) => !(metadataColumns as readonly string[]).includes(name)),
   );
+}
+
+/** `_extra` made again from the fields' own text, where the cursor reads it (else it stays as made). */
+function exactExtra(row: Row, value: Buffer, shape: RowShape): void {
+  const raw = topLevelFields(value);
+  if (raw === undefined || raw.has(extraColumn)) return;
+  const known = new Set(shape.fields.map((f) => f.name));
+  const parts: string[] = [];
+  for (const [key, text] of raw) if (!known.has(key)) parts.push(`${JSON.stringify(key)}:${text}`);
+  row[extraColumn] = `{${parts.join(',')}}`;
 }

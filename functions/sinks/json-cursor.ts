@@ -184,3 +184,36 @@ export function plainDecimal(
   while (i < end && isDigit(b[i])) i++;
   return i === end && i > fraction && i - fraction <= maxScale;
 }
+
+/**
+ * A JSON object's top-level fields as their own text (`{"a": 9007199254740993}` → a: `9007199254740993`),
+ * undefined when the text is not an object this cursor reads (an escaped key or string, deeper than 64).
+ * For values kept whole: the text is exact where a parsed number would not be.
+ */
+export function topLevelFields(bytes: Buffer): Map<string, string> | undefined {
+  const c = new JsonCursor();
+  c.reset(bytes);
+  c.space();
+  if (!c.take(123)) return undefined;
+  const fields = new Map<string, string>();
+  c.space();
+  if (c.take(125)) return fields;
+  for (;;) {
+    const q = c.stringEnd();
+    if (q < 0) return undefined;
+    const key = bytes.toString('utf8', c.at + 1, q);
+    c.at = q + 1;
+    c.space();
+    if (!c.take(58)) return undefined;
+    c.space();
+    const start = c.at;
+    if (!c.skip()) return undefined;
+    fields.set(key, bytes.toString('utf8', start, c.at));
+    c.space();
+    if (c.take(44)) {
+      c.space();
+      continue;
+    }
+    return c.take(125) ? fields : undefined;
+  }
+}

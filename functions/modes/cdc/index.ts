@@ -21,6 +21,8 @@ interface CdcSinks extends MadeSinks {
 
 export const cdcMode: WriteModeDefinition<CdcSinks> = {
   partitionConcurrency: 256,
+  // Changes are written as they come (Debezium's envelopes, upserts): no transform in between.
+  transforms: false,
   verifies: { errorTable: true, changes: true },
   seekBackNote: (to, from) =>
     `records [${to}, ${from}) will be read again; a replayed change never undoes a later one (sequence numbers)`,

@@ -13,6 +13,7 @@ export const insertAllMode: WriteModeDefinition = {
   // Each batch is written on its own: few at once.
   partitionConcurrency: 8,
   // The error table is not this mode's to write: dead letters are on Pub/Sub only.
+  transforms: true,
   verifies: { errorTable: false, changes: false },
   seekBackNote: (to, from) =>
     `records [${to}, ${from}) will be read again; in insert-all mode those already in the table will be there twice`,

@@ -27,6 +27,7 @@ interface LoadSinks extends MadeSinks {
 export const loadMode: WriteModeDefinition<LoadSinks> = {
   // A flush is one load job for every partition ready at once: many may be in flight.
   partitionConcurrency: 256,
+  transforms: true,
   verifies: { errorTable: true, changes: false },
   seekBackNote: (to, from) =>
     `records [${to}, ${from}) will be read again; those the tables still hold are not loaded again`,

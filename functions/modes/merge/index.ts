@@ -17,6 +17,7 @@ interface MergeSinks extends MadeSinks {
 export const mergeMode: WriteModeDefinition<MergeSinks> = {
   // A flush is one MERGE for every partition ready at once: many may be in flight.
   partitionConcurrency: 256,
+  transforms: true,
   verifies: { errorTable: true, changes: false },
   seekBackNote: (to, from) =>
     `records [${to}, ${from}) will be read again; merge mode inserts none of them twice`,

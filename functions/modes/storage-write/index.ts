@@ -28,6 +28,7 @@ const streamSinkMethods = [
 export const storageWriteMode: WriteModeDefinition<StorageWriteSinks> = {
   // A flush writes the batches of every partition ready at once: many may be in flight.
   partitionConcurrency: 256,
+  transforms: true,
   verifies: { errorTable: true, changes: false },
   seekBackNote: (to, from) =>
     `records [${to}, ${from}) will be read again; those the tables still hold are not written again`,
