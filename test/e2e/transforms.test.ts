@@ -2,7 +2,7 @@
  * A transform end to end (TRANSFORM_MODULE), records written by kcat (librdkafka) with keys and headers:
  * it renames a field, derives one from a header and the key, drops test records (counted `filtered` in the
  * summary, the ledger and `verify`, no dead letter) and throws on one (a `transform` dead letter carrying its
- * message); in the default mode and in load mode.
+ * message); in the default mode and in load mode. And UNKNOWN_FIELDS=json keeping the fields a table lacks.
  */
 import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -90,4 +90,43 @@ describe.each(['storage-write', 'load'])('%s mode', (mode) => {
     expect(verify.code, JSON.stringify(verify.verdicts)).toBe(0);
     expect(verify.verdicts[0]).toMatchObject({ filtered: 2, ledgerRows: 2, tableRows: 2, deadLetters: 1 });
   });
+});
+
+test('UNKNOWN_FIELDS=json: the next run adds _extra, and fields the table lacks land in it exactly, as kcat wrote them', async () => {
+  const pipeline = await createPipeline(clients, 1, { BQ_WRITE_MODE: 'storage-write' });
+  const kcat = (lines: string[]) =>
+    run(
+      'kcat',
+      ['-b', stackEnv().KAFKA_BROKERS, '-P', '-t', pipeline.topic, '-p', '0'],
+      `${lines.join('\n')}\n`,
+    );
+  await kcat(['{"id":"r0","n":0}']);
+  // The table made without _extra (UNKNOWN_FIELDS=reject, the default).
+  expect((await runJob(pipeline.env)).code).toBe(0);
+  await kcat([
+    '{"id":"r1","n":1,"coupon":{"code":"X-1","pct":12.5},"tags":["a","b"],"big":9007199254740993}',
+    '{"id":"r2","n":2}',
+    '{"id":"r3","n":3,"note":"known","flag":true,"nothing":null}',
+  ]);
+  const kept = await runJob({ ...pipeline.env, UNKNOWN_FIELDS: 'json' });
+  expect(kept.code, errorsOf(kept.lines)).toBe(0);
+  expect(kept.summary).toMatchObject({ stopReason: 'caught_up', rowsWritten: 3, deadLettered: 0 });
+  const [rows] = await clients.bigquery.query({
+    query: `SELECT id, n, note, TO_JSON_STRING(_extra) AS extra, JSON_VALUE(_extra, '$.big') AS big
+      FROM \`${pipeline.dataset}.${pipeline.table}\` ORDER BY id`,
+  });
+  expect(rows).toEqual([
+    { id: 'r0', n: 0, note: null, extra: 'null', big: null },
+    {
+      id: 'r1',
+      n: 1,
+      note: null,
+      extra: expect.stringMatching(/"coupon":\{"code":"X-1","pct":12.5\}/),
+      big: '9007199254740993',
+    },
+    { id: 'r2', n: 2, note: null, extra: 'null', big: null },
+    { id: 'r3', n: 3, note: 'known', extra: expect.stringMatching(/"flag":true/), big: null },
+  ]);
+  expect(JSON.parse(rows[1].extra as string)).toMatchObject({ tags: ['a', 'b'] });
+  expect(JSON.parse(rows[3].extra as string)).toEqual({ flag: true, nothing: null });
 });
