@@ -100,6 +100,8 @@ export interface InfraConfig {
   readonly loadJobsPerTablePerDay: number | undefined;
   /** UNKNOWN_FIELDS: a field the table lacks is refused (`reject`), dropped (`ignore`) or kept in `_extra` (`json`). */
   readonly unknownFields: 'reject' | 'ignore' | 'json';
+  /** FIELD_NAMES: names BigQuery refuses are dead letters (`strict`) or mapped (`sanitize`). */
+  readonly fieldNames: 'strict' | 'sanitize';
   /**
    * cdc mode: the change format, the tables' primary key (required here: Pulumi makes the table with it;
    * the drain checks the table has it), max staleness (`15m` by default) and the optional source columns.
@@ -221,6 +223,7 @@ export function readInfraConfig(): InfraConfig {
     writeMode: writeMode as InfraConfig['writeMode'],
     cdc: writeMode === 'cdc' ? cdcOf(config) : undefined,
     unknownFields: unknownFieldsOf(config),
+    fieldNames: fieldNamesOf(config),
     loadJobsPerTablePerDay:
       writeMode === 'load'
         ? loadJobsOf(config, periodSeconds, config.getNumber('taskCount') ?? 1)
@@ -321,6 +324,14 @@ function routesOf(
     metadataColumns: r.metadata,
     layout: r.layout,
   }));
+}
+
+/** fieldNames: strict (default) or sanitize. */
+function fieldNamesOf(config: pulumi.Config): InfraConfig['fieldNames'] {
+  const value = config.get('fieldNames') ?? 'strict';
+  if (value !== 'strict' && value !== 'sanitize')
+    throw new Error(`fieldNames must be strict or sanitize, not ${value}`);
+  return value;
 }
 
 /** unknownFields: reject (default), ignore or json. */

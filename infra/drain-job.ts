@@ -211,6 +211,7 @@ export class DrainJob extends pulumi.ComponentResource {
       LEASE_TTL_SECONDS: String(config.leaseTtlSeconds),
       IDLE_ALERT_SECONDS: String(config.idleAlertSeconds),
       UNKNOWN_FIELDS: config.unknownFields,
+      FIELD_NAMES: config.fieldNames,
       ...(config.kafkaSaslMechanism === undefined ? {} : { KAFKA_SASL_MECHANISM: config.kafkaSaslMechanism }),
       ...(config.kafkaOauthProvider === undefined ? {} : { KAFKA_OAUTH_PROVIDER: config.kafkaOauthProvider }),
       ...fileEnv,

@@ -14,13 +14,9 @@ import { type CallTracker, createCallTracker } from '../kernel/calls.js';
 import type { Logger } from '../kernel/logger.js';
 import type { Source } from '../kernel/ports.js';
 import { writeModeNamed } from '../modes/registry.js';
+import { routeColumns } from '../records/field-names.js';
 import { compareSchemas } from '../schema/compare.js';
-import {
-  cdcSourceFields,
-  type SchemaField,
-  targetTableSchema,
-  withExtraColumn,
-} from '../schema/table-schema.js';
+import { cdcSourceFields, type SchemaField, targetTableSchema } from '../schema/table-schema.js';
 import { checkBrokerCertificate, kafkaClientOptions, listTopics } from '../sources/kafka-client.js';
 import { createKafkaSource } from '../sources/kafka-source.js';
 import { type DryRunRoute, dryRun } from './dry-run.js';
@@ -200,7 +196,7 @@ async function checkTable(
     list.fail(`columns (${table})`, `${(error as Error).message}: correct the schema file or the subject`);
     return undefined;
   }
-  const columns = withExtraColumn(values.columns, config.unknownFields);
+  const columns = routeColumns(values.columns, config);
   const wanted = targetTableSchema(
     [...columns, ...(config.bigquery.cdc?.sourceColumns ? cdcSourceFields : [])],
     route.metadata,

@@ -100,7 +100,12 @@ async function judge(config: DrainConfig, target: DryRunRoute, records: KafkaRec
   const { route } = target;
   const rules = await rulesFor(route, config);
   const transform = await transformFor(route, config);
-  const shape = { fields: target.columns, unknownFields: config.unknownFields, metadata: route.metadata };
+  const shape = {
+    fields: target.columns,
+    unknownFields: config.unknownFields,
+    fieldNames: config.fieldNames,
+    metadata: route.metadata,
+  };
   const common = {
     shape,
     ...(rules === undefined ? {} : { rules }),

@@ -8,7 +8,7 @@ import { createRegistry, namedTopics, routeValues, rulesFor, transformFor } from
 import { armCrashPoints, crashPointsOf } from '../kernel/crash-points.js';
 import { createLogger } from '../kernel/logger.js';
 import { createRouteSinks } from '../modes/route-sinks.js';
-import { withExtraColumn } from '../schema/table-schema.js';
+import { routeColumns } from '../records/field-names.js';
 import { UsageError } from './operations.js';
 import { readConfig } from './read-config.js';
 
@@ -72,7 +72,7 @@ export async function deadLetterCommand(
       let made = targets.get(route);
       if (made === undefined) {
         const { columns, format } = values.get(route)!;
-        const fields = withExtraColumn(columns, config.unknownFields);
+        const fields = routeColumns(columns, config);
         const { sink, close } = createRouteSinks({
           config,
           route,
@@ -88,7 +88,12 @@ export async function deadLetterCommand(
           close,
           ...(routeRules === undefined ? {} : { rules: routeRules }),
           ...(transforms.get(route) === undefined ? {} : { transform: transforms.get(route)! }),
-          shape: { fields, unknownFields: config.unknownFields, metadata: route.metadata },
+          shape: {
+            fields,
+            unknownFields: config.unknownFields,
+            fieldNames: config.fieldNames,
+            metadata: route.metadata,
+          },
           ...(format === undefined ? {} : { format }),
         };
         targets.set(route, made);

@@ -52,6 +52,7 @@ export interface DrainConfig {
   readonly retentionGapPolicy: 'fail' | 'skip';
   readonly startPosition: StartPosition;
   readonly unknownFields: 'reject' | 'ignore' | 'json';
+  readonly fieldNames: 'strict' | 'sanitize';
   /** What a record with a null value (a tombstone) becomes. */
   readonly tombstones: 'skip' | 'dead-letter';
   readonly logLevel: LogLevel;
@@ -120,6 +121,7 @@ export function parseConfig(
     retentionGapPolicy: read.oneOf('RETENTION_GAP_POLICY', ['fail', 'skip'] as const),
     startPosition: parseStartPosition(read.text('START_POSITION')),
     unknownFields: read.oneOf('UNKNOWN_FIELDS', ['reject', 'ignore', 'json'] as const),
+    fieldNames: read.oneOf('FIELD_NAMES', ['strict', 'sanitize'] as const),
     tombstones: read.oneOf('TOMBSTONES', ['skip', 'dead-letter'] as const),
     logLevel: logLevelNames[read.oneOf('LOG_LEVEL', Object.keys(logLevelNames))]!,
     execution: read.text('CLOUD_RUN_EXECUTION'),

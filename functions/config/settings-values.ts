@@ -46,6 +46,12 @@ export const valueAndWriteSettings = {
     meaning:
       'A field the table lacks: `reject` (a `schema` dead letter), `ignore` (dropped) or `json` (kept whole in a JSON column `_extra`). See [schema changes](schema-changes.md#fields-the-table-lacks).',
   },
+  FIELD_NAMES: {
+    section: 'values',
+    default: 'strict',
+    meaning:
+      'A field name BigQuery refuses (`user-id`, `1st`): `strict` (a `schema` dead letter) or `sanitize` (mapped by a fixed rule). See [schema changes](schema-changes.md#field-names-bigquery-refuses).',
+  },
   TOMBSTONES: {
     section: 'values',
     default: 'skip',

@@ -17,7 +17,7 @@ import { sleep } from '../kernel/timers.js';
 import { writeModeNamed } from '../modes/registry.js';
 import { createRouteSinks } from '../modes/route-sinks.js';
 import { recordIncompatibleSchema } from '../modes/target-table.js';
-import { withExtraColumn } from '../schema/table-schema.js';
+import { routeColumns } from '../records/field-names.js';
 import { checkBrokerCertificate, kafkaClientOptions } from '../sources/kafka-client.js';
 import { callDeadlinesMs, closeWithin, cutOffLateCalls } from './deadline.js';
 import { routeTopics } from './routing.js';
@@ -161,7 +161,7 @@ async function routeTargets(
       config.bigquery.cdc?.changeFormat === 'debezium' ? 'debezium' : undefined,
     );
     // With UNKNOWN_FIELDS=json the table has a JSON column `_extra` for the fields it lacks.
-    const userSchema = withExtraColumn(values.columns, config.unknownFields);
+    const userSchema = routeColumns(values.columns, config);
     targets.push({
       routed: r,
       runId,

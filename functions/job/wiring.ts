@@ -154,6 +154,7 @@ export function routeDrainPorts(
       shape: {
         fields: target.userSchema,
         unknownFields: config.unknownFields,
+        fieldNames: config.fieldNames,
         metadata: routed.route.metadata,
       },
       tombstones: config.tombstones,

@@ -23,7 +23,10 @@ export interface RecordPolicy {
  * JSON values (no value format) without business rules, which judge a row object. Undefined otherwise.
  */
 export function directShape(policy: RecordPolicy): RowShape | undefined {
-  return policy.format === undefined && policy.rules === undefined && policy.transform === undefined
+  return policy.format === undefined &&
+    policy.rules === undefined &&
+    policy.transform === undefined &&
+    policy.shape?.fieldNames !== 'sanitize'
     ? policy.shape
     : undefined;
 }

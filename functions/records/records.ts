@@ -10,6 +10,7 @@ import type {
 } from '../kernel/records.js';
 import { metadataColumns, type SchemaField } from '../schema/table-schema.js';
 import { topLevelFields } from '../sinks/json-cursor.js';
+import { NameCollision, sanitizeKeys } from './field-names.js';
 import { extraColumn, type UnknownFields, validateRecord } from './validate.js';
 
 /** The table's user columns and what to do with fields it does not have; without it, rows go as they are. */
@@ -18,6 +19,8 @@ export interface RowShape {
   readonly unknownFields: UnknownFields;
   /** Optional metadata columns (none when absent). */
   readonly metadata?: MetadataColumns;
+  /** FIELD_NAMES: `sanitize` maps each name BigQuery refuses to one it takes (field-names.ts); else `strict`. */
+  readonly fieldNames?: 'strict' | 'sanitize';
 }
 
 /** Larger values cannot be rows (BigQuery's 10 MB request and row limits, less the metadata). */
@@ -51,7 +54,12 @@ export function toRow(
   if (decoded.letter !== undefined) return decoded.letter;
   const row = finishRow(record, decoded.value, ingestedAt, shape);
   // JSON text kept whole in `_extra` (UNKNOWN_FIELDS=json): as its own text, exact where numbers parse inexactly.
-  if (format === undefined && !isDeadLetter(row) && typeof row.row[extraColumn] === 'string')
+  if (
+    format === undefined &&
+    shape?.fieldNames !== 'sanitize' &&
+    !isDeadLetter(row) &&
+    typeof row.row[extraColumn] === 'string'
+  )
     exactExtra(row.row, record.value!, shape!);
   return row;
 }
@@ -99,6 +107,14 @@ export function finishRow(
 ): RowToWrite | DeadLetter {
   if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
     return { record, kind: 'decode', message: 'value is not a JSON object' };
+  }
+  if (shape?.fieldNames === 'sanitize') {
+    try {
+      parsed = sanitizeKeys(parsed) as Record<string, JsonValue>;
+    } catch (error) {
+      if (error instanceof NameCollision) return { record, kind: 'schema', message: error.message };
+      throw error;
+    }
   }
   // Where unknown fields are refused, validation refuses a metadata column's name too: its reason is
   // told only then (a row that passes has no such key).
