@@ -2,7 +2,8 @@
  * A transform end to end (TRANSFORM_MODULE), records written by kcat (librdkafka) with keys and headers:
  * it renames a field, derives one from a header and the key, drops test records (counted `filtered` in the
  * summary, the ledger and `verify`, no dead letter) and throws on one (a `transform` dead letter carrying its
- * message); in the default mode and in load mode. And UNKNOWN_FIELDS=json keeping the fields a table lacks.
+ * message); in the default mode and in load mode. And UNKNOWN_FIELDS=json keeping the fields a table lacks,
+ * FIELD_NAMES=sanitize mapping names BigQuery refuses.
  */
 import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -129,4 +130,47 @@ test('UNKNOWN_FIELDS=json: the next run adds _extra, and fields the table lacks 
   ]);
   expect(JSON.parse(rows[1].extra as string)).toMatchObject({ tags: ['a', 'b'] });
   expect(JSON.parse(rows[3].extra as string)).toEqual({ flag: true, nothing: null });
+});
+
+test('FIELD_NAMES=sanitize: names BigQuery refuses mapped at every depth; two fields onto one name a dead letter', async () => {
+  const schemaFile = join(tmpdir(), `${uniqueName('names')}.schema.json`);
+  writeFileSync(
+    schemaFile,
+    JSON.stringify([
+      { name: 'id', type: 'STRING', mode: 'REQUIRED' },
+      { name: 'user_id', type: 'STRING' },
+      { name: '_1st', type: 'INT64' },
+      { name: 'order', type: 'RECORD', fields: [{ name: 'unit_price', type: 'NUMERIC' }] },
+    ]),
+  );
+  const pipeline = await createPipeline(clients, 1, { BQ_SCHEMA_FILE: schemaFile, FIELD_NAMES: 'sanitize' });
+  await run(
+    'kcat',
+    ['-b', stackEnv().KAFKA_BROKERS, '-P', '-t', pipeline.topic, '-p', '0'],
+    [
+      '{"id":"a","user-id":"u-1","1st":7,"order":{"unit-price":"12.50"}}',
+      '{"id":"b","user-id":"u-2","user_id":"u-3"}',
+      '{"id":"c","user_id":"u-4"}',
+    ].join('\n') + '\n',
+  );
+  const drained = await runJob(pipeline.env);
+  expect(drained.code, errorsOf(drained.lines)).toBe(0);
+  expect(drained.summary).toMatchObject({ stopReason: 'caught_up', rowsWritten: 2, deadLettered: 1 });
+  const [rows] = await clients.bigquery.query({
+    query: `SELECT id, user_id, _1st, CAST(\`order\`.unit_price AS STRING) AS price FROM \`${pipeline.dataset}.${pipeline.table}\` ORDER BY id`,
+  });
+  expect(rows).toEqual([
+    { id: 'a', user_id: 'u-1', _1st: 7, price: '12.5' },
+    { id: 'c', user_id: 'u-4', _1st: null, price: null },
+  ]);
+  const { messages } = await deadLetterOffsets(clients, pipeline);
+  expect(
+    messages.map((m) => [m.attributes.source_offset, m.attributes.error_kind, m.attributes.error_message]),
+  ).toEqual([
+    [
+      '1',
+      'schema',
+      'fields "user-id" and "user_id" both map to the column name "user_id" (FIELD_NAMES=sanitize)',
+    ],
+  ]);
 });
