@@ -113,20 +113,21 @@ test('UNKNOWN_FIELDS=json: the next run adds _extra, and fields the table lacks 
   expect(kept.code, errorsOf(kept.lines)).toBe(0);
   expect(kept.summary).toMatchObject({ stopReason: 'caught_up', rowsWritten: 3, deadLettered: 0 });
   const [rows] = await clients.bigquery.query({
-    query: `SELECT id, n, note, TO_JSON_STRING(_extra) AS extra, JSON_VALUE(_extra, '$.big') AS big
+    query: `SELECT id, n, note, TO_JSON_STRING(_extra) AS extra
       FROM \`${pipeline.dataset}.${pipeline.table}\` ORDER BY id`,
   });
   expect(rows).toEqual([
-    { id: 'r0', n: 0, note: null, extra: 'null', big: null },
+    { id: 'r0', n: 0, note: null, extra: 'null' },
     {
       id: 'r1',
       n: 1,
       note: null,
-      extra: expect.stringMatching(/"coupon":\{"code":"X-1","pct":12.5\}/),
-      big: '9007199254740993',
+      // Every digit of an integer beyond 2^53, as kcat wrote it (the emulator's JSON_VALUE reads it through
+      // a double, so the text is what is compared).
+      extra: expect.stringMatching(/"coupon":\{"code":"X-1","pct":12.5\}.*"big":9007199254740993/),
     },
-    { id: 'r2', n: 2, note: null, extra: 'null', big: null },
-    { id: 'r3', n: 3, note: 'known', extra: expect.stringMatching(/"flag":true/), big: null },
+    { id: 'r2', n: 2, note: null, extra: 'null' },
+    { id: 'r3', n: 3, note: 'known', extra: expect.stringMatching(/"flag":true/) },
   ]);
   expect(JSON.parse(rows[1].extra as string)).toMatchObject({ tags: ['a', 'b'] });
   expect(JSON.parse(rows[3].extra as string)).toEqual({ flag: true, nothing: null });
