@@ -42,7 +42,9 @@ export function sanitizeKeys(value: JsonValue, path = ''): JsonValue {
     let out: JsonValue[] | undefined;
     for (let i = 0; i < value.length; i++) {
       const item = sanitizeKeys(value[i]!, `${path}[${i}]`);
-      if (item !== value[i]) (out ??= value.slice())[i] = item;
+      if (item === value[i]) continue;
+      out ??= value.slice();
+      out[i] = item;
     }
     return out ?? value;
   }
