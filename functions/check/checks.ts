@@ -7,6 +7,7 @@ import kafkajs from 'kafkajs';
 import type { DrainConfig } from '../config/config.js';
 import { type Route, type RoutedTopics, resolveTopics, tableName } from '../config/routes.js';
 import { preferredTask } from '../drain/assignment.js';
+import { createRecordNames } from '../formats/record-names.js';
 import type { SchemaRegistry } from '../formats/registry.js';
 import { createRegistry, routeValues } from '../formats/route-values.js';
 import { createGoogleClients, type GoogleClients } from '../google/clients.js';
@@ -67,7 +68,7 @@ export async function checkPipeline(config: DrainConfig, options: CheckOptions):
       brokerTopics === undefined ? undefined : await checkTopics(config, list, brokerTopics, source);
     if (routed !== undefined) {
       const { beforeRun } = writeModeNamed(config.bigquery.writeMode);
-      const topics = routed.flatMap((r) => r.topics);
+      const topics = [...new Set(routed.flatMap((r) => r.topics))];
       if (beforeRun !== undefined)
         await list.run('write mode', 'see the message', async () => {
           await beforeRun({ config, clients, kafka, topics, logger: options.logger, readOnly: true });
@@ -92,7 +93,14 @@ export async function checkPipeline(config: DrainConfig, options: CheckOptions):
     await checkPubSub(config, list, clients, calls);
     if (routed !== undefined && ready.length > 0) {
       await list.run('dry run', 'see the message', async () => {
-        dryRunCounts = await dryRun(config, { source, firestore: clients.firestore }, ready, options.records);
+        const names = registry === null ? undefined : createRecordNames(registry, options.logger);
+        dryRunCounts = await dryRun(
+          config,
+          { source, firestore: clients.firestore },
+          ready,
+          options.records,
+          names,
+        );
         return `${dryRunCounts.records} records read, up to ${options.records} a partition from where the next run starts`;
       });
     }

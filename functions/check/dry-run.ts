@@ -7,12 +7,14 @@ import type { Firestore } from '@google-cloud/firestore';
 import type { DrainConfig } from '../config/config.js';
 import type { Route } from '../config/routes.js';
 import { startOffset } from '../config/start-position.js';
+import type { RecordNames } from '../formats/record-names.js';
 import type { ValueFormat } from '../formats/value-format.js';
 import { rulesFor, transformFor } from '../job/wiring.js';
 import type { Source } from '../kernel/ports.js';
 import type { DeadLetter, KafkaRecord, Position } from '../kernel/records.js';
 import { classifyChanges, primaryKeyOfKey } from '../records/changes.js';
-import { classifyEach } from '../records/classify.js';
+import { classifyEach, type RecordPolicy } from '../records/classify.js';
+import { createRecordRouter } from '../records/record-router.js';
 import { type SchemaField, targetTableSchema } from '../schema/table-schema.js';
 import { compileRowEncoder } from '../sinks/row-encoder.js';
 import { type DryRunCounts, emptyDryRun } from './report.js';
@@ -32,12 +34,21 @@ export async function dryRun(
   ports: { source: Source; firestore: Firestore },
   routes: readonly DryRunRoute[],
   perPartition: number,
+  /** Record names from the registry (routes by `when: {recordName}`). */
+  names?: RecordNames,
 ): Promise<DryRunCounts> {
   const counts = emptyDryRun();
-  for (const target of routes) {
+  // Routes sharing a topic by `when`: each judges the records it would take (a record none takes, its
+  // topic's first route, as a dead letter), as a run's router decides.
+  const router = createRecordRouter(
+    routes.map((r) => r.route),
+    names,
+  );
+  for (const [index, target] of routes.entries()) {
     const positions = await startPositions(config, ports, target.topics, perPartition);
-    const records = await readRecords(ports.source, positions);
-    await judge(config, target, records, counts);
+    const read = await readRecords(ports.source, positions);
+    const records = routes.length === 1 ? read : (await router.split(read))[index]!;
+    await judge(config, target, records, counts, routes.length === 1 ? undefined : router.refusal);
   }
   return counts;
 }
@@ -96,7 +107,13 @@ async function readRecords(source: Source, positions: readonly (Position & { end
 }
 
 /** Each record's fate as a run would decide it; rows encoded as the Storage Write API takes them. */
-async function judge(config: DrainConfig, target: DryRunRoute, records: KafkaRecord[], counts: DryRunCounts) {
+async function judge(
+  config: DrainConfig,
+  target: DryRunRoute,
+  records: KafkaRecord[],
+  counts: DryRunCounts,
+  refuse: RecordPolicy['refuse'],
+) {
   const { route } = target;
   const rules = await rulesFor(route, config);
   const transform = await transformFor(route, config);
@@ -110,6 +127,7 @@ async function judge(config: DrainConfig, target: DryRunRoute, records: KafkaRec
     shape,
     ...(rules === undefined ? {} : { rules }),
     ...(transform === undefined ? {} : { transform }),
+    ...(refuse === undefined ? {} : { refuse }),
   };
   counts.records += records.length;
   let letters: readonly DeadLetter[];

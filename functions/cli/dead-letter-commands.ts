@@ -1,14 +1,17 @@
 /** `dead-letters` (look) and `replay-dead-letters` (write them back to their tables, recorded for verify). */
 import { recordReplays } from '../checkpoints/replay-log.js';
-import { type Route, routeOf, tableName } from '../config/routes.js';
+import { type Route, routesOfTopic, tableName } from '../config/routes.js';
 import { createDeadLetterSubscription } from '../dead-letters/pubsub-subscription.js';
 import { type ReplayTarget, replayDeadLetters } from '../dead-letters/replay.js';
+import { createRecordNames } from '../formats/record-names.js';
 import { createGoogleClients } from '../google/clients.js';
 import { createRegistry, namedTopics, routeValues, rulesFor, transformFor } from '../job/wiring.js';
 import { armCrashPoints, crashPointsOf } from '../kernel/crash-points.js';
 import { createLogger } from '../kernel/logger.js';
+import type { KafkaRecord } from '../kernel/records.js';
 import { createRouteSinks } from '../modes/route-sinks.js';
 import { routeColumns } from '../records/field-names.js';
+import { createRecordRouter } from '../records/record-router.js';
 import { UsageError } from './operations.js';
 import { readConfig } from './read-config.js';
 
@@ -66,8 +69,17 @@ export async function deadLetterCommand(
       ),
     );
     const targets = new Map<Route, ReplayTarget & { close(): Promise<void> }>();
-    const target = (topic: string) => {
-      const route = routeOf(config.routes, topic);
+    const names = registry === null ? undefined : createRecordNames(registry, logger);
+    /** The route a record goes to now: its topic's, or (routes sharing it by `when`) the one taking it. */
+    const routeFor = async (record: KafkaRecord): Promise<Route | undefined> => {
+      const taking = routesOfTopic(config.routes, record.topic);
+      if (taking.length <= 1) return taking[0];
+      const router = createRecordRouter(taking, names);
+      const parts = await router.split([record]);
+      return router.refusal(record) === undefined ? taking[parts.findIndex((p) => p.length > 0)] : undefined;
+    };
+    const target = async (record: KafkaRecord) => {
+      const route = await routeFor(record);
       if (route === undefined) return undefined;
       let made = targets.get(route);
       if (made === undefined) {

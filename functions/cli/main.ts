@@ -146,7 +146,7 @@ async function operate(command: string, argv: readonly string[], env: NodeJS.Pro
   const source = createKafkaSource(kafka, { groupPrefix: 'unused', logger });
   try {
     const routed = await routeTopics(config, kafka);
-    const topics = routed.flatMap((r) => r.topics).sort();
+    const topics = [...new Set(routed.flatMap((r) => r.topics))].sort();
     if (command === 'status') {
       const partitions = await partitionStatus(
         { firestore: clients.firestore, source },

@@ -1,6 +1,6 @@
-/** `verify`: per table, each route's partitions against its own table (and error table). */
+/** `verify`: per table (or group of tables sharing a topic), its partitions against the tables (and error tables). */
 import kafkajs from 'kafkajs';
-import { tableName } from '../config/routes.js';
+import { groupRoutes, groupTables } from '../config/route-groups.js';
 import { createGoogleClients } from '../google/clients.js';
 import { routeTopics } from '../job/routing.js';
 import { writeModeNamed } from '../modes/registry.js';
@@ -23,18 +23,21 @@ export async function verify(env: NodeJS.ProcessEnv, output: 'json' | number): P
     );
     const verdicts: (PartitionVerdict & { table: string })[] = [];
     const { verifies } = writeModeNamed(config.bigquery.writeMode);
-    for (const { route, topics } of await routeTopics(config, kafka)) {
-      if (topics.length === 0) continue;
+    // Routes sharing a topic by `when` are reconciled together: each offset in exactly one of their tables.
+    for (const group of groupRoutes(await routeTopics(config, kafka))) {
       const found = await verifyPipeline(clients, {
         pipelineId: config.pipelineId,
-        dataset: route.dataset,
-        table: route.table,
-        topics,
-        // The exactly-once modes write the error table themselves, each dead letter once: it is reconciled too.
-        ...(verifies.errorTable ? { deadLetterTable: deadLetterTableName(route.table) } : {}),
+        tables: group.members.map(({ route }) => ({
+          dataset: route.dataset,
+          table: route.table,
+          // The exactly-once modes write the error table themselves, each dead letter once: it is reconciled too.
+          ...(verifies.errorTable ? { deadLetterTable: deadLetterTableName(route.table) } : {}),
+        })),
+        topics: group.topics,
         ...(verifies.changes ? { changes: true } : {}),
       });
-      verdicts.push(...found.map((v) => ({ table: tableName(route), ...v })));
+      const table = groupTables(group.members);
+      verdicts.push(...found.map((v) => ({ table, ...v })));
     }
     if (output === 'json') {
       process.stdout.write(`${JSON.stringify(verdicts)}\n`);

@@ -10,7 +10,8 @@
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { ConfigError } from '../kernel/errors.js';
 import type { MetadataColumns } from '../kernel/records.js';
-import { defaultTableLayout, type TableLayout, tableLayoutProblem } from './table-layout.js';
+import { parseWhen, type RouteWhen, whenFormatProblem } from './route-when.js';
+import { defaultTableLayout, routeLayout, type TableLayout } from './table-layout.js';
 
 /** The keys a route may have (settings.ts names the variable each stands for). */
 export const routeKeys = [
@@ -26,13 +27,8 @@ export const routeKeys = [
   'valueSubject',
   'partitioning',
   'clustering',
+  'when',
 ] as const;
-export const partitioningKeys: readonly string[] = [
-  'field',
-  'type',
-  'expirationDays',
-  'requirePartitionFilter',
-];
 
 export type ValueFormatName = 'json' | 'avro' | 'protobuf' | 'json-schema';
 export const valueFormatNames: readonly ValueFormatName[] = ['json', 'avro', 'protobuf', 'json-schema'];
@@ -62,6 +58,8 @@ export interface Route {
   /** A module exporting `transform(value, context)` (TRANSFORM_MODULE): records changed or dropped on the way in. */
   readonly transformModule: string | null;
   readonly metadata: MetadataColumns;
+  /** Which of its topics' records the route takes (null: every record no earlier route took). */
+  readonly when: RouteWhen | null;
 }
 
 /** A route and the topics it drains in this run (none: nothing of it exists on the broker yet). */
@@ -98,6 +96,20 @@ export function routeOf(routes: readonly Route[], topic: string): Route | undefi
   return routes.find((route) => route.topics.some((pattern) => matches(pattern, topic)));
 }
 
+/**
+ * The routes a topic's records may go to, in order: those matching it up to the first without a `when`
+ * (which takes every record the others did not). One route without `when`: the topic is that route's alone.
+ */
+export function routesOfTopic(routes: readonly Route[], topic: string): Route[] {
+  const taking: Route[] = [];
+  for (const route of routes) {
+    if (!route.topics.some((pattern) => matches(pattern, topic))) continue;
+    taking.push(route);
+    if (route.when === null) break;
+  }
+  return taking;
+}
+
 /** Whether any route needs the broker's topic list (a regex) to know its topics. */
 export function needsTopicList(routes: readonly Route[]): boolean {
   return routes.some((route) => route.topics.some((pattern) => pattern.kind === 'regex'));
@@ -124,14 +136,14 @@ export function resolveTopics(
           ]),
         ];
   for (const topic of candidates) {
-    const route = routeOf(routes, topic);
-    if (route === undefined) {
+    const taking = routesOfTopic(routes, topic);
+    if (taking.length === 0) {
       if (explicit.length > 0) {
         throw new ConfigError('KAFKA_TOPICS', `topic "${topic}" matches no route of ROUTES_FILE`);
       }
       continue; // a broker topic that is not this pipeline's
     }
-    byRoute.get(route)!.push(topic);
+    for (const route of taking) byRoute.get(route)!.push(topic);
   }
   return routes.map((route) => ({ route, topics: byRoute.get(route)!.sort() }));
 }
@@ -214,7 +226,16 @@ export function parseRoutes(
         fail(`${at}: "${flag}" must be true or false`);
     }
     const layout = routeLayout(r, defaults.layout ?? defaultTableLayout, (m) => fail(`${at}: ${m}`));
+    const when = r.when === undefined ? null : parseWhen(r.when);
+    if (typeof when === 'string') return fail(`${at}: ${when}`);
+    const whenProblem = whenFormatProblem(
+      when,
+      valueFormat as ValueFormatName,
+      r.valueSchemaFile !== undefined,
+    );
+    if (whenProblem !== undefined) return fail(`${at}: ${whenProblem}`);
     return {
+      when,
       topics,
       dataset,
       table,
@@ -254,39 +275,4 @@ export function valueFormatProblem(
   if (hasValueSchemaFile && format !== 'avro')
     return '"valueSchemaFile" is for raw Avro values only (valueFormat avro)';
   return undefined;
-}
-
-/**
- * A routes file's `"partitioning": { "field", "type", "expirationDays", "requirePartitionFilter" }` and
- * `"clustering": [...]`, over the pipeline's layout.
- */
-function routeLayout(
-  r: Record<string, unknown>,
-  base: TableLayout,
-  fail: (message: string) => never,
-): TableLayout {
-  const p = (r.partitioning ?? {}) as Record<string, unknown>;
-  if (typeof p !== 'object' || p === null || Array.isArray(p))
-    return fail('"partitioning" must be an object');
-  for (const key of Object.keys(p))
-    if (!partitioningKeys.includes(key)) fail(`"partitioning" has an unknown key "${key}"`);
-  if (
-    r.clustering !== undefined &&
-    (!Array.isArray(r.clustering) || !r.clustering.every((c) => typeof c === 'string'))
-  )
-    fail('"clustering" must be a list of column names');
-  const layout: TableLayout = {
-    partitionField: typeof p.field === 'string' ? p.field : base.partitionField,
-    partitionType:
-      typeof p.type === 'string'
-        ? (p.type.toUpperCase() as TableLayout['partitionType'])
-        : base.partitionType,
-    partitionExpirationDays:
-      typeof p.expirationDays === 'number' ? p.expirationDays : base.partitionExpirationDays,
-    requirePartitionFilter:
-      typeof p.requirePartitionFilter === 'boolean' ? p.requirePartitionFilter : base.requirePartitionFilter,
-    clustering: (r.clustering as string[] | undefined) ?? base.clustering,
-  };
-  const problem = tableLayoutProblem(layout);
-  return problem === undefined ? layout : fail(problem);
 }

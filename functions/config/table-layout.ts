@@ -46,3 +46,45 @@ export function tableLayoutProblem(layout: TableLayout): string | undefined {
   if (bad !== undefined) return `clustering column "${bad}" is not a column name`;
   return undefined;
 }
+
+export const partitioningKeys: readonly string[] = [
+  'field',
+  'type',
+  'expirationDays',
+  'requirePartitionFilter',
+];
+
+/**
+ * A routes file's `"partitioning": { "field", "type", "expirationDays", "requirePartitionFilter" }` and
+ * `"clustering": [...]`, over the pipeline's layout.
+ */
+export function routeLayout(
+  r: Record<string, unknown>,
+  base: TableLayout,
+  fail: (message: string) => never,
+): TableLayout {
+  const p = (r.partitioning ?? {}) as Record<string, unknown>;
+  if (typeof p !== 'object' || p === null || Array.isArray(p))
+    return fail('"partitioning" must be an object');
+  for (const key of Object.keys(p))
+    if (!partitioningKeys.includes(key)) fail(`"partitioning" has an unknown key "${key}"`);
+  if (
+    r.clustering !== undefined &&
+    (!Array.isArray(r.clustering) || !r.clustering.every((c) => typeof c === 'string'))
+  )
+    fail('"clustering" must be a list of column names');
+  const layout: TableLayout = {
+    partitionField: typeof p.field === 'string' ? p.field : base.partitionField,
+    partitionType:
+      typeof p.type === 'string'
+        ? (p.type.toUpperCase() as TableLayout['partitionType'])
+        : base.partitionType,
+    partitionExpirationDays:
+      typeof p.expirationDays === 'number' ? p.expirationDays : base.partitionExpirationDays,
+    requirePartitionFilter:
+      typeof p.requirePartitionFilter === 'boolean' ? p.requirePartitionFilter : base.requirePartitionFilter,
+    clustering: (r.clustering as string[] | undefined) ?? base.clustering,
+  };
+  const problem = tableLayoutProblem(layout);
+  return problem === undefined ? layout : fail(problem);
+}

@@ -57,6 +57,7 @@ export function routesOf(read: Reader, readFile: (path: string) => string) {
         valueSchemaFile,
         valueSubject: read.optional('VALUE_SUBJECT'),
         layout,
+        when: null,
       },
     ];
   } else {

@@ -57,8 +57,8 @@ export function recordOf(letter: Pick<PulledLetter, 'data' | 'attributes'>): Kaf
 export async function replayDeadLetters(
   deps: {
     pull: (max: number) => Promise<PulledLetter[]>;
-    /** The target of a topic's letters (its route); undefined when no route takes the topic now. */
-    target: (topic: string) => ReplayTarget | undefined;
+    /** The target of a letter's record (its route); undefined when no route takes it now. */
+    target: (record: KafkaRecord) => Promise<ReplayTarget | undefined>;
     now: () => Date;
     print: (line: string) => void;
     /** Records the letters whose rows are durable (the replay log), before they are acknowledged. */
@@ -78,10 +78,10 @@ export async function replayDeadLetters(
       for (const letter of letters) {
         const record = recordOf(letter);
         const origin = record ? `${record.topic}:${record.partition}:${record.offset}` : 'unknown origin';
-        const target = record === undefined ? undefined : deps.target(record.topic);
+        const target = record === undefined ? undefined : await deps.target(record);
         const made =
           record !== undefined && target === undefined
-            ? `no route takes topic "${record.topic}"`
+            ? `no route takes this record of topic "${record.topic}"`
             : await rowFor(record, letter, target!);
         if (typeof made === 'string') {
           outcome.stillFailing.push({ origin, reason: made });

@@ -50,6 +50,7 @@ export function compileAvro(schemaText: string): AvroCompiled {
     name,
     convert,
     decode: (payload) => convert(readAvro(() => type.fromBuffer(payload), name)),
+    recordName: () => type.name,
   };
 }
 

@@ -32,8 +32,11 @@ export function compileJsonSchema(text: string): CompiledSchema {
     throw new UnmappableSchemaError(
       'the JSON Schema is not an object with properties: a table needs named fields',
     );
+  const title =
+    typeof (root as { title?: unknown }).title === 'string' ? (root as { title: string }).title : undefined;
   return {
     fields: mapping.fields!,
+    recordName: () => title,
     decode(payload) {
       let value: JsonValue;
       try {

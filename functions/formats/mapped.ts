@@ -10,6 +10,8 @@ export interface CompiledSchema {
   readonly fields: readonly SchemaField[];
   /** The value's payload (after the wire format's header) → a row's user columns; throws a ValueError. */
   decode(payload: Buffer): Record<string, JsonValue>;
+  /** The full name of the record type a payload holds (a route's `when: {recordName}`), if it has one. */
+  recordName?(payload: Buffer): string | undefined;
 }
 
 /** A value the table cannot hold, with the path of the field (`items[3].price`). */

@@ -78,6 +78,10 @@ export async function compileProtobuf(
   const first = compiledOf(root.lookupType(topLevel[0]!));
   return {
     fields: first.mapping.fields!,
+    recordName(payload) {
+      const read = readMessageIndexes(payload, 0);
+      return read.ok ? byIndexes(read.indexes)?.fullName.replace(/^\./, '') : undefined;
+    },
     decode(payload) {
       const read = readMessageIndexes(payload, 0);
       if (!read.ok) throw new ValueError('', read.message, 'decode');

@@ -15,5 +15,5 @@ export async function routeTopics(config: DrainConfig, kafka: Kafka): Promise<Ro
 
 /** Every topic of the routes, for the commands that look at all of them (status, seek, pause). */
 export async function allTopics(config: DrainConfig, kafka: Kafka): Promise<string[]> {
-  return (await routeTopics(config, kafka)).flatMap((routed) => routed.topics).sort();
+  return [...new Set((await routeTopics(config, kafka)).flatMap((routed) => routed.topics))].sort();
 }

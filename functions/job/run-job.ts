@@ -2,10 +2,12 @@ import { randomBytes } from 'node:crypto';
 import kafkajs from 'kafkajs';
 import { createFirestoreCheckpoints } from '../checkpoints/firestore-checkpoints.js';
 import type { DrainConfig } from '../config/config.js';
+import { groupRoutes } from '../config/route-groups.js';
 import { tableName } from '../config/routes.js';
 import { runDrain } from '../drain/run.js';
 import type { DrainContext } from '../drain/run-state.js';
 import { mergeRunSummaries } from '../drain/run-summary.js';
+import { createRecordNames } from '../formats/record-names.js';
 import { createGoogleClients, type GoogleClients } from '../google/clients.js';
 import { type CallTracker, createCallTracker, trackedPort } from '../kernel/calls.js';
 import { ConfigError } from '../kernel/errors.js';
@@ -15,16 +17,19 @@ import type { Checkpoints, Sink, Source } from '../kernel/ports.js';
 import type { RunSummary } from '../kernel/summary.js';
 import { sleep } from '../kernel/timers.js';
 import { writeModeNamed } from '../modes/registry.js';
-import { createRouteSinks } from '../modes/route-sinks.js';
+import { createRouteSinks, groupRefused } from '../modes/route-sinks.js';
 import { recordIncompatibleSchema } from '../modes/target-table.js';
 import { routeColumns } from '../records/field-names.js';
+import { createRecordRouter } from '../records/record-router.js';
 import { checkBrokerCertificate, kafkaClientOptions } from '../sources/kafka-client.js';
 import { callDeadlinesMs, closeWithin, cutOffLateCalls } from './deadline.js';
 import { routeTopics } from './routing.js';
 import {
   checkRouteFiles,
   createRegistry,
+  type DrainGroup,
   drainOptionsFor,
+  groupName,
   type RouteTarget,
   routeDrainPorts,
   routeValues,
@@ -80,14 +85,15 @@ export async function runJob(config: DrainConfig, io: JobIo): Promise<RunSummary
         deadlineMs: callDeadlinesMs.firestore,
       }),
     );
+    const groups = drainGroups(targets, config, logger);
     const several = config.routes.length > 1;
     // Several drains: each keeps its summary to itself; the run's, merged, is recorded once below.
     const routeCheckpoints: Checkpoints = several
       ? { ...bound(checkpoints), recordRun: async () => {} }
       : checkpoints;
     const summaries = await Promise.all(
-      targets.map(async (target) => {
-        const ports = routeDrainPorts(config, target, {
+      groups.map(async (group) => {
+        const ports = routeDrainPorts(config, group, {
           clients,
           kafka,
           calls,
@@ -95,16 +101,16 @@ export async function runJob(config: DrainConfig, io: JobIo): Promise<RunSummary
           ...(io.sink === undefined ? {} : { sink: io.sink }),
           ...(io.observeSource === undefined ? {} : { observeSource: io.observeSource }),
         });
-        const route = { runId: target.runId, topics: target.routed.topics, routeCount: targets.length };
+        const route = { runId: group.runId, topics: group.topics, routeCount: groups.length };
         const latency = new LatencySketch();
         const summary = await runDrain(ports, drainOptionsFor(config, route, Date.now() - startedAt), {
-          logger: target.logger,
+          logger: group.logger,
           now: Date.now,
           signal: io.signal,
           onProgress: io.onProgress,
           latency,
         });
-        return { table: tableName(target.routed.route), summary, latency };
+        return { table: groupName(group), summary, latency };
       }),
     );
     const only = summaries[0]?.summary;
@@ -203,6 +209,34 @@ async function failOnBadSchema(targets: readonly RouteTarget[], signal: AbortSig
   ]);
   waited.abort();
   if (firstError instanceof ConfigError) throw firstError;
+}
+
+/**
+ * One drain per group of routes: a route alone, or routes sharing a topic by `when`, whose drain reads
+ * the topic once and routes each record (its owner id and logger the group's first route's).
+ */
+function drainGroups(targets: readonly RouteTarget[], config: DrainConfig, logger: Logger): DrainGroup[] {
+  const registry = config.schemaRegistry === null ? null : createRegistry(config.schemaRegistry);
+  return groupRoutes(targets.map((t) => t.routed)).map((group) => {
+    const members = group.members.map((routed) => targets.find((t) => t.routed === routed)!);
+    const first = members[0]!;
+    if (members.length === 1)
+      return { members, topics: group.topics, runId: first.runId, logger: first.logger };
+    if (writeModeNamed(config.bigquery.writeMode).fanOut === undefined)
+      throw groupRefused(config.bigquery.writeMode);
+    const groupLogger = logger.child({ table: groupName({ members }) });
+    const names = registry === null ? undefined : createRecordNames(registry, groupLogger);
+    return {
+      members,
+      topics: group.topics,
+      runId: first.runId,
+      logger: groupLogger,
+      router: createRecordRouter(
+        members.map((m) => m.routed.route),
+        names,
+      ),
+    };
+  });
 }
 
 function runHead(config: DrainConfig, runId: string, startedAt: number) {

@@ -5,6 +5,7 @@
 import type kafkajs from 'kafkajs';
 import { createPubSubAlerts } from '../alerts/pubsub-alerts.js';
 import type { DrainConfig } from '../config/config.js';
+import { groupTables } from '../config/route-groups.js';
 import { type Route, type RoutedTopics, tableName } from '../config/routes.js';
 import { createPubSubDeadLetters } from '../dead-letters/pubsub-dead-letters.js';
 import type { DrainOptions, DrainPorts } from '../drain/run-state.js';
@@ -16,8 +17,9 @@ import type { Logger } from '../kernel/logger.js';
 import type { Checkpoints, Sink, Source } from '../kernel/ports.js';
 import { defaultRetryPolicy } from '../kernel/retry.js';
 import { writeModeNamed } from '../modes/registry.js';
-import type { RouteSinks, WriterOptions } from '../modes/route-sinks.js';
+import { groupWriter, type RouteSinks, type WriterOptions } from '../modes/route-sinks.js';
 import { createInsertAllWriter } from '../modes/sink-writer.js';
+import type { RecordRouter } from '../records/record-router.js';
 import { loadRules, type Rules } from '../records/rules.js';
 import { loadTransform, type Transform } from '../records/transform.js';
 import type { SchemaField } from '../schema/table-schema.js';
@@ -115,10 +117,25 @@ export interface RouteTarget {
   readonly logger: Logger;
 }
 
-/** The real adapters of one route's drain, every call tracked (deadlines; what is pending at the end). */
+/** What one drain writes: one route's table, or a group's (routes sharing a topic by `when`). */
+export interface DrainGroup {
+  readonly members: readonly RouteTarget[];
+  /** Which member takes each record (a group of several). */
+  readonly router?: RecordRouter;
+  readonly topics: readonly string[];
+  readonly runId: string;
+  readonly logger: Logger;
+}
+
+/** `dataset.table` of a group's tables, as summaries and logs name its drain. */
+export function groupName(group: Pick<DrainGroup, 'members'>): string {
+  return groupTables(group.members.map((m) => m.routed));
+}
+
+/** The real adapters of one drain, every call tracked (deadlines; what is pending at the end). */
 export function routeDrainPorts(
   config: DrainConfig,
-  target: RouteTarget,
+  group: DrainGroup,
   shared: {
     readonly clients: GoogleClients;
     readonly kafka: kafkajs.Kafka;
@@ -130,7 +147,7 @@ export function routeDrainPorts(
   },
 ): DrainPorts {
   const { clients, calls, checkpoints } = shared;
-  const { logger, routed } = target;
+  const { logger, members, router } = group;
   // BigQuery writes have no deadline of their own (a MERGE may rightly take minutes): the run's end cuts
   // them, abandoned by design (their batches are read again by the next run).
   const tracked = <T extends object>(port: T): T =>
@@ -147,7 +164,7 @@ export function routeDrainPorts(
     }),
     { deadlineMs: callDeadlinesMs.pubsub },
   );
-  const writerOptions: WriterOptions = {
+  const optionsOf = (target: RouteTarget): WriterOptions => ({
     checkpoints,
     deadLetters,
     records: {
@@ -155,24 +172,33 @@ export function routeDrainPorts(
         fields: target.userSchema,
         unknownFields: config.unknownFields,
         fieldNames: config.fieldNames,
-        metadata: routed.route.metadata,
+        metadata: target.routed.route.metadata,
       },
       tombstones: config.tombstones,
       ...(target.rules === undefined ? {} : { rules: target.rules }),
       ...(target.transform === undefined ? {} : { transform: target.transform }),
       ...(target.format === undefined ? {} : { format: target.format }),
+      ...(router === undefined ? {} : { refuse: router.refusal }),
     },
     leaseTtlMs: config.leaseTtlSeconds * 1000,
     flushMaxBytes: config.batchMaxBytes * 4,
     cdc: config.bigquery.cdc,
     logger,
     now: Date.now,
-  };
+  });
+  const only = members[0]!;
   // The benchmark's null sink is written to as a plain sink: each batch on its own, as insert-all does.
   const writer =
     shared.sink !== undefined
-      ? createInsertAllWriter({ ...writerOptions, sink: shared.sink })
-      : target.sinks!.writer(writerOptions, tracked);
+      ? createInsertAllWriter({ ...optionsOf(only), sink: shared.sink })
+      : router === undefined
+        ? only.sinks!.writer(optionsOf(only), tracked)
+        : groupWriter(
+            config.bigquery.writeMode,
+            members.map((m) => ({ sinks: m.sinks!, options: optionsOf(m) })),
+            router,
+            tracked,
+          );
   const source = trackedSource(
     calls,
     createKafkaSource(shared.kafka, {

@@ -2,8 +2,10 @@
  * A route's sinks, made by its write mode, and its writer on them. Shared by the drain and the dead-letter
  * replay (which writes through `sink`).
  */
+import { ConfigError } from '../kernel/errors.js';
 import { onceUntilFailure } from '../kernel/once.js';
 import type { Sink, Writer } from '../kernel/ports.js';
+import type { RecordRouter } from '../records/record-router.js';
 import { writeModeNamed } from './registry.js';
 import type { MadeSinks, RouteSinksOptions, WriterOptions } from './write-mode.js';
 
@@ -14,9 +16,38 @@ export interface RouteSinks {
   readonly sink: Sink;
   /** The route's writer, in its mode, on these sinks. */
   writer(options: WriterOptions, tracked: <T extends object>(port: T) => T): Writer;
+  /** The sinks, once made (a group's writer is made from its routes'). */
+  readonly made: () => Promise<MadeSinks>;
   /** The first making, settled: undefined if it worked or failed for a reason a later write may outlive. */
   readonly firstError: Promise<unknown>;
   close(): Promise<void>;
+}
+
+/**
+ * The writer of a group of routes sharing a topic by `when`, in the mode's way; a mode that cannot route
+ * one topic into several tables is a configuration error naming ROUTES_FILE.
+ */
+export function groupWriter(
+  writeMode: string,
+  members: readonly { readonly sinks: RouteSinks; readonly options: WriterOptions }[],
+  router: RecordRouter,
+  tracked: <T extends object>(port: T) => T,
+): Writer {
+  const mode = writeModeNamed(writeMode);
+  if (mode.fanOut === undefined) throw groupRefused(writeMode);
+  return mode.fanOut(
+    members.map((m) => ({ made: m.sinks.made, options: m.options })),
+    router,
+    tracked,
+  );
+}
+
+/** Why routes sharing a topic cannot run in this mode. */
+export function groupRefused(writeMode: string): ConfigError {
+  return new ConfigError(
+    'ROUTES_FILE',
+    `routes sharing a topic by "when" need BQ_WRITE_MODE storage-write, merge or insert-all (${writeMode} writes one table per topic)`,
+  );
 }
 
 /**
@@ -41,6 +72,7 @@ export function createRouteSinks(options: RouteSinksOptions): RouteSinks {
   return {
     sink: { write: async (rows, signal) => (await get()).sink.write(rows, signal) },
     writer: (writerOptions, trackedPort) => mode.createWriter(get, writerOptions, trackedPort),
+    made: get,
     firstError: first.then(
       () => undefined,
       (error: unknown) => error,

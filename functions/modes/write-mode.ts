@@ -12,6 +12,7 @@ import type { CallTracker } from '../kernel/calls.js';
 import type { Logger } from '../kernel/logger.js';
 import type { Checkpoints, DeadLetters, Sink, Writer } from '../kernel/ports.js';
 import type { RecordPolicy } from '../records/classify.js';
+import type { RecordRouter } from '../records/record-router.js';
 import type { SchemaField } from '../schema/table-schema.js';
 
 /** What a route's sinks are made from. */
@@ -78,6 +79,16 @@ export interface WriteModeDefinition<M extends MadeSinks = MadeSinks> {
   createWriter(
     made: () => Promise<M>,
     options: WriterOptions,
+    tracked: <T extends object>(port: T) => T,
+  ): Writer;
+  /**
+   * The writer of a group of routes sharing a topic by `when` (members in the group's order, each with
+   * its sinks and options): one batch split by route, committed only when every table it fed holds its
+   * part. Absent: the mode cannot route one topic into several tables.
+   */
+  fanOut?(
+    members: readonly { readonly made: () => Promise<M>; readonly options: WriterOptions }[],
+    router: RecordRouter,
     tracked: <T extends object>(port: T) => T,
   ): Writer;
 }

@@ -16,6 +16,11 @@ export interface RecordPolicy {
   readonly transform?: Transform;
   /** Values that are not JSON text (Avro, Protobuf, JSON Schema); without it, JSON. */
   readonly format?: ValueFormat;
+  /**
+   * A route of a group (routes sharing a topic by `when`): why a record handed to it is no route's (a
+   * `schema` dead letter), undefined for its own records.
+   */
+  readonly refuse?: (record: KafkaRecord) => string | undefined;
 }
 
 /**
@@ -59,10 +64,19 @@ export async function classifyEach(
   let tombstones = 0;
   let filtered = 0;
   // The schemas the records name, fetched before any is judged: a registry fault is no bad record.
-  await policy.format?.prepare(records);
+  // (Not those no route of a group takes: their schemas are no table's business.)
+  const refuse = policy.refuse;
+  await policy.format?.prepare(
+    refuse === undefined ? records : records.filter((record) => refuse(record) === undefined),
+  );
   for (const record of records) {
     if (record.value === null && policy.tombstones === 'skip') {
       tombstones++;
+      continue;
+    }
+    const refused = policy.refuse?.(record);
+    if (refused !== undefined) {
+      letters.push({ record, kind: 'schema', message: refused });
       continue;
     }
     if (direct?.(record)) {

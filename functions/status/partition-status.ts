@@ -40,9 +40,11 @@ export async function partitionStatus(
   deps: { firestore: Firestore; source: Source },
   target: { pipelineId: string; routed: readonly RoutedTopics[] },
 ): Promise<PartitionStatus[]> {
-  const tableOf = new Map(
-    target.routed.flatMap((r) => r.topics.map((t) => [t, tableName(r.route)] as const)),
-  );
+  // A topic routes share by `when` feeds each of their tables.
+  const tableOf = new Map<string, string>();
+  for (const r of target.routed)
+    for (const t of r.topics)
+      tableOf.set(t, tableOf.has(t) ? `${tableOf.get(t)} + ${tableName(r.route)}` : tableName(r.route));
   const [marks, docs, replays] = await Promise.all([
     deps.source.watermarks([...tableOf.keys()].sort()),
     partitionsOf(deps.firestore, target.pipelineId).get(),

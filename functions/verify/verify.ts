@@ -16,11 +16,12 @@ export async function verifyPipeline(
   clients: { firestore: Firestore; bigquery: BigQuery },
   target: {
     pipelineId: string;
-    dataset: string;
-    table: string;
+    /**
+     * The tables the topics feed: one, or a group's (routes sharing a topic by `when`), reconciled
+     * together: each offset's row in exactly one of them.
+     */
+    tables: readonly VerifiedTable[];
     topics: readonly string[];
-    /** storage-write mode: the error table holds each dead letter once, and is reconciled too. */
-    deadLetterTable?: string;
     /** cdc mode: the table holds each key's last change (see reconcile). */
     changes?: boolean;
   },
@@ -39,27 +40,39 @@ export async function verifyPipeline(
     found.push({ range: { topic, partition, from, to: checkpoint ?? from }, checkpoint, ledger });
   });
   const ranges = found.map((f) => f.range);
-  const rows = await tableStatsByPartition(clients.bigquery, target, ranges);
+  const { tables } = target;
+  const rows = await summed(tables.map((t) => tableStatsByPartition(clients.bigquery, t, ranges)));
+  const withLetters = tables.flatMap((t) =>
+    t.deadLetterTable === undefined ? [] : [{ dataset: t.dataset, table: t.deadLetterTable }],
+  );
   const letters =
-    target.deadLetterTable === undefined
+    withLetters.length === 0
       ? undefined
-      : await tableStatsByPartition(
-          clients.bigquery,
-          { dataset: target.dataset, table: target.deadLetterTable },
-          ranges,
-        ).catch((error: unknown) => {
-          // No error table yet: no dead letter was ever written there.
-          if (/not found/i.test((error as Error).message)) return new Map<string, TableStats>();
-          throw error;
-        });
+      : await summed(
+          withLetters.map((t) =>
+            tableStatsByPartition(clients.bigquery, t, ranges).catch((error: unknown) => {
+              // No error table yet: no dead letter was ever written there.
+              if (/not found/i.test((error as Error).message)) return new Map<string, TableStats>();
+              throw error;
+            }),
+          ),
+        );
   const beyond = target.changes
-    ? await tableStatsByPartition(
-        clients.bigquery,
-        target,
-        ranges.map((r) => ({ ...r, from: r.to, to: Number.MAX_SAFE_INTEGER })),
+    ? await summed(
+        tables.map((t) =>
+          tableStatsByPartition(
+            clients.bigquery,
+            t,
+            ranges.map((r) => ({ ...r, from: r.to, to: Number.MAX_SAFE_INTEGER })),
+          ),
+        ),
       )
     : undefined;
-  const replayed = await replayedInto(clients, target, ranges);
+  const replayed = await summedReplays(
+    await Promise.all(
+      tables.map((t) => replayedInto(clients, { ...t, pipelineId: target.pipelineId }, ranges)),
+    ),
+  );
   const none: TableStats = { rows: 0, distinctOffsets: 0, minOffset: null, maxOffset: null };
   return found
     .map(({ range, checkpoint, ledger }) => {
@@ -67,13 +80,57 @@ export async function verifyPipeline(
       return reconcile(
         { topic: range.topic, partition: range.partition, checkpoint },
         ledger,
-        rows.get(id)!,
+        rows.get(id) ?? none,
         letters === undefined ? undefined : (letters.get(id) ?? none),
         beyond === undefined ? undefined : { beyondCheckpoint: (beyond.get(id) ?? none).rows },
         replayed.get(id),
       );
     })
     .sort((a, b) => a.topic.localeCompare(b.topic) || a.partition - b.partition);
+}
+
+/** A table a pipeline's topics feed, with its error table where the mode writes one. */
+export interface VerifiedTable {
+  readonly dataset: string;
+  readonly table: string;
+  readonly deadLetterTable?: string;
+}
+
+/** Per partition, the stats of several tables added up (an offset's rows in any of them count alike). */
+async function summed(stats: readonly Promise<Map<string, TableStats>>[]): Promise<Map<string, TableStats>> {
+  const all = await Promise.all(stats);
+  const total = new Map<string, TableStats>();
+  for (const map of all) {
+    for (const [id, s] of map) {
+      const t = total.get(id);
+      total.set(
+        id,
+        t === undefined
+          ? s
+          : {
+              rows: t.rows + s.rows,
+              distinctOffsets: t.distinctOffsets + s.distinctOffsets,
+              minOffset: either(t.minOffset, s.minOffset, Math.min),
+              maxOffset: either(t.maxOffset, s.maxOffset, Math.max),
+            },
+      );
+    }
+  }
+  return total;
+}
+
+function either(a: number | null, b: number | null, pick: (x: number, y: number) => number) {
+  return a === null ? b : b === null ? a : pick(a, b);
+}
+
+function summedReplays(maps: readonly Map<string, { count: number; held: number }>[]) {
+  const total = new Map<string, { count: number; held: number }>();
+  for (const map of maps)
+    for (const [id, r] of map) {
+      const t = total.get(id) ?? { count: 0, held: 0 };
+      total.set(id, { count: t.count + r.count, held: t.held + r.held });
+    }
+  return total;
 }
 
 /**

@@ -65,8 +65,7 @@ test(
 
     const verdicts = await verifyPipeline(clients, {
       pipelineId,
-      dataset,
-      table: 'events',
+      tables: [{ dataset, table: 'events' }],
       topics: ['orders'],
     });
     expect(verdicts).toHaveLength(1);

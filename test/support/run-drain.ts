@@ -33,7 +33,11 @@ export interface TestPorts {
 /** The writer of the mode whose sinks the test gives: streams (storage-write), an error table (merge), or a sink. */
 export function writerOf(ports: TestPorts, options: WriterOptions): Writer {
   if (ports.writer !== undefined) return ports.writer(options);
-  if (ports.streams !== undefined) return createStorageWriteWriter({ ...options, streams: ports.streams });
+  if (ports.streams !== undefined)
+    return createStorageWriteWriter({
+      ...options,
+      targets: [{ streams: ports.streams, records: options.records }],
+    });
   if (ports.errorTable !== undefined)
     return createMergeWriter({ ...options, sink: ports.sink!, errorTable: ports.errorTable });
   return createInsertAllWriter({ ...options, sink: ports.sink! });

@@ -61,7 +61,7 @@ function world() {
   const target = { table: 'd.events', sink, shape: { fields: [], unknownFields: 'ignore' as const } };
   const deps = (pull: () => Promise<PulledLetter[]>) => ({
     pull,
-    target: () => target,
+    target: async () => target,
     now: () => new Date(1_800_000_000_000),
     print: () => {},
     recordReplayed: async (letters: readonly ReplayedLetter[]) => {

@@ -5,6 +5,7 @@
 import { defaultRetryPolicy } from '../../kernel/retry.js';
 import { targetTableSchema } from '../../schema/table-schema.js';
 import { createInsertAllSink, insertAllLimits } from '../../sinks/insert-all-sink.js';
+import { fanOutWriters } from '../fan-out.js';
 import { createInsertAllWriter } from '../sink-writer.js';
 import { prepareTargetTable } from '../target-table.js';
 import { lazyPort, type WriteModeDefinition } from '../write-mode.js';
@@ -26,5 +27,11 @@ export const insertAllMode: WriteModeDefinition = {
   createWriter(made, options, tracked) {
     const sink = lazyPort(async () => (await made()).sink, ['write']);
     return createInsertAllWriter({ ...options, sink: tracked(sink) });
+  },
+  fanOut(members, router, tracked) {
+    return fanOutWriters(
+      members.map((m) => insertAllMode.createWriter(m.made, m.options, tracked)),
+      router,
+    );
   },
 };

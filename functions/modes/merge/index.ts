@@ -4,6 +4,7 @@
  */
 import { targetTableSchema } from '../../schema/table-schema.js';
 import type { ErrorTable } from '../../sinks/contracts.js';
+import { fanOutWriters } from '../fan-out.js';
 import { createMergeWriter } from '../sink-writer.js';
 import { prepareTargetTable, stagingOf } from '../target-table.js';
 import { lazyPort, type MadeSinks, type WriteModeDefinition } from '../write-mode.js';
@@ -46,5 +47,11 @@ export const mergeMode: WriteModeDefinition<MergeSinks> = {
     const sink = lazyPort(async () => (await made()).sink, ['write']);
     const errorTable = lazyPort(async () => (await made()).errorTable, ['write']);
     return createMergeWriter({ ...options, sink: tracked(sink), errorTable: tracked(errorTable) });
+  },
+  fanOut(members, router, tracked) {
+    return fanOutWriters(
+      members.map((m) => mergeMode.createWriter(m.made, m.options, tracked)),
+      router,
+    );
   },
 };

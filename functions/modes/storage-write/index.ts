@@ -7,9 +7,9 @@ import { targetTableSchema } from '../../schema/table-schema.js';
 import type { StreamSink } from '../../sinks/contracts.js';
 import { createMergeSink } from '../merge/merge-sink.js';
 import { prepareTargetTable, stagingOf } from '../target-table.js';
-import { lazyPort, type MadeSinks, type WriteModeDefinition } from '../write-mode.js';
+import { lazyPort, type MadeSinks, type WriteModeDefinition, type WriterOptions } from '../write-mode.js';
 import { createStorageWriteSink } from './storage-write-sink.js';
-import { createStorageWriteWriter } from './storage-write-writer.js';
+import { createStorageWriteWriter, type StreamTarget } from './storage-write-writer.js';
 
 interface StorageWriteSinks extends MadeSinks {
   readonly sink: Sink;
@@ -24,6 +24,15 @@ const streamSinkMethods = [
   'heldInRange',
   'heldOffsets',
 ] as const satisfies readonly (keyof StreamSink)[];
+
+function targetOf(
+  made: () => Promise<StorageWriteSinks>,
+  options: WriterOptions,
+  tracked: <T extends object>(port: T) => T,
+): StreamTarget {
+  const streams = lazyPort(async () => (await made()).streams, streamSinkMethods);
+  return { streams: tracked(streams), records: options.records };
+}
 
 export const storageWriteMode: WriteModeDefinition<StorageWriteSinks> = {
   // A flush writes the batches of every partition ready at once: many may be in flight.
@@ -60,7 +69,11 @@ export const storageWriteMode: WriteModeDefinition<StorageWriteSinks> = {
     };
   },
   createWriter(made, options, tracked) {
-    const streams = lazyPort(async () => (await made()).streams, streamSinkMethods);
-    return createStorageWriteWriter({ ...options, streams: tracked(streams) });
+    return createStorageWriteWriter({ ...options, targets: [targetOf(made, options, tracked)] });
+  },
+  // One flush for the group's tables: its intent names the streams of every table it feeds.
+  fanOut(members, router, tracked) {
+    const targets = members.map((m) => targetOf(m.made, m.options, tracked));
+    return createStorageWriteWriter({ ...members[0]!.options, targets, router });
   },
 };
