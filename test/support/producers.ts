@@ -40,12 +40,16 @@ export function run(command: string, args: string[], input = '', timeoutMs = 60_
   });
 }
 
-/** kcat as a producer: one record per line of `values` (JSON without newlines), all to one partition. */
+/**
+ * kcat as a producer: one record per line of `values` (JSON without newlines), all to one partition,
+ * each with the `headers` given.
+ */
 export async function kcatProduce(
   topic: string,
   partition: number,
   values: readonly string[],
   codec: Codec,
+  headers: Readonly<Record<string, string>> = {},
 ): Promise<void> {
   await run(
     'kcat',
@@ -61,6 +65,7 @@ export async function kcatProduce(
       codec,
       '-X',
       'linger.ms=100',
+      ...Object.entries(headers).flatMap(([k, v]) => ['-H', `${k}=${v}`]),
     ],
     `${values.join('\n')}\n`,
   );
@@ -160,6 +165,10 @@ export async function pythonProduce(spec: {
   registry?: string;
   /** The records' CreateTime (epoch ms) instead of the producer's clock. */
   timestamp?: number;
+  /** Subjects named `{topic}-{record full name}` (Avro): several record types in one topic. */
+  subject_strategy?: 'topic_record';
+  /** Headers every record carries. */
+  headers?: Record<string, string>;
 }): Promise<number> {
   const env = stackEnv() as unknown as Record<string, string>;
   const out = await run(

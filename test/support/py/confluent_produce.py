@@ -3,7 +3,7 @@
 Reads one JSON object on stdin:
   brokers, topic, partition (optional), format: avro | protobuf | json-schema | raw-avro | raw,
   registry (the registry's URL; not for raw-avro/raw), schema (Avro / JSON Schema text, or .proto text),
-  message (protobuf: the message's name), values (a Python expression: the list of values to send;
+  message (protobuf: the message's name), subject_strategy (optional, avro: "topic_record"), values (a Python expression: the list of values to send;
   datetime, date, time, timezone, timedelta, Decimal and UUID are in scope; raw: a list of hex strings).
 Prints the number of records delivered.
 """
@@ -31,10 +31,17 @@ if fmt in ("avro", "protobuf", "json-schema"):
 
     client = SchemaRegistryClient({"url": spec["registry"]})
 
+# "topic_record": subjects named {topic}-{record full name} (several record types in one topic).
+subject_conf = {}
+if spec.get("subject_strategy") == "topic_record":
+    from confluent_kafka.schema_registry import topic_record_subject_name_strategy
+
+    subject_conf = {"subject.name.strategy": topic_record_subject_name_strategy}
+
 if fmt == "avro":
     from confluent_kafka.schema_registry.avro import AvroSerializer
 
-    serializer = AvroSerializer(client, spec["schema"])
+    serializer = AvroSerializer(client, spec["schema"], conf=subject_conf or None)
     serialize = lambda v: serializer(v, ctx)
 elif fmt == "json-schema":
     from confluent_kafka.schema_registry.json_schema import JSONSerializer
@@ -90,6 +97,8 @@ for value in values:
     kwargs = {"partition": spec["partition"]} if "partition" in spec else {}
     if "timestamp" in spec:  # CreateTime in epoch milliseconds, as a producer with its own clock sets it
         kwargs["timestamp"] = spec["timestamp"]
+    if "headers" in spec:
+        kwargs["headers"] = spec["headers"]
     producer.produce(topic, value=serialize(value), on_delivery=report, **kwargs)
     producer.poll(0)
 producer.flush(30)
