@@ -3,6 +3,7 @@ import { basename, dirname, relative, resolve } from 'node:path';
 import * as pulumi from '@pulumi/pulumi';
 import { stalenessOf } from '../functions/config/cdc-config.js';
 import { bigQueryLoadsPerTablePerDay, loadPlan } from '../functions/config/load-config.js';
+import { whenRefusal, whenWriteModes } from '../functions/config/route-when.js';
 import {
   parseRoutes,
   tableName,
@@ -196,7 +197,7 @@ export function readInfraConfig(): InfraConfig {
             layout,
           },
         ]
-      : routesOf(routesFile, dataset, metadataColumns, layout);
+      : routesOf(routesFile, dataset, metadataColumns, layout, writeMode);
   return {
     project: gcp.require('project'),
     region: gcp.get('region') ?? config.get('region') ?? 'europe-west1',
@@ -305,8 +306,12 @@ function routesOf(
   dataset: string,
   metadata: InfraRoute['metadataColumns'],
   layout: TableLayout,
+  writeMode: string,
 ): InfraRoute[] {
   const routes = parseRoutes(readFileSync(file, 'utf8'), file, { dataset, metadata, layout });
+  // One topic into several tables (`when`): the modes that can keep a range's rows in several tables.
+  if (routes.some((r) => r.when !== null) && !whenWriteModes.includes(writeMode))
+    throw new Error(`routesFile: ${whenRefusal(writeMode)}`);
   const folder = dirname(resolve(file));
   for (const route of routes) {
     for (const path of [route.schemaFile, route.rulesModule, route.transformModule, route.valueSchemaFile]) {

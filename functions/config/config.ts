@@ -1,9 +1,11 @@
 import { readFileSync } from 'node:fs';
+import { ConfigError } from '../kernel/errors.js';
 import type { LogLevel } from '../kernel/logger.js';
 import { logLevelNames } from '../kernel/logger.js';
 import { type BigQueryConfig, bigqueryOf, writeModeOf } from './bigquery.js';
 import { type KafkaSecurity, kafkaSecurity } from './kafka.js';
 import { deepFreeze, type Env, reader } from './reader.js';
+import { whenRefusal, whenWriteModes } from './route-when.js';
 import type { Route } from './routes.js';
 import { runShape } from './run.js';
 import { parseStartPosition, type StartPosition } from './start-position.js';
@@ -86,6 +88,8 @@ export function parseConfig(
   const brokers = read.list('KAFKA_BROKERS', /^[^\s:]+:\d{1,5}$/, 'host:port');
   const { routes, routesFile, topics } = routesOf(read, readFile);
   const schemaRegistry = registryOf(read, routes, routesFile);
+  if (routes.some((r) => r.when !== null) && !whenWriteModes.includes(writeMode))
+    throw new ConfigError('ROUTES_FILE', whenRefusal(writeMode));
 
   const config: DrainConfig = {
     pipelineId,

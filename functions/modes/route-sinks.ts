@@ -2,6 +2,7 @@
  * A route's sinks, made by its write mode, and its writer on them. Shared by the drain and the dead-letter
  * replay (which writes through `sink`).
  */
+import { whenRefusal } from '../config/route-when.js';
 import { ConfigError } from '../kernel/errors.js';
 import { onceUntilFailure } from '../kernel/once.js';
 import type { Sink, Writer } from '../kernel/ports.js';
@@ -44,10 +45,7 @@ export function groupWriter(
 
 /** Why routes sharing a topic cannot run in this mode. */
 export function groupRefused(writeMode: string): ConfigError {
-  return new ConfigError(
-    'ROUTES_FILE',
-    `routes sharing a topic by "when" need BQ_WRITE_MODE storage-write, merge or insert-all (${writeMode} writes one table per topic)`,
-  );
+  return new ConfigError('ROUTES_FILE', whenRefusal(writeMode));
 }
 
 /**

@@ -1,11 +1,14 @@
 import { describe, expect, test } from 'vitest';
+import { writeModeNames } from '../../functions/config/bigquery.js';
+import { parseConfig } from '../../functions/config/config.js';
 import { groupRoutes, groupTables } from '../../functions/config/route-groups.js';
-import { parseWhen } from '../../functions/config/route-when.js';
+import { parseWhen, whenWriteModes } from '../../functions/config/route-when.js';
 import { parseRoutes, resolveTopics, routesOfTopic, tableName } from '../../functions/config/routes.js';
 import { ConfigError } from '../../functions/kernel/errors.js';
 import type { BatchToWrite, Lease, Writer } from '../../functions/kernel/ports.js';
 import type { KafkaRecord } from '../../functions/kernel/records.js';
 import { fanOutWriters } from '../../functions/modes/fan-out.js';
+import { writeModeNamed } from '../../functions/modes/registry.js';
 import { classifyEach } from '../../functions/records/classify.js';
 import { createRecordRouter } from '../../functions/records/record-router.js';
 
@@ -230,5 +233,38 @@ describe('topics shared by `when`', () => {
       filtered: 2,
     });
     expect(seen).toEqual(['a:0,2:0-4', 'b:1,3:0-4']);
+  });
+});
+
+describe('the write modes that route one topic into several tables', () => {
+  test('are those with a fan-out writer, and the config refuses the others at start, naming ROUTES_FILE', () => {
+    for (const mode of writeModeNames)
+      expect(writeModeNamed(mode).fanOut !== undefined, mode).toBe(whenWriteModes.includes(mode));
+    const routesJson = JSON.stringify([
+      { topics: ['t'], table: 'a', schemaFile: '/s.json', when: { header: { k: 'a' } } },
+      { topics: ['t'], table: 'b', schemaFile: '/s.json' },
+    ]);
+    const env = {
+      PIPELINE_ID: 'p',
+      GOOGLE_CLOUD_PROJECT: 'proj',
+      KAFKA_BROKERS: 'b:9092',
+      DEAD_LETTER_TOPIC: 'dead-letters',
+      BQ_DATASET: 'ds',
+      ROUTES_FILE: '/etc/routes.json',
+    };
+    expect(parseConfig({ ...env, BQ_WRITE_MODE: 'merge' }, () => routesJson).routes).toHaveLength(2);
+    for (const mode of ['load', 'cdc']) {
+      const error = (() => {
+        try {
+          parseConfig({ ...env, BQ_WRITE_MODE: mode, CDC_PRIMARY_KEY: 'id' }, () => routesJson);
+        } catch (e) {
+          return e as ConfigError;
+        }
+        throw new Error('expected a ConfigError');
+      })();
+      expect(error).toBeInstanceOf(ConfigError);
+      expect(error.message).toContain('ROUTES_FILE');
+      expect(error.message).toContain(`need BQ_WRITE_MODE storage-write, merge or insert-all (${mode}`);
+    }
   });
 });
