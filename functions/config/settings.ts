@@ -99,7 +99,7 @@ export const settings = {
   ROUTES_FILE: {
     section: 'tables',
     meaning:
-      'A JSON list of routes: several topics into several tables. The variables with a route name are then set per route. See [many topics and tables](routes.md).',
+      'A JSON list of routes: several topics into several tables, or one topic into several by `when` (a header, a field, the record name). The variables with a route name are then set per route. See [many topics and tables](routes.md).',
   },
   BQ_DATASET: {
     section: 'tables',
