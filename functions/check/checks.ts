@@ -15,6 +15,7 @@ import { type CallTracker, createCallTracker } from '../kernel/calls.js';
 import type { Logger } from '../kernel/logger.js';
 import type { Source } from '../kernel/ports.js';
 import { writeModeNamed } from '../modes/registry.js';
+import { withEvolvedColumns } from '../modes/target-table.js';
 import { routeColumns } from '../records/field-names.js';
 import { compareSchemas } from '../schema/compare.js';
 import { cdcSourceFields, type SchemaField, targetTableSchema } from '../schema/table-schema.js';
@@ -204,7 +205,9 @@ async function checkTable(
     list.fail(`columns (${table})`, `${(error as Error).message}: correct the schema file or the subject`);
     return undefined;
   }
-  const columns = routeColumns(values.columns, config);
+  const named = routeColumns(values.columns, config);
+  // UNKNOWN_FIELDS=evolve: the columns runs added to the table are the route's too.
+  const columns = config.unknownFields === 'evolve' ? await withEvolvedColumns(clients, route, named) : named;
   const wanted = targetTableSchema(
     [...columns, ...(config.bigquery.cdc?.sourceColumns ? cdcSourceFields : [])],
     route.metadata,

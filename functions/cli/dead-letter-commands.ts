@@ -10,6 +10,7 @@ import { armCrashPoints, crashPointsOf } from '../kernel/crash-points.js';
 import { createLogger } from '../kernel/logger.js';
 import type { KafkaRecord } from '../kernel/records.js';
 import { createRouteSinks } from '../modes/route-sinks.js';
+import { withEvolvedColumns } from '../modes/target-table.js';
 import { routeColumns } from '../records/field-names.js';
 import { createRecordRouter } from '../records/record-router.js';
 import { UsageError } from './operations.js';
@@ -84,7 +85,10 @@ export async function deadLetterCommand(
       let made = targets.get(route);
       if (made === undefined) {
         const { columns, format } = values.get(route)!;
-        const fields = routeColumns(columns, config);
+        const named = routeColumns(columns, config);
+        // UNKNOWN_FIELDS=evolve: the columns runs added to the table are the route's too.
+        const fields =
+          config.unknownFields === 'evolve' ? await withEvolvedColumns(clients, route, named) : named;
         const { sink, close } = createRouteSinks({
           config,
           route,

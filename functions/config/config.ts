@@ -53,7 +53,9 @@ export interface DrainConfig {
   readonly backlogAlertRecords: number;
   readonly retentionGapPolicy: 'fail' | 'skip';
   readonly startPosition: StartPosition;
-  readonly unknownFields: 'reject' | 'ignore' | 'json';
+  readonly unknownFields: 'reject' | 'ignore' | 'json' | 'evolve';
+  /** UNKNOWN_FIELDS=evolve: columns a route may add in one run, and the table's top-level columns at most. */
+  readonly evolveColumns: { readonly perRun: number; readonly max: number };
   readonly fieldNames: 'strict' | 'sanitize';
   /** What a record with a null value (a tombstone) becomes. */
   readonly tombstones: 'skip' | 'dead-letter';
@@ -124,7 +126,11 @@ export function parseConfig(
     backlogAlertRecords: read.integer('BACKLOG_ALERT_RECORDS', 1, Number.MAX_SAFE_INTEGER),
     retentionGapPolicy: read.oneOf('RETENTION_GAP_POLICY', ['fail', 'skip'] as const),
     startPosition: parseStartPosition(read.text('START_POSITION')),
-    unknownFields: read.oneOf('UNKNOWN_FIELDS', ['reject', 'ignore', 'json'] as const),
+    unknownFields: read.oneOf('UNKNOWN_FIELDS', ['reject', 'ignore', 'json', 'evolve'] as const),
+    evolveColumns: {
+      perRun: read.integer('EVOLVE_COLUMNS_PER_RUN', 1, 1000),
+      max: read.integer('EVOLVE_COLUMNS_MAX', 1, 10_000),
+    },
     fieldNames: read.oneOf('FIELD_NAMES', ['strict', 'sanitize'] as const),
     tombstones: read.oneOf('TOMBSTONES', ['skip', 'dead-letter'] as const),
     logLevel: logLevelNames[read.oneOf('LOG_LEVEL', Object.keys(logLevelNames))]!,

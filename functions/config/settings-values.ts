@@ -44,7 +44,19 @@ export const valueAndWriteSettings = {
     section: 'values',
     default: 'reject',
     meaning:
-      'A field the table lacks: `reject` (a `schema` dead letter), `ignore` (dropped) or `json` (kept whole in a JSON column `_extra`). See [schema changes](schema-changes.md#fields-the-table-lacks).',
+      'A field the table lacks: `reject` (a `schema` dead letter), `ignore` (dropped), `json` (kept whole in a JSON column `_extra`) or `evolve` (a NULLABLE column added, its type inferred; JSON values). See [schema changes](schema-changes.md#fields-the-table-lacks).',
+  },
+  EVOLVE_COLUMNS_PER_RUN: {
+    section: 'values',
+    default: 10,
+    meaning:
+      '`UNKNOWN_FIELDS=evolve`: columns a route adds in one run at most; past it, its partitions wait for the next run.',
+  },
+  EVOLVE_COLUMNS_MAX: {
+    section: 'values',
+    default: 300,
+    meaning:
+      "`UNKNOWN_FIELDS=evolve`: top-level columns the table may reach (the schema file's too); past it, a record with a new field is a `schema` dead letter.",
   },
   FIELD_NAMES: {
     section: 'values',

@@ -18,7 +18,8 @@ import type { RunSummary } from '../kernel/summary.js';
 import { sleep } from '../kernel/timers.js';
 import { writeModeNamed } from '../modes/registry.js';
 import { createRouteSinks, groupRefused } from '../modes/route-sinks.js';
-import { recordIncompatibleSchema } from '../modes/target-table.js';
+import { addColumns, recordIncompatibleSchema, withEvolvedColumns } from '../modes/target-table.js';
+import { createColumnEvolver } from '../records/evolve-columns.js';
 import { routeColumns } from '../records/field-names.js';
 import { createRecordRouter } from '../records/record-router.js';
 import { checkBrokerCertificate, kafkaClientOptions } from '../sources/kafka-client.js';
@@ -166,27 +167,38 @@ async function routeTargets(
       (id, reason) => recordIncompatibleSchema(run.clients, config.pipelineId, runId, table, id, reason),
       config.bigquery.cdc?.changeFormat === 'debezium' ? 'debezium' : undefined,
     );
-    // With UNKNOWN_FIELDS=json the table has a JSON column `_extra` for the fields it lacks.
-    const userSchema = routeColumns(values.columns, config);
+    // With UNKNOWN_FIELDS=json the table has a JSON column `_extra` for the fields it lacks; with `evolve`
+    // the columns earlier runs added.
+    const columns = routeColumns(values.columns, config);
+    const evolving = config.unknownFields === 'evolve';
+    const userSchema = evolving ? await withEvolvedColumns(run.clients, r.route, columns) : columns;
+    const sinksOptions = {
+      config,
+      route: r.route,
+      clients: run.clients,
+      userSchema,
+      logger: routeLogger,
+      runId,
+      calls,
+    };
     targets.push({
+      ...(evolving
+        ? {
+            evolve: createColumnEvolver({
+              columns: userSchema,
+              perRun: config.evolveColumns.perRun,
+              maxColumns: config.evolveColumns.max,
+              apply: (fields) => addColumns(sinksOptions, fields),
+            }),
+          }
+        : {}),
       routed: r,
       runId,
       userSchema,
       rules: await rulesFor(r.route, config),
       ...(await transformFor(r.route, config).then((t) => (t === undefined ? {} : { transform: t }))),
       ...(values.format === undefined ? {} : { format: values.format }),
-      sinks:
-        io.sink === undefined
-          ? createRouteSinks({
-              config,
-              route: r.route,
-              clients: run.clients,
-              userSchema,
-              logger: routeLogger,
-              runId,
-              calls,
-            })
-          : undefined,
+      sinks: io.sink === undefined ? createRouteSinks(sinksOptions) : undefined,
       logger: routeLogger,
     });
   }

@@ -19,6 +19,7 @@ import { defaultRetryPolicy } from '../kernel/retry.js';
 import { writeModeNamed } from '../modes/registry.js';
 import { groupWriter, type RouteSinks, type WriterOptions } from '../modes/route-sinks.js';
 import { createInsertAllWriter } from '../modes/sink-writer.js';
+import type { ColumnEvolver } from '../records/evolve-columns.js';
 import type { RecordRouter } from '../records/record-router.js';
 import { loadRules, type Rules } from '../records/rules.js';
 import { loadTransform, type Transform } from '../records/transform.js';
@@ -110,6 +111,8 @@ export interface RouteTarget {
   readonly userSchema: readonly SchemaField[];
   readonly rules: Rules | undefined;
   readonly transform?: Transform;
+  /** UNKNOWN_FIELDS=evolve: adds the columns the route's records need. */
+  readonly evolve?: ColumnEvolver;
   /** How values become rows when they are not JSON text. */
   readonly format?: ValueFormat;
   /** Undefined when the caller replaces the BigQuery sink (the benchmark's null sink). */
@@ -179,6 +182,7 @@ export function routeDrainPorts(
       ...(target.transform === undefined ? {} : { transform: target.transform }),
       ...(target.format === undefined ? {} : { format: target.format }),
       ...(router === undefined ? {} : { refuse: router.refusal }),
+      ...(target.evolve === undefined ? {} : { evolve: target.evolve }),
     },
     leaseTtlMs: config.leaseTtlSeconds * 1000,
     flushMaxBytes: config.batchMaxBytes * 4,

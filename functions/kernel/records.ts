@@ -106,4 +106,6 @@ export interface DeadLetter {
   readonly record: KafkaRecord;
   readonly kind: DeadLetterKind;
   readonly message: string;
+  /** UNKNOWN_FIELDS=evolve: the record's fields the table lacks (a `schema` letter unless columns are added). */
+  readonly newFields?: Readonly<Record<string, JsonValue>>;
 }

@@ -6,8 +6,8 @@
 import type { Table } from '@google-cloud/bigquery';
 import type { GoogleClients } from '../google/clients.js';
 import { defaultRetryPolicy } from '../kernel/retry.js';
-import type { SchemaField } from '../schema/table-schema.js';
-import { ensureTargetTable } from '../sinks/bigquery-tables.js';
+import { metadataColumns, type SchemaField } from '../schema/table-schema.js';
+import { bigQueryError, ensureTargetTable } from '../sinks/bigquery-tables.js';
 import { evolveTable, type SchemaEvolution } from '../sinks/schema-evolution.js';
 import type { MergeSinkOptions } from './merge/merge-sink.js';
 import type { RouteSinksOptions } from './write-mode.js';
@@ -44,6 +44,48 @@ export async function evolveTarget(
   await recordSchemaEvolution(clients, config.pipelineId, runId, evolution).catch((error: unknown) =>
     logger.warn('recording the schema change in the audit trail failed', { error }),
   );
+}
+
+/**
+ * UNKNOWN_FIELDS=evolve: the route's columns and those earlier runs added to its table (after them), so that
+ * the run writes them and the table's evolution is never taken for a column removed.
+ */
+export async function withEvolvedColumns(
+  clients: GoogleClients,
+  target: { readonly dataset: string; readonly table: string },
+  columns: readonly SchemaField[],
+): Promise<readonly SchemaField[]> {
+  let current: SchemaField[];
+  try {
+    const [metadata] = await clients.bigquery.dataset(target.dataset).table(target.table).getMetadata();
+    current = (metadata.schema?.fields ?? []) as SchemaField[];
+  } catch (error) {
+    if ((error as { code?: number }).code === 404) return columns; // no table yet: none added
+    throw bigQueryError(error, `read the schema of ${target.table}`);
+  }
+  const names = new Set(columns.map((c) => c.name.toLowerCase()));
+  const reserved = new Set<string>(metadataColumns);
+  const added = current.filter((c) => !names.has(c.name.toLowerCase()) && !reserved.has(c.name));
+  return added.length === 0 ? columns : [...columns, ...added];
+}
+
+/**
+ * UNKNOWN_FIELDS=evolve: the table given the columns it lacks of `fields` (NULLABLE, after its own; one a
+ * run of another task added meanwhile is left as it is), each in the audit trail.
+ */
+export async function addColumns(options: RouteSinksOptions, fields: readonly SchemaField[]): Promise<void> {
+  const { clients, route } = options;
+  const [metadata] = await clients.bigquery
+    .dataset(route.dataset)
+    .table(route.table)
+    .getMetadata()
+    .catch((error: unknown) => {
+      throw bigQueryError(error, `read the schema of ${route.table}`);
+    });
+  const current = (metadata.schema?.fields ?? []) as SchemaField[];
+  const names = new Set(current.map((c) => c.name.toLowerCase()));
+  const lacking = fields.filter((f) => !names.has(f.name.toLowerCase()));
+  if (lacking.length > 0) await evolveTarget(options, [...current, ...lacking]);
 }
 
 /** The settings of a route's MERGE sinks: staging tables named for this task and run. */

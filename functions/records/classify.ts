@@ -1,5 +1,6 @@
 import type { ValueFormat } from '../formats/value-format.js';
 import type { DeadLetter, KafkaRecord, RowToWrite } from '../kernel/records.js';
+import type { ColumnEvolver } from './evolve-columns.js';
 import { decodeValue, finishRow, isDeadLetter, type RowShape, toRow, userColumns } from './records.js';
 import type { Rules } from './rules.js';
 import type { Transform } from './transform.js';
@@ -16,6 +17,8 @@ export interface RecordPolicy {
   readonly transform?: Transform;
   /** Values that are not JSON text (Avro, Protobuf, JSON Schema); without it, JSON. */
   readonly format?: ValueFormat;
+  /** UNKNOWN_FIELDS=evolve: adds the columns records need (and holds their batch back until it has). */
+  readonly evolve?: ColumnEvolver;
   /**
    * A route of a group (routes sharing a topic by `when`): why a record handed to it is no route's (a
    * `schema` dead letter), undefined for its own records.
@@ -99,7 +102,26 @@ export async function classifyEach(
       rows++;
     } else letters.push({ record, kind: 'rule', message: broken });
   }
+  if (policy.evolve !== undefined) await evolveColumns(letters, policy.evolve);
   return { rows, letters, tombstones, filtered };
+}
+
+/**
+ * UNKNOWN_FIELDS=evolve: the columns the batch's records lack are added (and the batch waits for the next
+ * run, which writes it with them: PartitionWaitsError), or their records stay `schema` dead letters, saying
+ * why the column was not added.
+ */
+async function evolveColumns(letters: DeadLetter[], evolver: ColumnEvolver): Promise<void> {
+  const needs = letters.flatMap((l) =>
+    l.newFields === undefined ? [] : [{ record: l.record, fields: l.newFields }],
+  );
+  if (needs.length === 0) return;
+  const refused = await evolver.evolve(needs);
+  for (const [i, letter] of letters.entries()) {
+    if (letter.newFields === undefined) continue;
+    const why = refused.get(letter.record);
+    letters[i] = { record: letter.record, kind: 'schema', message: why ?? letter.message };
+  }
 }
 
 /** A record's row, its dead letter, or `filtered` (its transform dropped it); rules not applied. */

@@ -81,7 +81,7 @@ export function sanitizeColumns(fields: readonly SchemaField[]): SchemaField[] {
 export function routeColumns(
   columns: readonly SchemaField[],
   config: {
-    readonly unknownFields: 'reject' | 'ignore' | 'json';
+    readonly unknownFields: 'reject' | 'ignore' | 'json' | 'evolve';
     readonly fieldNames: 'strict' | 'sanitize';
   },
 ): readonly SchemaField[] {

@@ -10,13 +10,15 @@ import type {
 } from '../kernel/records.js';
 import { metadataColumns, type SchemaField } from '../schema/table-schema.js';
 import { topLevelFields } from '../sinks/json-cursor.js';
+import { isEmptyValue } from './evolve-columns.js';
 import { NameCollision, sanitizeKeys } from './field-names.js';
 import { extraColumn, type UnknownFields, validateRecord } from './validate.js';
 
 /** The table's user columns and what to do with fields it does not have; without it, rows go as they are. */
 export interface RowShape {
   readonly fields: readonly SchemaField[];
-  readonly unknownFields: UnknownFields;
+  /** `evolve`: a field the table lacks is a column to add (evolve-columns.ts); until then as `reject`. */
+  readonly unknownFields: UnknownFields | 'evolve';
   /** Optional metadata columns (none when absent). */
   readonly metadata?: MetadataColumns;
   /** FIELD_NAMES: `sanitize` maps each name BigQuery refuses to one it takes (field-names.ts); else `strict`. */
@@ -116,9 +118,21 @@ export function finishRow(
       throw error;
     }
   }
+  if (shape?.unknownFields === 'evolve') {
+    const reserved = reservedColumn(parsed);
+    if (reserved !== undefined) return reservedLetter(record, reserved);
+    const newFields = fieldsLacking(parsed, shape.fields);
+    if (newFields !== undefined)
+      return {
+        record,
+        kind: 'schema',
+        message: `${Object.keys(newFields).join(', ')}: not a column of the table`,
+        newFields,
+      };
+  }
   // Where unknown fields are refused, validation refuses a metadata column's name too: its reason is
   // told only then (a row that passes has no such key).
-  const strict = shape?.unknownFields === 'reject';
+  const strict = shape?.unknownFields === 'reject' || shape?.unknownFields === 'evolve';
   if (!strict) {
     const reserved = reservedColumn(parsed);
     if (reserved !== undefined) return reservedLetter(record, reserved);
@@ -126,7 +140,11 @@ export function finishRow(
   // The row is the parsed (or validated) object itself, its metadata added: no copy of its fields.
   let row: Row = parsed;
   if (shape !== undefined) {
-    const checked = validateRecord(parsed, shape.fields, shape.unknownFields);
+    const checked = validateRecord(
+      parsed,
+      shape.fields,
+      shape.unknownFields === 'evolve' ? 'reject' : shape.unknownFields,
+    );
     if (!checked.ok) {
       const reserved = strict ? reservedColumn(parsed) : undefined;
       if (reserved !== undefined) return reservedLetter(record, reserved);
@@ -148,6 +166,35 @@ export function finishRow(
   }
   if (shape?.metadata?.keyText) row._kafka_key_text = keyText(record.key);
   return { rowKey: rowKey(record), record, row };
+}
+
+/** Column names (lower case: BigQuery's are case-insensitive) per table's fields. */
+const columnNames = new WeakMap<readonly SchemaField[], Set<string>>();
+
+/**
+ * UNKNOWN_FIELDS=evolve: the record's top-level fields no column has (by name, in any case), those with a
+ * value; a field holding only null, [] or {} is dropped from the row (BigQuery stores it as missing).
+ */
+function fieldsLacking(
+  value: Record<string, JsonValue>,
+  fields: readonly SchemaField[],
+): Record<string, JsonValue> | undefined {
+  let names = columnNames.get(fields);
+  if (names === undefined) {
+    names = new Set(fields.map((f) => f.name.toLowerCase()));
+    columnNames.set(fields, names);
+  }
+  let lacking: Record<string, JsonValue> | undefined;
+  for (const key of Object.keys(value)) {
+    if (names.has(key.toLowerCase())) continue;
+    if (isEmptyValue(value[key]!)) {
+      delete value[key];
+      continue;
+    }
+    lacking ??= {};
+    lacking[key] = value[key]!;
+  }
+  return lacking;
 }
 
 function reservedColumn(value: Row): string | undefined {

@@ -178,7 +178,7 @@ export const metadataColumns = [
  */
 export function withExtraColumn(
   fields: readonly SchemaField[],
-  unknownFields: 'reject' | 'ignore' | 'json',
+  unknownFields: 'reject' | 'ignore' | 'json' | 'evolve',
 ): readonly SchemaField[] {
   if (unknownFields !== 'json' || fields.some((f) => f.name === '_extra')) return fields;
   return [...fields, { name: '_extra', type: 'JSON', mode: 'NULLABLE' }];
