@@ -99,8 +99,12 @@ export interface InfraConfig {
   readonly writeMode: 'storage-write' | 'merge' | 'insert-all' | 'cdc' | 'load';
   /** load mode: the pipeline's share of BigQuery's 1,500 load jobs a table a day (default 1,000). */
   readonly loadJobsPerTablePerDay: number | undefined;
-  /** UNKNOWN_FIELDS: a field the table lacks is refused (`reject`), dropped (`ignore`) or kept in `_extra` (`json`). */
-  readonly unknownFields: 'reject' | 'ignore' | 'json';
+  /**
+   * UNKNOWN_FIELDS: a field the table lacks is refused (`reject`), dropped (`ignore`), kept in `_extra`
+   * (`json`) or made a column (`evolve`, at most `evolveColumnsPerRun` a run and `evolveColumnsMax` in all).
+   */
+  readonly unknownFields: 'reject' | 'ignore' | 'json' | 'evolve';
+  readonly evolveColumns: { readonly perRun: number; readonly max: number };
   /** FIELD_NAMES: names BigQuery refuses are dead letters (`strict`) or mapped (`sanitize`). */
   readonly fieldNames: 'strict' | 'sanitize';
   /**
@@ -224,6 +228,7 @@ export function readInfraConfig(): InfraConfig {
     writeMode: writeMode as InfraConfig['writeMode'],
     cdc: writeMode === 'cdc' ? cdcOf(config) : undefined,
     unknownFields: unknownFieldsOf(config),
+    evolveColumns: evolveColumnsOf(config),
     fieldNames: fieldNamesOf(config),
     loadJobsPerTablePerDay:
       writeMode === 'load'
@@ -339,12 +344,23 @@ function fieldNamesOf(config: pulumi.Config): InfraConfig['fieldNames'] {
   return value;
 }
 
-/** unknownFields: reject (default), ignore or json. */
+/** unknownFields: reject (default), ignore, json or evolve. */
 function unknownFieldsOf(config: pulumi.Config): InfraConfig['unknownFields'] {
   const value = config.get('unknownFields') ?? 'reject';
-  if (value !== 'reject' && value !== 'ignore' && value !== 'json')
-    throw new Error(`unknownFields must be reject, ignore or json, not ${value}`);
+  if (value !== 'reject' && value !== 'ignore' && value !== 'json' && value !== 'evolve')
+    throw new Error(`unknownFields must be reject, ignore, json or evolve, not ${value}`);
   return value;
+}
+
+/** unknownFields evolve: evolveColumnsPerRun (1 to 1,000, default 10), evolveColumnsMax (1 to 10,000, default 300). */
+function evolveColumnsOf(config: pulumi.Config): InfraConfig['evolveColumns'] {
+  const perRun = config.getNumber('evolveColumnsPerRun') ?? 10;
+  const max = config.getNumber('evolveColumnsMax') ?? 300;
+  if (!Number.isInteger(perRun) || perRun < 1 || perRun > 1000)
+    throw new Error(`evolveColumnsPerRun must be 1 to 1000, not ${perRun}`);
+  if (!Number.isInteger(max) || max < 1 || max > 10_000)
+    throw new Error(`evolveColumnsMax must be 1 to 10000, not ${max}`);
+  return { perRun, max };
 }
 
 /** load mode: loadJobsPerTablePerDay, refused here as the drain would refuse it (no load for a run). */

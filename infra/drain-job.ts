@@ -211,6 +211,12 @@ export class DrainJob extends pulumi.ComponentResource {
       LEASE_TTL_SECONDS: String(config.leaseTtlSeconds),
       IDLE_ALERT_SECONDS: String(config.idleAlertSeconds),
       UNKNOWN_FIELDS: config.unknownFields,
+      ...(config.unknownFields === 'evolve'
+        ? {
+            EVOLVE_COLUMNS_PER_RUN: String(config.evolveColumns.perRun),
+            EVOLVE_COLUMNS_MAX: String(config.evolveColumns.max),
+          }
+        : {}),
       FIELD_NAMES: config.fieldNames,
       ...(config.kafkaSaslMechanism === undefined ? {} : { KAFKA_SASL_MECHANISM: config.kafkaSaslMechanism }),
       ...(config.kafkaOauthProvider === undefined ? {} : { KAFKA_OAUTH_PROVIDER: config.kafkaOauthProvider }),

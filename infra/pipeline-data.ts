@@ -103,8 +103,11 @@ export class PipelineData extends pulumi.ComponentResource {
             : cdcTableInputs(cdc.primaryKey, cdc.maxStaleness)),
           deletionProtection: true,
         },
-        // Columns from a registry are the drain's to add as the subject evolves: a deploy leaves them.
-        route.schemaFile === null ? { ...parent, ignoreChanges: ['schema'] } : parent,
+        // Columns from a registry are the drain's to add as the subject evolves, and with unknownFields
+        // evolve as new fields come: a deploy leaves them.
+        route.schemaFile === null || config.unknownFields === 'evolve'
+          ? { ...parent, ignoreChanges: ['schema'] }
+          : parent,
       );
       // insert-all mode: one error table, the first route's, fed by the dead-letter topic's subscription
       // with every route's letters (each names its source topic).
