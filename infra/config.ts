@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { basename, dirname, relative, resolve } from 'node:path';
 import * as pulumi from '@pulumi/pulumi';
+import { whenRefusal, whenWriteModes } from '../functions/config/bigquery.js';
 import { stalenessOf } from '../functions/config/cdc-config.js';
 import { bigQueryLoadsPerTablePerDay, loadPlan } from '../functions/config/load-config.js';
-import { whenRefusal, whenWriteModes } from '../functions/config/route-when.js';
 import {
   parseRoutes,
   tableName,

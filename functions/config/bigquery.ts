@@ -38,3 +38,13 @@ export function bigqueryOf(read: Reader, writeMode: WriteMode, taskCount: number
 export function writeModeOf(read: Reader): WriteMode {
   return read.oneOf('BQ_WRITE_MODE', writeModeNames);
 }
+
+/**
+ * The write modes that route one topic into several tables (a mode's `fanOut`): the others write a topic
+ * to one table by their design (cdc: a key's changes; load: one job per table and flush).
+ */
+export const whenWriteModes: readonly string[] = ['storage-write', 'merge', 'insert-all'];
+
+export function whenRefusal(writeMode: string): string {
+  return `routes sharing a topic by "when" need BQ_WRITE_MODE storage-write, merge or insert-all (${writeMode} writes a topic to one table)`;
+}

@@ -43,16 +43,6 @@ export function parseWhen(value: unknown): RouteWhen | string {
   return { kind: 'field', path, value: wanted as string | number | boolean | null };
 }
 
-/**
- * The write modes that route one topic into several tables (a mode's `fanOut`): the others write a topic
- * to one table by their design (cdc: a key's changes; load: one job per table and flush).
- */
-export const whenWriteModes: readonly string[] = ['storage-write', 'merge', 'insert-all'];
-
-export function whenRefusal(writeMode: string): string {
-  return `routes sharing a topic by "when" need BQ_WRITE_MODE storage-write, merge or insert-all (${writeMode} writes a topic to one table)`;
-}
-
 /** What a `when` needs of the route's values: a field of JSON text; a record name from the registry. */
 export function whenFormatProblem(
   when: RouteWhen | null,

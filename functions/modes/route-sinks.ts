@@ -2,7 +2,7 @@
  * A route's sinks, made by its write mode, and its writer on them. Shared by the drain and the dead-letter
  * replay (which writes through `sink`).
  */
-import { whenRefusal } from '../config/route-when.js';
+import { whenRefusal } from '../config/bigquery.js';
 import { ConfigError } from '../kernel/errors.js';
 import { onceUntilFailure } from '../kernel/once.js';
 import type { Sink, Writer } from '../kernel/ports.js';

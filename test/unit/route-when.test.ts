@@ -1,8 +1,8 @@
 import { describe, expect, test } from 'vitest';
-import { writeModeNames } from '../../functions/config/bigquery.js';
+import { whenWriteModes, writeModeNames } from '../../functions/config/bigquery.js';
 import { parseConfig } from '../../functions/config/config.js';
 import { groupRoutes, groupTables } from '../../functions/config/route-groups.js';
-import { parseWhen, whenWriteModes } from '../../functions/config/route-when.js';
+import { parseWhen } from '../../functions/config/route-when.js';
 import { parseRoutes, resolveTopics, routesOfTopic, tableName } from '../../functions/config/routes.js';
 import { ConfigError } from '../../functions/kernel/errors.js';
 import type { BatchToWrite, Lease, Writer } from '../../functions/kernel/ports.js';
