@@ -29,6 +29,8 @@ export interface InfraRoute {
   readonly metadataColumns: { readonly headers: boolean; readonly keyText: boolean };
   /** Time partitioning and clustering of the table (the drain's defaults unless configured). */
   readonly layout: TableLayout;
+  /** UNKNOWN_FIELDS of the route (the pipeline's `unknownFields` unless its route says). */
+  readonly unknownFields: InfraConfig['unknownFields'];
 }
 
 /** Everything the Pulumi program is told, read from Pulumi config once (`pulumi config set ...`). */
@@ -188,6 +190,8 @@ export function readInfraConfig(): InfraConfig {
     throw new Error(
       'schemaRegistryUsername and schemaRegistryPassword go together (basic auth): set both or neither',
     );
+  const unknownFields = unknownFieldsOf(config);
+  const fieldNames = fieldNamesOf(config);
   const routes: InfraRoute[] =
     routesFile === undefined
       ? [
@@ -199,9 +203,14 @@ export function readInfraConfig(): InfraConfig {
               valueFormat === 'json' ? config.require('schemaFile') : (config.get('schemaFile') ?? null),
             metadataColumns,
             layout,
+            unknownFields,
           },
         ]
-      : routesOf(routesFile, dataset, metadataColumns, layout, writeMode);
+      : routesOf(
+          routesFile,
+          { dataset, metadata: metadataColumns, layout, unknownFields, fieldNames },
+          writeMode,
+        );
   return {
     project: gcp.require('project'),
     region: gcp.get('region') ?? config.get('region') ?? 'europe-west1',
@@ -227,9 +236,9 @@ export function readInfraConfig(): InfraConfig {
     dataset,
     writeMode: writeMode as InfraConfig['writeMode'],
     cdc: writeMode === 'cdc' ? cdcOf(config) : undefined,
-    unknownFields: unknownFieldsOf(config),
+    unknownFields,
     evolveColumns: evolveColumnsOf(config),
-    fieldNames: fieldNamesOf(config),
+    fieldNames,
     loadJobsPerTablePerDay:
       writeMode === 'load'
         ? loadJobsOf(config, periodSeconds, config.getNumber('taskCount') ?? 1)
@@ -308,12 +317,10 @@ function vpcOf(config: pulumi.Config): InfraConfig['vpc'] {
 /** The routes of a routes file, as the drain reads it; its paths must stay inside its folder (the image). */
 function routesOf(
   file: string,
-  dataset: string,
-  metadata: InfraRoute['metadataColumns'],
-  layout: TableLayout,
+  defaults: Parameters<typeof parseRoutes>[2],
   writeMode: string,
 ): InfraRoute[] {
-  const routes = parseRoutes(readFileSync(file, 'utf8'), file, { dataset, metadata, layout });
+  const routes = parseRoutes(readFileSync(file, 'utf8'), file, defaults);
   // One topic into several tables (`when`): the modes that can keep a range's rows in several tables.
   if (routes.some((r) => r.when !== null) && !whenWriteModes.includes(writeMode))
     throw new Error(`routesFile: ${whenRefusal(writeMode)}`);
@@ -333,6 +340,7 @@ function routesOf(
     schemaFile: r.schemaFile,
     metadataColumns: r.metadata,
     layout: r.layout,
+    unknownFields: r.unknownFields,
   }));
 }
 

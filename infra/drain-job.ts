@@ -211,7 +211,7 @@ export class DrainJob extends pulumi.ComponentResource {
       LEASE_TTL_SECONDS: String(config.leaseTtlSeconds),
       IDLE_ALERT_SECONDS: String(config.idleAlertSeconds),
       UNKNOWN_FIELDS: config.unknownFields,
-      ...(config.unknownFields === 'evolve'
+      ...(config.routes.some((r) => r.unknownFields === 'evolve')
         ? {
             EVOLVE_COLUMNS_PER_RUN: String(config.evolveColumns.perRun),
             EVOLVE_COLUMNS_MAX: String(config.evolveColumns.max),

@@ -84,7 +84,7 @@ export class PipelineData extends pulumi.ComponentResource {
       const cdc = config.cdc;
       const userFields = withExtraColumn(
         route.schemaFile === null ? [] : readUserSchema(route.schemaFile),
-        config.unknownFields,
+        route.unknownFields,
       );
       const target = new gcp.bigquery.Table(
         `${name}-target${suffix}`,
@@ -105,7 +105,7 @@ export class PipelineData extends pulumi.ComponentResource {
         },
         // Columns from a registry are the drain's to add as the subject evolves, and with unknownFields
         // evolve as new fields come: a deploy leaves them.
-        route.schemaFile === null || config.unknownFields === 'evolve'
+        route.schemaFile === null || route.unknownFields === 'evolve'
           ? { ...parent, ignoreChanges: ['schema'] }
           : parent,
       );

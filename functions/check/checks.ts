@@ -205,9 +205,9 @@ async function checkTable(
     list.fail(`columns (${table})`, `${(error as Error).message}: correct the schema file or the subject`);
     return undefined;
   }
-  const named = routeColumns(values.columns, config);
+  const named = routeColumns(values.columns, route);
   // UNKNOWN_FIELDS=evolve: the columns runs added to the table are the route's too.
-  const columns = config.unknownFields === 'evolve' ? await withEvolvedColumns(clients, route, named) : named;
+  const columns = route.unknownFields === 'evolve' ? await withEvolvedColumns(clients, route, named) : named;
   const wanted = targetTableSchema(
     [...columns, ...(config.bigquery.cdc?.sourceColumns ? cdcSourceFields : [])],
     route.metadata,

@@ -119,8 +119,8 @@ async function judge(
   const transform = await transformFor(route, config);
   const shape = {
     fields: target.columns,
-    unknownFields: config.unknownFields,
-    fieldNames: config.fieldNames,
+    unknownFields: route.unknownFields,
+    fieldNames: route.fieldNames,
     metadata: route.metadata,
   };
   const common = {

@@ -85,10 +85,10 @@ export async function deadLetterCommand(
       let made = targets.get(route);
       if (made === undefined) {
         const { columns, format } = values.get(route)!;
-        const named = routeColumns(columns, config);
+        const named = routeColumns(columns, route);
         // UNKNOWN_FIELDS=evolve: the columns runs added to the table are the route's too.
         const fields =
-          config.unknownFields === 'evolve' ? await withEvolvedColumns(clients, route, named) : named;
+          route.unknownFields === 'evolve' ? await withEvolvedColumns(clients, route, named) : named;
         const { sink, close } = createRouteSinks({
           config,
           route,
@@ -106,8 +106,8 @@ export async function deadLetterCommand(
           ...(transforms.get(route) === undefined ? {} : { transform: transforms.get(route)! }),
           shape: {
             fields,
-            unknownFields: config.unknownFields,
-            fieldNames: config.fieldNames,
+            unknownFields: route.unknownFields,
+            fieldNames: route.fieldNames,
             metadata: route.metadata,
           },
           ...(format === undefined ? {} : { format }),

@@ -52,6 +52,7 @@ export interface DrainConfig {
   readonly backlogAlertRecords: number;
   readonly retentionGapPolicy: 'fail' | 'skip';
   readonly startPosition: StartPosition;
+  /** The pipeline's UNKNOWN_FIELDS and FIELD_NAMES: each route's (`route.unknownFields`) unless it says its own. */
   readonly unknownFields: 'reject' | 'ignore' | 'json' | 'evolve';
   /** UNKNOWN_FIELDS=evolve: columns a route may add in one run, and the table's top-level columns at most. */
   readonly evolveColumns: { readonly perRun: number; readonly max: number };
@@ -87,7 +88,7 @@ export function parseConfig(
   );
   const project = read.required('GOOGLE_CLOUD_PROJECT');
   const brokers = read.list('KAFKA_BROKERS', /^[^\s:]+:\d{1,5}$/, 'host:port');
-  const { routes, routesFile, topics } = routesOf(read, readFile);
+  const { routes, routesFile, topics, unknownFields, fieldNames } = routesOf(read, readFile);
   const schemaRegistry = registryOf(read, routes, routesFile);
   if (routes.some((r) => r.when !== null) && !whenWriteModes.includes(writeMode))
     throw new ConfigError('ROUTES_FILE', whenRefusal(writeMode));
@@ -125,12 +126,12 @@ export function parseConfig(
     backlogAlertRecords: read.integer('BACKLOG_ALERT_RECORDS', 1, Number.MAX_SAFE_INTEGER),
     retentionGapPolicy: read.oneOf('RETENTION_GAP_POLICY', ['fail', 'skip'] as const),
     startPosition: parseStartPosition(read.text('START_POSITION')),
-    unknownFields: read.oneOf('UNKNOWN_FIELDS', ['reject', 'ignore', 'json', 'evolve'] as const),
+    unknownFields,
     evolveColumns: {
       perRun: read.integer('EVOLVE_COLUMNS_PER_RUN', 1, 1000),
       max: read.integer('EVOLVE_COLUMNS_MAX', 1, 10_000),
     },
-    fieldNames: read.oneOf('FIELD_NAMES', ['strict', 'sanitize'] as const),
+    fieldNames,
     tombstones: read.oneOf('TOMBSTONES', ['skip', 'dead-letter'] as const),
     logLevel: logLevelNames[read.oneOf('LOG_LEVEL', Object.keys(logLevelNames))]!,
     execution: read.text('CLOUD_RUN_EXECUTION'),

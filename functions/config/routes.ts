@@ -28,7 +28,16 @@ export const routeKeys = [
   'partitioning',
   'clustering',
   'when',
+  'unknownFields',
+  'fieldNames',
 ] as const;
+
+/** UNKNOWN_FIELDS: what a field the table lacks becomes (records/validate.ts, records/evolve-columns.ts). */
+export const unknownFieldRules = ['reject', 'ignore', 'json', 'evolve'] as const;
+export type UnknownFieldRule = (typeof unknownFieldRules)[number];
+/** FIELD_NAMES: a name BigQuery refuses is a dead letter, or mapped (records/field-names.ts). */
+export const fieldNameRules = ['strict', 'sanitize'] as const;
+export type FieldNameRule = (typeof fieldNameRules)[number];
 
 export type ValueFormatName = 'json' | 'avro' | 'protobuf' | 'json-schema';
 export const valueFormatNames: readonly ValueFormatName[] = ['json', 'avro', 'protobuf', 'json-schema'];
@@ -60,6 +69,10 @@ export interface Route {
   readonly metadata: MetadataColumns;
   /** Which of its topics' records the route takes (null: every record no earlier route took). */
   readonly when: RouteWhen | null;
+  /** UNKNOWN_FIELDS for this route's table. */
+  readonly unknownFields: UnknownFieldRule;
+  /** FIELD_NAMES for this route's records. */
+  readonly fieldNames: FieldNameRule;
 }
 
 /** A route and the topics it drains in this run (none: nothing of it exists on the broker yet). */
@@ -167,6 +180,8 @@ export function parseRoutes(
     metadata: MetadataColumns;
     valueFormat?: ValueFormatName;
     layout?: TableLayout;
+    unknownFields?: UnknownFieldRule;
+    fieldNames?: FieldNameRule;
   },
 ): Route[] {
   const fail = (message: string): never => {
@@ -226,6 +241,12 @@ export function parseRoutes(
         fail(`${at}: "${flag}" must be true or false`);
     }
     const layout = routeLayout(r, defaults.layout ?? defaultTableLayout, (m) => fail(`${at}: ${m}`));
+    const unknownFields = r.unknownFields ?? defaults.unknownFields ?? 'reject';
+    if (!unknownFieldRules.includes(unknownFields as UnknownFieldRule))
+      return fail(`${at}: "unknownFields" must be one of ${unknownFieldRules.join(', ')}`);
+    const fieldNames = r.fieldNames ?? defaults.fieldNames ?? 'strict';
+    if (!fieldNameRules.includes(fieldNames as FieldNameRule))
+      return fail(`${at}: "fieldNames" must be one of ${fieldNameRules.join(', ')}`);
     const when = r.when === undefined ? null : parseWhen(r.when);
     if (typeof when === 'string') return fail(`${at}: ${when}`);
     const whenProblem = whenFormatProblem(
@@ -236,6 +257,8 @@ export function parseRoutes(
     if (whenProblem !== undefined) return fail(`${at}: ${whenProblem}`);
     return {
       when,
+      unknownFields: unknownFields as UnknownFieldRule,
+      fieldNames: fieldNames as FieldNameRule,
       topics,
       dataset,
       table,

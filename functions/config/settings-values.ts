@@ -43,6 +43,7 @@ export const valueAndWriteSettings = {
   UNKNOWN_FIELDS: {
     section: 'values',
     default: 'reject',
+    route: 'unknownFields',
     meaning:
       'A field the table lacks: `reject` (a `schema` dead letter), `ignore` (dropped), `json` (kept whole in a JSON column `_extra`) or `evolve` (a NULLABLE column added, its type inferred; JSON values). See [schema changes](schema-changes.md#fields-the-table-lacks).',
   },
@@ -61,6 +62,7 @@ export const valueAndWriteSettings = {
   FIELD_NAMES: {
     section: 'values',
     default: 'strict',
+    route: 'fieldNames',
     meaning:
       'A field name BigQuery refuses (`user-id`, `1st`): `strict` (a `schema` dead letter) or `sanitize` (mapped by a fixed rule). See [schema changes](schema-changes.md#field-names-bigquery-refuses).',
   },

@@ -1,6 +1,13 @@
 import { ConfigError } from '../kernel/errors.js';
 import type { Reader } from './reader.js';
-import { parseRoutes, type Route, valueFormatNames, valueFormatProblem } from './routes.js';
+import {
+  fieldNameRules,
+  parseRoutes,
+  type Route,
+  unknownFieldRules,
+  valueFormatNames,
+  valueFormatProblem,
+} from './routes.js';
 import { columnList, type TableLayout, tableLayoutProblem } from './table-layout.js';
 
 export interface SchemaRegistryConfig {
@@ -24,6 +31,9 @@ export function routesOf(read: Reader, readFile: (path: string) => string) {
   const routesFile = read.optional('ROUTES_FILE');
   const valueFormat = read.oneOf('VALUE_FORMAT', valueFormatNames);
   const layout = layoutOf(read);
+  // The pipeline's rules for fields (a route may say its own).
+  const unknownFields = read.oneOf('UNKNOWN_FIELDS', unknownFieldRules);
+  const fieldNames = read.oneOf('FIELD_NAMES', fieldNameRules);
   let routes: Route[];
   let topics: string[];
   const topicList = (optional: boolean) =>
@@ -58,6 +68,8 @@ export function routesOf(read: Reader, readFile: (path: string) => string) {
         valueSubject: read.optional('VALUE_SUBJECT'),
         layout,
         when: null,
+        unknownFields,
+        fieldNames,
       },
     ];
   } else {
@@ -80,11 +92,18 @@ export function routesOf(read: Reader, readFile: (path: string) => string) {
     } catch (error) {
       throw new ConfigError('ROUTES_FILE', `(${routesFile}) cannot be read: ${(error as Error).message}`);
     }
-    routes = parseRoutes(text, routesFile, { dataset, metadata, valueFormat, layout });
+    routes = parseRoutes(text, routesFile, {
+      dataset,
+      metadata,
+      valueFormat,
+      layout,
+      unknownFields,
+      fieldNames,
+    });
     topics = topicList(true);
   }
 
-  return { routes, routesFile, topics };
+  return { routes, routesFile, topics, unknownFields, fieldNames };
 }
 
 /** The table layout: BQ_PARTITION_FIELD, _TYPE, _EXPIRATION_DAYS, BQ_REQUIRE_PARTITION_FILTER, BQ_CLUSTERING. */

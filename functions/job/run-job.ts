@@ -169,8 +169,8 @@ async function routeTargets(
     );
     // With UNKNOWN_FIELDS=json the table has a JSON column `_extra` for the fields it lacks; with `evolve`
     // the columns earlier runs added.
-    const columns = routeColumns(values.columns, config);
-    const evolving = config.unknownFields === 'evolve';
+    const columns = routeColumns(values.columns, r.route);
+    const evolving = r.route.unknownFields === 'evolve';
     const userSchema = evolving ? await withEvolvedColumns(run.clients, r.route, columns) : columns;
     const sinksOptions = {
       config,

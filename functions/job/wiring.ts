@@ -173,8 +173,8 @@ export function routeDrainPorts(
     records: {
       shape: {
         fields: target.userSchema,
-        unknownFields: config.unknownFields,
-        fieldNames: config.fieldNames,
+        unknownFields: target.routed.route.unknownFields,
+        fieldNames: target.routed.route.fieldNames,
         metadata: target.routed.route.metadata,
       },
       tombstones: config.tombstones,

@@ -80,13 +80,13 @@ export function sanitizeColumns(fields: readonly SchemaField[]): SchemaField[] {
  */
 export function routeColumns(
   columns: readonly SchemaField[],
-  config: {
+  rules: {
     readonly unknownFields: 'reject' | 'ignore' | 'json' | 'evolve';
     readonly fieldNames: 'strict' | 'sanitize';
   },
 ): readonly SchemaField[] {
   return withExtraColumn(
-    config.fieldNames === 'sanitize' ? sanitizeColumns(columns) : columns,
-    config.unknownFields,
+    rules.fieldNames === 'sanitize' ? sanitizeColumns(columns) : columns,
+    rules.unknownFields,
   );
 }

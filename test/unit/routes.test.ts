@@ -48,6 +48,28 @@ describe('parseRoutes', () => {
     expect(routes[0]!.topics.map((t) => t.kind)).toEqual(['name', 'regex']);
   });
 
+  test("UNKNOWN_FIELDS and FIELD_NAMES per route, the pipeline's where a route does not say", () => {
+    const routes = parseRoutes(
+      JSON.stringify([
+        { topics: ['a'], table: 't1', schemaFile: 's.json', unknownFields: 'evolve', fieldNames: 'sanitize' },
+        { topics: ['b'], table: 't2', schemaFile: 's.json' },
+      ]),
+      'r.json',
+      { dataset: 'ds', metadata: noMetadata, unknownFields: 'json', fieldNames: 'strict' },
+    );
+    expect(routes.map((r) => [r.unknownFields, r.fieldNames])).toEqual([
+      ['evolve', 'sanitize'],
+      ['json', 'strict'],
+    ]);
+    expect(() =>
+      parseRoutes(
+        JSON.stringify([{ topics: ['a'], table: 'ds.t', schemaFile: 's.json', unknownFields: 'grow' }]),
+        'r.json',
+        defaults,
+      ),
+    ).toThrow(/route 1: "unknownFields" must be one of reject, ignore, json, evolve/);
+  });
+
   test('also under a "routes" key; a bare table takes the default dataset', () => {
     const routes = parseRoutes(
       JSON.stringify({ routes: [{ topics: ['a'], table: 't', schemaFile: 's.json' }] }),
