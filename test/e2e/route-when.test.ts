@@ -3,7 +3,7 @@
  * storage-write mode, killed at every point of a flush and by SIGKILLs at random moments: each record in
  * exactly one table or dead-letter once, `verify` reconciling the partition against both tables together.
  * By the Avro record's full name through the registry (Python's AvroSerializer with the
- * TopicRecordNameStrategy: two record types, two subjects, one topic). By a JSON field in merge mode, with
+ * TopicRecordNameStrategy: two record types, two subjects, one topic), exact values, then under kills. By a JSON field in merge mode, with
  * a route without `when` taking the rest.
  */
 import { writeFileSync } from 'node:fs';
@@ -168,7 +168,7 @@ test('by header, storage-write: every fault point and SIGKILLs, each record in e
     });
 }, 900_000);
 
-test('by Avro record name through the registry: two record types of one topic into two tables', async () => {
+test('by Avro record name through the registry: two record types of one topic into two tables, then under kills', async () => {
   const pipeline = await routedPipeline(1, [], { BQ_WRITE_MODE: 'storage-write' });
   const { dataset, topic } = pipeline;
   const order = {
@@ -256,7 +256,57 @@ test('by Avro record name through the registry: two record types of one topic in
   expect(verify.verdicts).toEqual([
     expect.objectContaining({ ok: true, ledgerRows: 5, deadLetters: 1, tableRows: 5 }),
   ]);
-}, 300_000);
+
+  // Then more of each type, drained under kills at the points of a flush and at random: exactly once.
+  for (let round = 0; round < 3; round++) {
+    await produce(order, `[{'id': 'k${round}-%d' % i, 'amount': i} for i in range(12)]`);
+    await produce(refund, `[{'id': 'q${round}-%d' % i, 'order_id': 'o1', 'reason': None} for i in range(8)]`);
+    await produce(other, "[{'who': 'cron'}]");
+  }
+  const killed = {
+    ...pipeline.env,
+    BATCH_MAX_RECORDS: '5',
+    LEASE_TTL_SECONDS: '3',
+    DRAIN_BUDGET_SECONDS: '20',
+  };
+  for (const point of ['after-append', 'after-intent', 'after-batch-commit', 'mid-commit']) {
+    await waitFor('leases to expire', () => leasesFree(clients, pipeline), 30_000);
+    await startJob({ ...killed, KBD_FAULT_POINT: point }).exited;
+  }
+  for (let kills = 0; kills < 3; kills++) {
+    await waitFor('leases to expire', () => leasesFree(clients, pipeline), 30_000);
+    const job = startJob(killed);
+    await new Promise((resolve) => setTimeout(resolve, 500 + Math.random() * 1500));
+    job.child.kill('SIGKILL');
+    await job.exited;
+  }
+  await waitFor('leases to expire', () => leasesFree(clients, pipeline), 30_000);
+  await waitFor(
+    'a clean run to catch up',
+    async () => {
+      const { code, summary } = await runJob(killed);
+      expect(code).toBe(0);
+      return summary.stopReason === 'caught_up' && summary.partitions.every((p) => p.lag === 0);
+    },
+    300_000,
+  );
+  const idsOf = async (table: string) => {
+    const [rows] = await clients.bigquery.query({ query: `SELECT id FROM \`${dataset}.${table}\`` });
+    return (rows as { id: string }[]).map((r) => r.id).sort();
+  };
+  const ids = (prefix: string, each: number) =>
+    [0, 1, 2].flatMap((round) => Array.from({ length: each }, (_, i) => `${prefix}${round}-${i}`));
+  expect(await idsOf('orders')).toEqual(['o1', 'o2', 'o3', ...ids('k', 12)].sort());
+  expect(await idsOf('refunds')).toEqual(['r1', 'r2', ...ids('q', 8)].sort());
+  const letters = await offsetsOf(dataset, 'orders_dead_letters');
+  expect(letters).toHaveLength(4);
+  expect(new Set(letters).size).toBe(4);
+  const after = await runVerify(pipeline.env);
+  expect(after.code).toBe(0);
+  expect(after.verdicts).toEqual([
+    expect.objectContaining({ ok: true, ledgerRows: 5 + 60, deadLetters: 4, tableRows: 65, duplicates: 0 }),
+  ]);
+}, 600_000);
 
 test('by a JSON field in merge mode, a route without `when` taking the rest', async () => {
   const pipeline = await routedPipeline(1, [], { BQ_WRITE_MODE: 'merge' });
