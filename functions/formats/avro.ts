@@ -2,6 +2,7 @@ import avro from 'avsc';
 import type { JsonValue } from '../kernel/records.js';
 import type { SchemaField } from '../schema/table-schema.js';
 import { exactLong } from './avro-long.js';
+import { compileAvroRows } from './avro-rows.js';
 import {
   type AvroSchema,
   bytesMapping,
@@ -51,6 +52,7 @@ export function compileAvro(schemaText: string): AvroCompiled {
     convert,
     decode: (payload) => convert(readAvro(() => type.fromBuffer(payload), name)),
     recordName: () => type.name,
+    rows: (target) => compileAvroRows(schema, target),
   };
 }
 

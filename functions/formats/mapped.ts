@@ -1,5 +1,6 @@
 import type { JsonValue } from '../kernel/records.js';
 import type { SchemaField } from '../schema/table-schema.js';
+import type { AvroRows } from './avro-rows.js';
 
 /**
  * What a format's schema compiles to: the BigQuery columns its values fill, and a decoder from its
@@ -10,6 +11,11 @@ export interface CompiledSchema {
   readonly fields: readonly SchemaField[];
   /** The value's payload (after the wire format's header) → a row's user columns; throws a ValueError. */
   decode(payload: Buffer): Record<string, JsonValue>;
+  /**
+   * The payload's row written straight into the table's message (`target`: its columns, metadata included),
+   * where the format compiles such a path for this schema (avro-rows.ts); undefined: never.
+   */
+  rows?(target: readonly SchemaField[]): AvroRows | undefined;
   /** The full name of the record type a payload holds (a route's `when: {recordName}`), if it has one. */
   recordName?(payload: Buffer): string | undefined;
 }

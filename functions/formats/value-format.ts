@@ -5,7 +5,9 @@ import type { JsonValue, KafkaRecord } from '../kernel/records.js';
 import { type RetryPolicy, withRetry } from '../kernel/retry.js';
 import { fitColumns } from '../schema/compare.js';
 import type { SchemaField } from '../schema/table-schema.js';
+import type { ProtoWriter } from '../sinks/proto-writer.js';
 import { compileAvro } from './avro.js';
+import type { AvroRows } from './avro-rows.js';
 import { type CompiledSchema, UnmappableSchemaError, ValueError } from './mapped.js';
 import {
   type RegisteredSchema,
@@ -26,6 +28,12 @@ export interface ValueFormat {
   /** Fetches the schemas the records name (a registry that does not answer: PartitionWaitsError). */
   prepare(records: readonly KafkaRecord[], signal?: AbortSignal): Promise<void>;
   decode(value: Buffer): DecodedValue;
+  /**
+   * A record's row written straight from its bytes into the table's message (`target`: its columns,
+   * metadata included), for the schemas where a compiled path exists: false sends the record the general
+   * way (decode, validate, encode). Absent: the format has no such path.
+   */
+  directRows?(target: readonly SchemaField[]): (writer: ProtoWriter, record: KafkaRecord) => boolean;
 }
 
 export type DecodedValue =
@@ -162,6 +170,23 @@ export function createRegistryFormat(options: RegistryFormatOptions): ValueForma
         const entry = known.get(value.readUInt32BE(1));
         if (entry !== undefined && 'wait' in entry) throw new PartitionWaitsError(entry.wait);
       }
+    },
+    directRows(target) {
+      // Per schema id, compiled the first time a record names it (null: no compiled path for it).
+      const byId = new Map<number, AvroRows | null>();
+      return (writer, record) => {
+        const value = record.value;
+        if (value === null || value.length < 5 || value[0] !== 0) return false;
+        const id = value.readUInt32BE(1);
+        let rows = byId.get(id);
+        if (rows === undefined) {
+          const entry = known.get(id);
+          if (entry === undefined) return false;
+          rows = ('compiled' in entry ? entry.compiled.rows?.(target) : undefined) ?? null;
+          byId.set(id, rows);
+        }
+        return rows !== null && rows(writer, value, 5);
+      };
     },
     decode(value) {
       const header = readWireHeader(value);

@@ -39,6 +39,20 @@ export function directShape(policy: RecordPolicy): RowShape | undefined {
     : undefined;
 }
 
+/**
+ * The value format a route's records may be written by straight from their bytes (a compiled path, #42):
+ * one that has such a path, without business rules, a transform or sanitized names. Undefined otherwise.
+ */
+export function directFormat(policy: RecordPolicy): ValueFormat | undefined {
+  return policy.format?.directRows !== undefined &&
+    policy.shape !== undefined &&
+    policy.rules === undefined &&
+    policy.transform === undefined &&
+    policy.shape.fieldNames !== 'sanitize'
+    ? policy.format
+    : undefined;
+}
+
 export interface Classified {
   /** How many rows were made. */
   readonly rows: number;

@@ -1,3 +1,4 @@
+import type { ValueFormat } from '../formats/value-format.js';
 /** The writers' contracts with their BigQuery sinks: encoded rows, Storage Write streams, the error table. */
 import type { DeadLetter, KafkaRecord, PartitionRef, RowToWrite } from '../kernel/records.js';
 import type { RowShape } from '../records/records.js';
@@ -50,10 +51,11 @@ export interface StreamSink {
   prepare(rows: readonly EncodedRow[], letters: readonly DeadLetter[], ingestedAt: Date): Promise<Prepared>;
   /**
    * Encodes a batch's rows in the form `prepare` appends; with the route's shape, its JSON records can be
-   * written straight from their text (`addRecord`). It needs the target's schema: a target not ready yet
+   * written straight from their text (`addRecord`), and with a value format that has a compiled path
+   * (`directRows`), its records straight from their bytes. It needs the target's schema: a target not ready yet
    * fails here (transiently).
    */
-  startEncoding(shape?: RowShape): Promise<BatchEncoding>;
+  startEncoding(shape?: RowShape, format?: ValueFormat): Promise<BatchEncoding>;
   /** Commits the streams; a stream already committed (by whoever found it first) counts as committed. */
   commit(streams: readonly string[]): Promise<void>;
   /** Where a recorded stream stands: committed, finalized and still committable, or gone (expired). */

@@ -37,7 +37,22 @@ export function compileTranscoder(
   target: readonly SchemaField[],
 ): Transcode | undefined {
   const reading = readingOf(shape, target, false);
-  if (reading === undefined) return undefined;
+  const meta = metadataWriter(shape, target);
+  if (reading === undefined || meta === undefined) return undefined;
+  const c = new JsonCursor();
+  return (w, record, ingestedMicros) =>
+    readRecord(c, record.value, reading, w) >= 0 && meta(w, record, ingestedMicros);
+}
+
+/**
+ * The metadata columns' writer for a target's messages, as the general path fills them (the headers
+ * column is not written here: undefined where the target has it, or lacks a column the path writes).
+ */
+export function metadataWriter(
+  shape: RowShape | undefined,
+  target: readonly SchemaField[],
+): Transcode | undefined {
+  if (shape?.metadata?.headers) return undefined;
   const tag = (name: string, wire: number) => {
     const number = target.findIndex((f) => f.name === name) + 1;
     return number === 0 ? -1 : (number << 3) | wire;
@@ -54,9 +69,7 @@ export function compileTranscoder(
   };
   const { keyText, ...always } = tags;
   if (Object.values(always).includes(-1) || (withKeyText && keyText === -1)) return undefined;
-  const c = new JsonCursor();
-  return (w, record, ingestedMicros) =>
-    readRecord(c, record.value, reading, w) >= 0 && metadata(w, tags, record, ingestedMicros);
+  return (w, record, ingestedMicros) => metadata(w, tags, record, ingestedMicros);
 }
 
 /** The metadata columns, from the record as the general path makes them; false for a record it leaves. */

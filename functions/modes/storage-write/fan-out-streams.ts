@@ -39,7 +39,7 @@ export function fanOutStreams(
         rejected: prepared.flatMap((p) => p.rejected),
       };
     },
-    startEncoding: (shape) => first.startEncoding(shape),
+    startEncoding: (shape, format) => first.startEncoding(shape, format),
     commit: (streams) => first.commit(streams),
     streamState: (stream) => first.streamState(stream),
     heldInRange: sum,

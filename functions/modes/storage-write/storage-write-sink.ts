@@ -1,4 +1,5 @@
 import { managedwriter } from '@google-cloud/bigquery-storage';
+import type { ValueFormat } from '../../formats/value-format.js';
 import { crashPoint } from '../../kernel/crash-points.js';
 import { DrainError } from '../../kernel/errors.js';
 import { onceUntilFailure } from '../../kernel/once.js';
@@ -18,7 +19,7 @@ import {
 } from '../../sinks/append-rows.js';
 import { ensureTable } from '../../sinks/bigquery-tables.js';
 import type { StreamSink, StreamState } from '../../sinks/contracts.js';
-import { compileTranscoder, type Transcode } from '../../sinks/json-transcoder.js';
+import { compileTranscoder, metadataWriter, type Transcode } from '../../sinks/json-transcoder.js';
 import {
   connectWriter,
   type MessageFormat,
@@ -51,6 +52,26 @@ export function createStorageWriteSink(
     if (transcode === undefined) {
       transcode = compileTranscoder(shape, options.schema) ?? null;
       transcoders.set(shape, transcode);
+    }
+    return transcode ?? undefined;
+  };
+  // Per value format and route shape: its records' bytes straight to this table's messages (#42).
+  const binary = new WeakMap<ValueFormat, WeakMap<RowShape, Transcode | null>>();
+  const binaryTranscoderOf = (format: ValueFormat, shape: RowShape): Transcode | undefined => {
+    let byShape = binary.get(format);
+    if (byShape === undefined) {
+      byShape = new WeakMap();
+      binary.set(format, byShape);
+    }
+    let transcode = byShape.get(shape);
+    if (transcode === undefined) {
+      const meta = metadataWriter(shape, options.schema);
+      const rows = format.directRows?.(options.schema);
+      transcode =
+        meta === undefined || rows === undefined
+          ? null
+          : (w, record, micros) => rows(w, record) && meta(w, record, micros);
+      byShape.set(shape, transcode);
     }
     return transcode ?? undefined;
   };
@@ -107,9 +128,14 @@ export function createStorageWriteSink(
   }
 
   return {
-    async startEncoding(shape) {
+    async startEncoding(shape, format) {
       const encoding = formatOf(options.table, options.schema).encode.batch();
-      const transcode = shape === undefined ? undefined : transcoderOf(shape);
+      const transcode =
+        shape === undefined
+          ? undefined
+          : format === undefined
+            ? transcoderOf(shape)
+            : binaryTranscoderOf(format, shape);
       const records: KafkaRecord[] = [];
       let stamped: Date | undefined;
       let micros = 0;

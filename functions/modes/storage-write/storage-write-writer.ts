@@ -2,7 +2,7 @@ import type { Logger } from '../../kernel/logger.js';
 import type { Checkpoints, DeadLetters, Writer } from '../../kernel/ports.js';
 import type { DeadLetter, KafkaRecord } from '../../kernel/records.js';
 import { defaultRetryPolicy, withRetry } from '../../kernel/retry.js';
-import { classifyEach, directShape, type RecordPolicy } from '../../records/classify.js';
+import { classifyEach, directFormat, directShape, type RecordPolicy } from '../../records/classify.js';
 import type { RecordRouter } from '../../records/record-router.js';
 import { recordSize } from '../../records/records.js';
 import type { EncodedRow, StreamSink } from '../../sinks/contracts.js';
@@ -56,7 +56,13 @@ export function createStorageWriteWriter(options: StorageWriteWriterOptions): Wr
     // the flush's own appends are, not taken for the batch's failure.
     const encoding = await withRetry(
       defaultRetryPolicy,
-      () => target.streams.startEncoding(directShape(policy)),
+      () => {
+        const format = directFormat(policy);
+        return target.streams.startEncoding(
+          format === undefined ? directShape(policy) : policy.shape,
+          format,
+        );
+      },
       (error, attempt, delayMs) =>
         logger.warn('encoding the batch failed; the target is not ready', { error, attempt, delayMs }),
     );

@@ -1,0 +1,279 @@
+/**
+ * The compiled Avro path (avro-rows.ts) against the general one (decode, convert, validate, encode), on
+ * randomized records of every type it compiles (written by hand in Avro's binary encoding), with the edge
+ * values: where the compiled path writes a
+ * row, its bytes are the general path's, byte for byte; where it says false, the general path decides.
+ */
+import { describe, expect, test } from 'vitest';
+import { compileAvro } from '../../functions/formats/avro.js';
+import { createRawAvroFormat } from '../../functions/formats/value-format.js';
+import type { KafkaRecord } from '../../functions/kernel/records.js';
+import { isDeadLetter, type RowShape, toRow } from '../../functions/records/records.js';
+import { targetTableSchema } from '../../functions/schema/table-schema.js';
+import { metadataWriter } from '../../functions/sinks/json-transcoder.js';
+import { ProtoWriter } from '../../functions/sinks/proto-writer.js';
+import { compileRowEncoder } from '../../functions/sinks/row-encoder.js';
+
+/** A seeded generator: the same records every run, and a failure names its seed. */
+function random(seed: number) {
+  let s = seed >>> 0;
+  return () => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = s;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const kinds = {
+  boolean: 'boolean',
+  int: 'int',
+  long: 'long',
+  float: 'float',
+  double: 'double',
+  string: 'string',
+  bytes: 'bytes',
+  date: { type: 'int', logicalType: 'date' },
+  millis: { type: 'long', logicalType: 'timestamp-millis' },
+  micros: { type: 'long', logicalType: 'timestamp-micros' },
+} as const;
+
+const schema = {
+  type: 'record',
+  name: 'Wide',
+  namespace: 'test',
+  fields: Object.entries(kinds).flatMap(([name, type]) => [
+    { name: `${name}_req`, type },
+    { name: `${name}_opt`, type: ['null', type], default: null },
+    { name: `${name}_last`, type: [type, 'null'] },
+  ]),
+};
+
+function pick<T>(next: () => number, values: readonly T[]): T {
+  return values[Math.floor(next() * values.length)]!;
+}
+
+/** A value of a kind: a common one, or (one in 40) any, edge values included. */
+function valueOf(kind: keyof typeof kinds, next: () => number): unknown {
+  const int = () => Math.floor((next() - 0.5) * 2 ** 32) | 0;
+  if (next() < 39 / 40) {
+    if (kind === 'long' || kind === 'micros') return BigInt(int()) * 1000003n;
+    if (kind === 'millis') return 1733300000000n + BigInt(int());
+    if (kind === 'date') return int() % 100000;
+  }
+  switch (kind) {
+    case 'boolean':
+      return next() < 0.5;
+    case 'int':
+      return pick(next, [0, 1, -1, 2147483647, -2147483648, int()]);
+    case 'long':
+    case 'micros':
+      return pick(next, [
+        0n,
+        -1n,
+        9007199254740991n,
+        -9007199254740991n,
+        9007199254740992n, // beyond 2^53: the general path's
+        9223372036854775807n,
+        -9223372036854775808n,
+        BigInt(int()) * 1000003n,
+        1733300000000000n,
+        -62135596800000000n, // year 1
+        253402300799999999n, // 9999-12-31
+      ]);
+    case 'millis':
+      return pick(next, [0n, 1733300000000n, -62135596800000n, 253402300799999n, BigInt(int()) * 1000n]);
+    case 'date':
+      return pick(next, [0, -719162, 2932896, -719163, 2932897, int() % 100000]);
+    case 'float':
+    case 'double':
+      return pick(next, [
+        0,
+        -0,
+        1.5,
+        -3.25,
+        Number.NaN,
+        Number.POSITIVE_INFINITY,
+        Number.NEGATIVE_INFINITY,
+        next() * 1e30,
+        1e-300,
+      ]);
+    case 'string':
+      return pick(next, ['', 'a', 'ünïcødé ✓ 😀', '\uFEFFbom', 'x'.repeat(70_000), String(next())]);
+    case 'bytes':
+      return pick(next, [Buffer.alloc(0), Buffer.from([0, 255, 128]), Buffer.alloc(300, 7)]);
+  }
+}
+
+/** Avro's binary encoding of the schema's records, written out by hand (longs as bigints, exactly). */
+function zigzag(n: bigint): number[] {
+  let v = BigInt.asUintN(64, (n << 1n) ^ (n >> 63n));
+  const out: number[] = [];
+  while (v >= 0x80n) {
+    out.push(Number(v & 0x7fn) | 0x80);
+    v >>= 7n;
+  }
+  out.push(Number(v));
+  return out;
+}
+
+function encodeValue(kind: keyof typeof kinds, v: unknown): Buffer {
+  switch (kind) {
+    case 'boolean':
+      return Buffer.from([v ? 1 : 0]);
+    case 'int':
+    case 'date':
+      return Buffer.from(zigzag(BigInt(v as number)));
+    case 'long':
+    case 'millis':
+    case 'micros':
+      return Buffer.from(zigzag(v as bigint));
+    case 'float': {
+      const b = Buffer.alloc(4);
+      b.writeFloatLE(v as number);
+      return b;
+    }
+    case 'double': {
+      const b = Buffer.alloc(8);
+      b.writeDoubleLE(v as number);
+      return b;
+    }
+    case 'string': {
+      const bytes = Buffer.from(v as string, 'utf8');
+      return Buffer.concat([Buffer.from(zigzag(BigInt(bytes.length))), bytes]);
+    }
+    case 'bytes':
+      return Buffer.concat([Buffer.from(zigzag(BigInt((v as Buffer).length))), v as Buffer]);
+  }
+}
+
+function encodeRecord(value: Record<string, unknown>): Buffer {
+  const parts: Buffer[] = [];
+  for (const kind of Object.keys(kinds) as (keyof typeof kinds)[]) {
+    parts.push(encodeValue(kind, value[`${kind}_req`]));
+    const opt = value[`${kind}_opt`];
+    parts.push(
+      opt === null
+        ? Buffer.from(zigzag(0n))
+        : Buffer.concat([Buffer.from(zigzag(1n)), encodeValue(kind, opt)]),
+    );
+    const last = value[`${kind}_last`];
+    parts.push(
+      last === null
+        ? Buffer.from(zigzag(1n))
+        : Buffer.concat([Buffer.from(zigzag(0n)), encodeValue(kind, last)]),
+    );
+  }
+  return Buffer.concat(parts);
+}
+
+function recordOf(value: Buffer, offset: number): KafkaRecord {
+  return {
+    topic: 'wide',
+    partition: 3,
+    offset,
+    timestamp: 1733300000123,
+    key: Buffer.from('k'),
+    value,
+    headers: {},
+  };
+}
+
+describe('the compiled Avro path', () => {
+  const text = JSON.stringify(schema);
+  const compiled = compileAvro(text);
+  const format = createRawAvroFormat(text);
+  const shape: RowShape = {
+    fields: compiled.fields,
+    unknownFields: 'reject',
+    metadata: { headers: false, keyText: true },
+  };
+  const target = targetTableSchema(compiled.fields, shape.metadata!);
+  const rows = compiled.rows!(target)!;
+  const meta = metadataWriter(shape, target)!;
+  const encode = compileRowEncoder(target);
+  const ingestedAt = new Date(1733300001000);
+
+  test('compiles for this schema', () => {
+    expect(rows).toBeDefined();
+    expect(meta).toBeDefined();
+  });
+
+  test('2,000 randomized records: the same bytes as the general path wherever it writes', () => {
+    const next = random(42);
+    let compiledRows = 0;
+    let general = 0;
+    for (let i = 0; i < 2000; i++) {
+      const value: Record<string, unknown> = {};
+      for (const kind of Object.keys(kinds) as (keyof typeof kinds)[]) {
+        value[`${kind}_req`] = valueOf(kind, next);
+        value[`${kind}_opt`] = next() < 0.3 ? null : valueOf(kind, next);
+        value[`${kind}_last`] = next() < 0.3 ? null : valueOf(kind, next);
+      }
+      const payload = encodeRecord(value);
+      const record = recordOf(payload, i);
+      const w = new ProtoWriter();
+      const wrote = rows(w, payload, 0) && meta(w, record, ingestedAt.getTime() * 1000);
+      const made = toRow(record, ingestedAt, shape, format);
+      if (!wrote) {
+        general++;
+        continue;
+      }
+      compiledRows++;
+      expect(isDeadLetter(made), `record ${i}: the general path refuses what the compiled one wrote`).toBe(
+        false,
+      );
+      if (isDeadLetter(made)) continue;
+      expect(
+        Buffer.from(w.buffer.subarray(0, w.position)).equals(Buffer.from(encode(made.row))),
+        `record ${i}`,
+      ).toBe(true);
+    }
+    // Both paths are exercised: most records compiled, the edge values (longs beyond 2^53, far timestamps) not.
+    expect(compiledRows).toBeGreaterThan(100);
+    expect(general).toBeGreaterThan(100);
+  });
+
+  test('a truncated payload, a bad union branch, a bad boolean: false, never a row', () => {
+    const value: Record<string, unknown> = {};
+    for (const kind of Object.keys(kinds) as (keyof typeof kinds)[]) {
+      value[`${kind}_req`] =
+        kind === 'long' || kind === 'micros' || kind === 'millis' ? 5n : valueOf(kind, random(1));
+      value[`${kind}_opt`] = null;
+      value[`${kind}_last`] = null;
+    }
+    value.string_req = 'x';
+    const payload = encodeRecord(value);
+    const w = new ProtoWriter();
+    expect(rows(w, payload, 0)).toBe(true);
+    for (const cut of [1, 5, payload.length - 1])
+      expect(rows(new ProtoWriter(), payload.subarray(0, cut), 0)).toBe(false);
+    const longer = Buffer.concat([payload, Buffer.from([0])]);
+    expect(rows(new ProtoWriter(), longer, 0)).toBe(false);
+    const badBool = Buffer.from(payload);
+    badBool[0] = 2;
+    expect(rows(new ProtoWriter(), badBool, 0)).toBe(false);
+  });
+
+  test('not compiled: nested records, arrays, maps, enums, decimals, a field the table lacks, a metadata name', () => {
+    const tableOf = (fields: object[]) => {
+      const c = compileAvro(JSON.stringify({ type: 'record', name: 'R', fields }));
+      return c.rows?.(targetTableSchema(c.fields, { headers: false, keyText: false }));
+    };
+    expect(tableOf([{ name: 'a', type: { type: 'array', items: 'int' } }])).toBeUndefined();
+    expect(tableOf([{ name: 'm', type: { type: 'map', values: 'int' } }])).toBeUndefined();
+    expect(tableOf([{ name: 'e', type: { type: 'enum', name: 'E', symbols: ['A'] } }])).toBeUndefined();
+    expect(
+      tableOf([{ name: 'd', type: { type: 'bytes', logicalType: 'decimal', precision: 9, scale: 2 } }]),
+    ).toBeUndefined();
+    expect(
+      tableOf([{ name: 'r', type: { type: 'record', name: 'In', fields: [{ name: 'x', type: 'int' }] } }]),
+    ).toBeUndefined();
+    expect(tableOf([{ name: 'x', type: 'int' }])).toBeDefined();
+    const c = compileAvro(
+      JSON.stringify({ type: 'record', name: 'R', fields: [{ name: 'x', type: 'int' }] }),
+    );
+    expect(c.rows?.(targetTableSchema([], { headers: false, keyText: false }))).toBeUndefined();
+  });
+});
