@@ -181,7 +181,7 @@ function floorDiv(a: bigint, b: bigint): bigint {
 
 /** Avro decimals: the unscaled value as big-endian two's complement. */
 /** Exact decimal text; up to 6 bytes (most amounts) in plain numbers, longer through a bigint. */
-function decimalOf(bytes: Buffer, scale: number): string {
+export function decimalOf(bytes: Buffer, scale: number): string {
   if (bytes.length === 0 || bytes.length > 6) return scaledText(twosComplement(bytes), scale);
   const n = bytes.readIntBE(0, bytes.length);
   if (scale === 0) return String(n);

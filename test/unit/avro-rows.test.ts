@@ -5,6 +5,7 @@
  * row, its bytes are the general path's, byte for byte; where it says false, the general path decides.
  */
 import { describe, expect, test } from 'vitest';
+import { wideAvroSchema, wideAvroValue } from '../../bench/avro-shape.js';
 import { compileAvro } from '../../functions/formats/avro.js';
 import { createRawAvroFormat } from '../../functions/formats/value-format.js';
 import type { KafkaRecord } from '../../functions/kernel/records.js';
@@ -256,24 +257,143 @@ describe('the compiled Avro path', () => {
     expect(rows(new ProtoWriter(), badBool, 0)).toBe(false);
   });
 
-  test('not compiled: nested records, arrays, maps, enums, decimals, a field the table lacks, a metadata name', () => {
+  test('not compiled: maps, enums, arrays of nullable items, decimals onto STRING, a field the table lacks, a metadata name', () => {
     const tableOf = (fields: object[]) => {
       const c = compileAvro(JSON.stringify({ type: 'record', name: 'R', fields }));
       return c.rows?.(targetTableSchema(c.fields, { headers: false, keyText: false }));
     };
-    expect(tableOf([{ name: 'a', type: { type: 'array', items: 'int' } }])).toBeUndefined();
     expect(tableOf([{ name: 'm', type: { type: 'map', values: 'int' } }])).toBeUndefined();
     expect(tableOf([{ name: 'e', type: { type: 'enum', name: 'E', symbols: ['A'] } }])).toBeUndefined();
+    expect(tableOf([{ name: 'a', type: { type: 'array', items: ['null', 'int'] } }])).toBeUndefined();
     expect(
-      tableOf([{ name: 'd', type: { type: 'bytes', logicalType: 'decimal', precision: 9, scale: 2 } }]),
-    ).toBeUndefined();
-    expect(
-      tableOf([{ name: 'r', type: { type: 'record', name: 'In', fields: [{ name: 'x', type: 'int' }] } }]),
+      tableOf([{ name: 'd', type: { type: 'bytes', logicalType: 'decimal', precision: 80, scale: 40 } }]),
     ).toBeUndefined();
     expect(tableOf([{ name: 'x', type: 'int' }])).toBeDefined();
+    expect(tableOf([{ name: 'a', type: { type: 'array', items: 'int' } }])).toBeDefined();
+    expect(tableOf([{ name: '_kafka_offset', type: 'long' }])).toBeUndefined();
     const c = compileAvro(
       JSON.stringify({ type: 'record', name: 'R', fields: [{ name: 'x', type: 'int' }] }),
     );
     expect(c.rows?.(targetTableSchema([], { headers: false, keyText: false }))).toBeUndefined();
+  });
+});
+
+describe('the compiled Avro path on nested records, arrays and decimals', () => {
+  test("the bench's wide records (nested shipping, arrays of lines and tags, decimals): the general path's bytes", () => {
+    const text = JSON.stringify(wideAvroSchema);
+    const compiled = compileAvro(text);
+    const format = createRawAvroFormat(text);
+    const shape: RowShape = {
+      fields: compiled.fields,
+      unknownFields: 'reject',
+      metadata: { headers: false, keyText: false },
+    };
+    const target = targetTableSchema(compiled.fields, shape.metadata!);
+    const rows = compiled.rows!(target);
+    expect(rows).toBeDefined();
+    const meta = metadataWriter(shape, target)!;
+    const encode = compileRowEncoder(target);
+    const ingestedAt = new Date(1733300001000);
+    for (let i = 0; i < 500; i++) {
+      const payload = wideAvroValue(i, 1).subarray(5);
+      const record = recordOf(payload, i);
+      const w = new ProtoWriter();
+      expect(rows!(w, payload, 0) && meta(w, record, ingestedAt.getTime() * 1000), `record ${i}`).toBe(true);
+      const made = toRow(record, ingestedAt, shape, format);
+      if (isDeadLetter(made)) throw new Error(`record ${i}: ${made.message}`);
+      expect(
+        Buffer.from(w.buffer.subarray(0, w.position)).equals(Buffer.from(encode(made.row))),
+        `record ${i}`,
+      ).toBe(true);
+    }
+  });
+
+  test('decimals of every size and sign, empty and blocked arrays, a null nested record', () => {
+    const schema = {
+      type: 'record',
+      name: 'D',
+      fields: [
+        { name: 'small', type: { type: 'bytes', logicalType: 'decimal', precision: 9, scale: 2 } },
+        { name: 'big', type: ['null', { type: 'bytes', logicalType: 'decimal', precision: 38, scale: 9 }] },
+        { name: 'whole', type: { type: 'bytes', logicalType: 'decimal', precision: 20, scale: 0 } },
+        { name: 'nums', type: { type: 'array', items: 'long' } },
+        {
+          name: 'inner',
+          type: ['null', { type: 'record', name: 'In', fields: [{ name: 'x', type: 'string' }] }],
+        },
+      ],
+    };
+    const text = JSON.stringify(schema);
+    const compiled = compileAvro(text);
+    const format = createRawAvroFormat(text);
+    const shape: RowShape = {
+      fields: compiled.fields,
+      unknownFields: 'reject',
+      metadata: { headers: false, keyText: false },
+    };
+    const target = targetTableSchema(compiled.fields, shape.metadata!);
+    const rows = compiled.rows!(target)!;
+    const meta = metadataWriter(shape, target)!;
+    const encode = compileRowEncoder(target);
+    const twos = (n: bigint, size: number) => {
+      const out = Buffer.alloc(size);
+      let v = BigInt.asUintN(size * 8, n);
+      for (let i = size - 1; i >= 0; i--) {
+        out[i] = Number(v & 0xffn);
+        v >>= 8n;
+      }
+      return out;
+    };
+    const bytes = (b: Buffer) => Buffer.concat([Buffer.from(zigzag(BigInt(b.length))), b]);
+    const cases: Buffer[] = [];
+    for (const [small, big, whole] of [
+      [0n, 0n, 0n],
+      [-1n, -1n, -1n],
+      [12345n, 10n ** 37n - 1n, 10n ** 19n],
+      [-99999999n, -(10n ** 37n) + 1n, -(2n ** 63n)],
+      [5n, 123456789n, 7n],
+    ] as const) {
+      for (const sizeSmall of [4, 8]) {
+        const nums = Buffer.concat([
+          Buffer.from(zigzag(-2n)), // a block of two with its byte size
+          Buffer.from(zigzag(2n)),
+          Buffer.from(zigzag(7n)),
+          Buffer.from(zigzag(-8n)),
+          Buffer.from(zigzag(1n)),
+          Buffer.from(zigzag(2n ** 40n)),
+          Buffer.from(zigzag(0n)),
+        ]);
+        cases.push(
+          Buffer.concat([
+            bytes(twos(small, sizeSmall)),
+            Buffer.from(zigzag(1n)),
+            bytes(twos(big, 17)),
+            bytes(twos(whole, 9)),
+            nums,
+            Buffer.from(zigzag(1n)),
+            bytes(Buffer.from('é')),
+          ]),
+          Buffer.concat([
+            bytes(twos(small, sizeSmall)),
+            Buffer.from(zigzag(0n)),
+            bytes(twos(whole, 9)),
+            Buffer.from(zigzag(0n)),
+            Buffer.from(zigzag(0n)),
+          ]),
+        );
+      }
+    }
+    for (const [i, payload] of cases.entries()) {
+      const record = recordOf(payload, i);
+      const w = new ProtoWriter();
+      const wrote = rows(w, payload, 0) && meta(w, record, 1733300001000000);
+      const made = toRow(record, new Date(1733300001000), shape, format);
+      if (isDeadLetter(made)) throw new Error(`case ${i}: ${made.message}`);
+      expect(wrote, `case ${i}: the compiled path left it to the general one`).toBe(true);
+      expect(
+        Buffer.from(w.buffer.subarray(0, w.position)).equals(Buffer.from(encode(made.row))),
+        `case ${i}`,
+      ).toBe(true);
+    }
   });
 });
