@@ -10,6 +10,7 @@
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { ConfigError } from '../kernel/errors.js';
 import type { MetadataColumns } from '../kernel/records.js';
+import { type FieldNameRule, routeFieldRules, type UnknownFieldRule } from './field-rules.js';
 import { parseWhen, type RouteWhen, whenFormatProblem } from './route-when.js';
 import { defaultTableLayout, routeLayout, type TableLayout } from './table-layout.js';
 
@@ -31,13 +32,6 @@ export const routeKeys = [
   'unknownFields',
   'fieldNames',
 ] as const;
-
-/** UNKNOWN_FIELDS: what a field the table lacks becomes (records/validate.ts, records/evolve-columns.ts). */
-export const unknownFieldRules = ['reject', 'ignore', 'json', 'evolve'] as const;
-export type UnknownFieldRule = (typeof unknownFieldRules)[number];
-/** FIELD_NAMES: a name BigQuery refuses is a dead letter, or mapped (records/field-names.ts). */
-export const fieldNameRules = ['strict', 'sanitize'] as const;
-export type FieldNameRule = (typeof fieldNameRules)[number];
 
 export type ValueFormatName = 'json' | 'avro' | 'protobuf' | 'json-schema';
 export const valueFormatNames: readonly ValueFormatName[] = ['json', 'avro', 'protobuf', 'json-schema'];
@@ -241,12 +235,7 @@ export function parseRoutes(
         fail(`${at}: "${flag}" must be true or false`);
     }
     const layout = routeLayout(r, defaults.layout ?? defaultTableLayout, (m) => fail(`${at}: ${m}`));
-    const unknownFields = r.unknownFields ?? defaults.unknownFields ?? 'reject';
-    if (!unknownFieldRules.includes(unknownFields as UnknownFieldRule))
-      return fail(`${at}: "unknownFields" must be one of ${unknownFieldRules.join(', ')}`);
-    const fieldNames = r.fieldNames ?? defaults.fieldNames ?? 'strict';
-    if (!fieldNameRules.includes(fieldNames as FieldNameRule))
-      return fail(`${at}: "fieldNames" must be one of ${fieldNameRules.join(', ')}`);
+    const rules = routeFieldRules(r, defaults, (m) => fail(`${at}: ${m}`));
     const when = r.when === undefined ? null : parseWhen(r.when);
     if (typeof when === 'string') return fail(`${at}: ${when}`);
     const whenProblem = whenFormatProblem(
@@ -257,8 +246,7 @@ export function parseRoutes(
     if (whenProblem !== undefined) return fail(`${at}: ${whenProblem}`);
     return {
       when,
-      unknownFields: unknownFields as UnknownFieldRule,
-      fieldNames: fieldNames as FieldNameRule,
+      ...rules,
       topics,
       dataset,
       table,
@@ -299,3 +287,6 @@ export function valueFormatProblem(
     return '"valueSchemaFile" is for raw Avro values only (valueFormat avro)';
   return undefined;
 }
+
+export type { FieldNameRule, UnknownFieldRule } from './field-rules.js';
+export { fieldNameRules, unknownFieldRules } from './field-rules.js';

@@ -1,13 +1,7 @@
 import { ConfigError } from '../kernel/errors.js';
+import { fieldNameRules, unknownFieldRules } from './field-rules.js';
 import type { Reader } from './reader.js';
-import {
-  fieldNameRules,
-  parseRoutes,
-  type Route,
-  unknownFieldRules,
-  valueFormatNames,
-  valueFormatProblem,
-} from './routes.js';
+import { parseRoutes, type Route, valueFormatNames, valueFormatProblem } from './routes.js';
 import { columnList, type TableLayout, tableLayoutProblem } from './table-layout.js';
 
 export interface SchemaRegistryConfig {

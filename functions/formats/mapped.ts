@@ -1,12 +1,15 @@
 import type { JsonValue } from '../kernel/records.js';
 import type { SchemaField } from '../schema/table-schema.js';
-import type { AvroRows } from './avro-rows.js';
+import type { ProtoWriter } from '../sinks/proto-writer.js';
 
 /**
  * What a format's schema compiles to: the BigQuery columns its values fill, and a decoder from its
  * binary form to the JSON forms BigQuery ingests (exact decimal text, ISO timestamps, base64 bytes),
  * which the row validator then checks against the table as it checks any JSON record.
  */
+/** Writes a payload's user columns into the table's message (from `start`); false: the general path. */
+export type CompiledRows = (writer: ProtoWriter, payload: Buffer, start: number) => boolean;
+
 export interface CompiledSchema {
   readonly fields: readonly SchemaField[];
   /** The value's payload (after the wire format's header) → a row's user columns; throws a ValueError. */
@@ -15,7 +18,7 @@ export interface CompiledSchema {
    * The payload's row written straight into the table's message (`target`: its columns, metadata included),
    * where the format compiles such a path for this schema (avro-rows.ts); undefined: never.
    */
-  rows?(target: readonly SchemaField[]): AvroRows | undefined;
+  rows?(target: readonly SchemaField[]): CompiledRows | undefined;
   /** The full name of the record type a payload holds (a route's `when: {recordName}`), if it has one. */
   recordName?(payload: Buffer): string | undefined;
 }

@@ -185,7 +185,7 @@ export function createRegistryFormat(options: RegistryFormatOptions): ValueForma
           rows = ('compiled' in entry ? entry.compiled.rows?.(target) : undefined) ?? null;
           byId.set(id, rows);
         }
-        return rows !== null && rows(writer, value, 5);
+        return rows?.(writer, value, 5) === true;
       };
     },
     decode(value) {

@@ -56,7 +56,7 @@ function pick<T>(next: () => number, values: readonly T[]): T {
 }
 
 /** A value of a kind: a common one, or (one in 40) any, edge values included. */
-function valueOf(kind: keyof typeof kinds, next: () => number): unknown {
+function sampleOf(kind: keyof typeof kinds, next: () => number): unknown {
   const int = () => Math.floor((next() - 0.5) * 2 ** 32) | 0;
   if (next() < 39 / 40) {
     if (kind === 'long' || kind === 'micros') return BigInt(int()) * 1000003n;
@@ -208,9 +208,9 @@ describe('the compiled Avro path', () => {
     for (let i = 0; i < 2000; i++) {
       const value: Record<string, unknown> = {};
       for (const kind of Object.keys(kinds) as (keyof typeof kinds)[]) {
-        value[`${kind}_req`] = valueOf(kind, next);
-        value[`${kind}_opt`] = next() < 0.3 ? null : valueOf(kind, next);
-        value[`${kind}_last`] = next() < 0.3 ? null : valueOf(kind, next);
+        value[`${kind}_req`] = sampleOf(kind, next);
+        value[`${kind}_opt`] = next() < 0.3 ? null : sampleOf(kind, next);
+        value[`${kind}_last`] = next() < 0.3 ? null : sampleOf(kind, next);
       }
       const payload = encodeRecord(value);
       const record = recordOf(payload, i);
@@ -240,7 +240,7 @@ describe('the compiled Avro path', () => {
     const value: Record<string, unknown> = {};
     for (const kind of Object.keys(kinds) as (keyof typeof kinds)[]) {
       value[`${kind}_req`] =
-        kind === 'long' || kind === 'micros' || kind === 'millis' ? 5n : valueOf(kind, random(1));
+        kind === 'long' || kind === 'micros' || kind === 'millis' ? 5n : sampleOf(kind, random(1));
       value[`${kind}_opt`] = null;
       value[`${kind}_last`] = null;
     }
