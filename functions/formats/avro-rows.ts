@@ -85,31 +85,10 @@ function writeValue(w: ProtoWriter, payload: Buffer, plan: Plan): boolean {
       w.end(begun);
       return true;
     }
-    case 'array': {
-      // Blocks of items, ended by a block of none; a negative count is followed by the block's size.
-      for (;;) {
-        let count = zigzag(payload);
-        if (at.bad) return false;
-        if (count === 0) return true;
-        if (count < 0) {
-          count = -count;
-          zigzag(payload);
-          if (at.bad) return false;
-        }
-        for (let i = 0; i < count; i++) if (!writeValue(w, payload, plan.item)) return false;
-      }
-    }
-    case 'decimal': {
-      const length = zigzag(payload);
-      const end = at.pos + length;
-      if (at.bad || length < 0 || end > payload.length) return false;
-      const text = decimalText(payload.subarray(at.pos, end), plan.scale);
-      if (!plan.plain.test(text)) return false;
-      at.pos = end;
-      w.varint(plan.tag);
-      w.string(text);
-      return true;
-    }
+    case 'array':
+      return writeArray(w, payload, plan.item);
+    case 'decimal':
+      return writeDecimal(w, payload, plan);
     case 'boolean': {
       const byte = payload[at.pos++];
       if (byte !== 0 && byte !== 1) return false;
@@ -163,4 +142,32 @@ function writeValue(w: ProtoWriter, payload: Buffer, plan: Plan): boolean {
       return true;
     }
   }
+}
+
+/** An array's blocks of items, ended by a block of none; a negative count is followed by the block's size. */
+function writeArray(w: ProtoWriter, payload: Buffer, item: Plan): boolean {
+  for (;;) {
+    let count = zigzag(payload);
+    if (at.bad) return false;
+    if (count === 0) return true;
+    if (count < 0) {
+      count = -count;
+      zigzag(payload);
+      if (at.bad) return false;
+    }
+    for (let i = 0; i < count; i++) if (!writeValue(w, payload, item)) return false;
+  }
+}
+
+/** A decimal's bytes as the general path's exact text, within its column's digits. */
+function writeDecimal(w: ProtoWriter, payload: Buffer, plan: Extract<Plan, { kind: 'decimal' }>): boolean {
+  const length = zigzag(payload);
+  const end = at.pos + length;
+  if (at.bad || length < 0 || end > payload.length) return false;
+  const text = decimalText(payload.subarray(at.pos, end), plan.scale);
+  if (!plan.plain.test(text)) return false;
+  at.pos = end;
+  w.varint(plan.tag);
+  w.string(text);
+  return true;
 }
