@@ -7,11 +7,9 @@ import { isRetriable, PartitionWaitsError } from '../kernel/errors.js';
 import type { Logger } from '../kernel/logger.js';
 import type { KafkaRecord } from '../kernel/records.js';
 import { defaultRetryPolicy, withRetry } from '../kernel/retry.js';
-import { compileAvro } from './avro.js';
-import { compileJsonSchema } from './json-schema.js';
 import type { CompiledSchema } from './mapped.js';
-import { compileProtobuf } from './protobuf.js';
 import type { SchemaRegistry } from './registry.js';
+import { schemaCompilers } from './route-values.js';
 import { readWireHeader } from './wire.js';
 
 export interface RecordNames {
@@ -33,9 +31,11 @@ export function createRecordNames(registry: SchemaRegistry, logger: Logger): Rec
           logger.warn('the schema registry failed; retrying', { schemaId: id, error, attempt, delayMs }),
         signal,
       );
-      if (registered.schemaType === 'AVRO') return compileAvro(registered.schema);
-      if (registered.schemaType === 'JSON') return compileJsonSchema(registered.schema);
-      return await compileProtobuf(registered, registry);
+      // The same compilers the route's format uses, by the schema's own type.
+      const format = ({ AVRO: 'avro', JSON: 'json-schema', PROTOBUF: 'protobuf' } as const)[
+        registered.schemaType
+      ];
+      return await schemaCompilers[format](registered, registry);
     } catch (error) {
       if (isRetriable(error))
         throw new PartitionWaitsError(
