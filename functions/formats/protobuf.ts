@@ -10,6 +10,8 @@ import {
   UnmappableSchemaError,
   ValueError,
 } from './mapped.js';
+import { type MessagePlan, messagePlan } from './protobuf-plans.js';
+import { writeMessage } from './protobuf-rows.js';
 import { type Mapping, mapKey, modeOf, scalar, structJson, wrappers } from './protobuf-types.js';
 import type { RegisteredSchema, SchemaRegistry } from './registry.js';
 import { readMessageIndexes } from './wire.js';
@@ -75,9 +77,31 @@ export async function compileProtobuf(
   };
   if (topLevel.length === 0) throw new UnmappableSchemaError('the Protobuf schema defines no message');
   // The table's columns are the first message's, as the serializers' default (index [0]) writes it.
-  const first = compiledOf(root.lookupType(topLevel[0]!));
+  const firstType = root.lookupType(topLevel[0]!);
+  const first = compiledOf(firstType);
   return {
     fields: first.mapping.fields!,
+    rows(target) {
+      // Per message type the records name, its plan onto the table (null: the general path's).
+      const plans = new Map<protobuf.Type, MessagePlan | null>();
+      return (writer, payload, start) => {
+        let type: protobuf.Type | undefined = firstType;
+        let offset = start + 1;
+        if (payload[start] !== 0) {
+          const read = readMessageIndexes(payload, start);
+          if (!read.ok) return false;
+          type = byIndexes(read.indexes);
+          offset = read.offset;
+        }
+        if (type === undefined) return false;
+        let plan = plans.get(type);
+        if (plan === undefined) {
+          plan = messagePlan(type, target, true) ?? null;
+          plans.set(type, plan);
+        }
+        return plan !== null && writeMessage(writer, payload, offset, payload.length, plan);
+      };
+    },
     recordName(payload) {
       const read = readMessageIndexes(payload, 0);
       return read.ok ? byIndexes(read.indexes)?.fullName.replace(/^\./, '') : undefined;

@@ -50,7 +50,39 @@ export class ProtoWriter {
   /** An int64 (or int32) varint of a safe integer. */
   integer(value: number): void {
     if (value >= 0) this.varint(value);
-    else this.bigVarint(BigInt(value));
+    else {
+      // Two's complement in two 32-bit halves: exact for any safe integer, no bigint.
+      const high = Math.floor(value / 4294967296);
+      this.varint64(value - high * 4294967296, high >>> 0);
+    }
+  }
+
+  /** A varint of the 64 bits `hi`:`lo` (each an unsigned 32-bit half). */
+  varint64(lo: number, hi: number): void {
+    if (hi === 0) {
+      this.varint(lo);
+      return;
+    }
+    this.reserve(10);
+    const buffer = this.buffer;
+    let at = this.position;
+    let low = lo;
+    let high = hi;
+    // Seven bits at a time from the low half, then the high half's bits shifted in.
+    for (let i = 0; i < 4; i++) {
+      buffer[at++] = (low & 0x7f) | 0x80;
+      low >>>= 7;
+    }
+    // Bits 28 to 34: four of the low half, three of the high.
+    let byte = (low & 0x0f) | ((high & 0x07) << 4);
+    high >>>= 3;
+    while (high !== 0) {
+      buffer[at++] = byte | 0x80;
+      byte = high & 0x7f;
+      high >>>= 7;
+    }
+    buffer[at++] = byte;
+    this.position = at;
   }
 
   double(value: number): void {

@@ -440,6 +440,103 @@ enum Status { NEW = 0; PAID = 1; }`;
   });
 });
 
+describe('Protobuf straight to the rows (the compiled path: no maps, no Struct)', () => {
+  test('every scalar, enums, wrappers, Timestamps, nested and repeated: exact values from Python', async () => {
+    const pipeline = await valuesPipeline({ VALUE_FORMAT: 'protobuf' });
+    const proto = `syntax = "proto3";
+package shop;
+import "google/protobuf/timestamp.proto";
+import "google/protobuf/wrappers.proto";
+enum Kind { NONE = 0; RETAIL = 3; }
+message Event {
+  string name = 9;
+  int64 id = 1;
+  uint64 big = 2;
+  sint32 delta = 3;
+  fixed64 digest = 4;
+  sfixed32 shift = 5;
+  double ratio = 6;
+  float weight = 7;
+  bool ok = 8;
+  Kind kind = 10;
+  bytes blob = 11;
+  Part first = 12;
+  google.protobuf.Timestamp seen = 13;
+  google.protobuf.Int64Value maybe = 14;
+  repeated sint64 deltas = 15;
+  repeated Part parts = 16;
+  message Part { string sku = 1; uint32 qty = 2; }
+}`;
+    await pythonProduce({
+      topic: pipeline.topic,
+      format: 'protobuf',
+      schema: proto,
+      message: 'Event',
+      partition: 0,
+      values: `[{"name": "ünï ✓", "id": "9007199254740993", "big": "18446744073709551615", "delta": -7, "digest": "12345678901234567890",
+                 "shift": -2147483648, "ratio": 0.1, "weight": 1.5, "ok": True, "kind": "RETAIL", "blob": "AP8=", "first": {},
+                 "seen": "2024-02-29T12:30:45.123456789Z", "maybe": "-9223372036854775808", "deltas": ["-1", "9223372036854775807"],
+                 "parts": [{"sku": "s1", "qty": 4294967295}, {}]},
+                {"id": "-1"}]`,
+    });
+    const run = await runJob(pipeline.env);
+    expect(run.code, errorsOf(run.lines)).toBe(0);
+    expect(run.summary).toMatchObject({ rowsWritten: 2, deadLettered: 0 });
+    expect(
+      await rowsOf(
+        clients,
+        pipeline,
+        `name, CAST(id AS STRING) AS id, CAST(big AS STRING) AS big, delta, CAST(digest AS STRING) AS digest, shift, ratio,
+         weight, ok, kind, TO_BASE64(blob) AS blob, first, FORMAT_TIMESTAMP('%Y-%m-%dT%H:%M:%E6S', seen) AS seen,
+         CAST(maybe AS STRING) AS maybe, ARRAY(SELECT CAST(d AS STRING) FROM UNNEST(deltas) d) AS deltas, parts`,
+      ),
+    ).toEqual([
+      // ORDER BY id: -1 first.
+      {
+        // proto3 reads an absent scalar as its default; messages (wrappers and Timestamps too) as null.
+        // (proto3 `optional` is in the unit test: Karapace 3.15 cannot parse the schema Python registers for it.)
+        name: '',
+        id: '-1',
+        big: '0',
+        delta: 0,
+        digest: '0',
+        shift: 0,
+        ratio: 0,
+        weight: 0,
+        ok: false,
+        kind: 'NONE',
+        blob: '',
+        first: null,
+        seen: null,
+        maybe: null,
+        deltas: [],
+        parts: [],
+      },
+      {
+        name: 'ünï ✓',
+        id: '9007199254740993',
+        big: '18446744073709551615',
+        delta: -7,
+        digest: '12345678901234567890',
+        shift: -2147483648,
+        ratio: 0.1,
+        weight: 1.5,
+        ok: true,
+        kind: 'RETAIL',
+        blob: 'AP8=',
+        first: { sku: '', qty: 0 },
+        seen: '2024-02-29T12:30:45.123456',
+        maybe: '-9223372036854775808',
+        deltas: ['-1', '9223372036854775807'],
+        parts: [
+          { sku: 's1', qty: 4294967295 },
+          { sku: '', qty: 0 },
+        ],
+      },
+    ]);
+  });
+});
+
 describe('JSON Schema through the registry', () => {
   test('types and the formats date-time, date and time', async () => {
     const pipeline = await valuesPipeline({ VALUE_FORMAT: 'json-schema' });

@@ -1,0 +1,250 @@
+/**
+ * A Protobuf payload straight to the table's protocol buffer row (#42): its fields found in one pass over
+ * the bytes, then written in the table's column order under the columns' numbers. Strings, bytes and
+ * nested messages are copied or walked, never decoded to objects; varints are re-encoded from their 64
+ * bits; enums become their names, Timestamps microseconds, wrappers their value, uint64 exact decimal text,
+ * in integer arithmetic. Compiled once per message type and table (protobuf-plans.ts).
+ * The path reads strictly: anything protobufjs might read otherwise or refuse (a varint of odd length for
+ * a 32-bit field, a wire type the field does not have, groups, two members of one oneof, a missing proto2
+ * `required` field, text that is not UTF-8, a timestamp beyond the years 1684 to 2255, a null for a
+ * REQUIRED column, a truncated payload) makes it say false, and the record takes the general path
+ * (`test/unit/protobuf-rows.test.ts` compares both, byte for byte, on randomized messages).
+ */
+import { isUtf8 } from 'node:buffer';
+import type { ProtoWriter } from '../sinks/proto-writer.js';
+import type { FieldPlan, MessagePlan } from './protobuf-plans.js';
+import {
+  at,
+  canonical,
+  narrow,
+  skip,
+  varint,
+  varint32,
+  write32,
+  write64,
+  writeDefault,
+} from './protobuf-scalars.js';
+
+/** Writes the message in `p` from `start` to `end` as the fields of the table's message. */
+export function writeMessage(
+  w: ProtoWriter,
+  p: Buffer,
+  start: number,
+  end: number,
+  plan: MessagePlan,
+): boolean {
+  return scan(p, start, end, plan) && writeFields(w, p, end, plan);
+}
+
+/** Finds where each field's value is (the last one's, as protobufjs keeps it) and counts repeated ones. */
+function scan(p: Buffer, start: number, end: number, plan: MessagePlan): boolean {
+  const { fields, slotOf, found, counts, oneofSeen } = plan;
+  found.fill(-1);
+  counts.fill(0);
+  oneofSeen.fill(-1);
+  at.pos = start;
+  while (at.pos < end) {
+    const tagStart = at.pos;
+    if (!varint32(p, end) || at.hi !== 0) return false;
+    const number = at.lo >>> 3;
+    const wire = at.lo & 7;
+    if (number === 0) return false;
+    const slot = number < slotOf.length ? slotOf[number]! : -1;
+    if (slot < 0) {
+      if (!skip(p, wire, end)) return false;
+      continue;
+    }
+    const field = fields[slot]!;
+    if (field.repeated) {
+      if (wire !== field.wire && !(wire === 2 && field.wire !== 2)) return false;
+      if (counts[slot] === 0) found[slot] = tagStart;
+      counts[slot] = counts[slot]! + 1;
+    } else {
+      if (wire !== field.wire) return false;
+      // A message given twice: protobufjs decodes (and may refuse) the first; ours to leave to it.
+      if (found[slot]! >= 0 && field.wire === 2 && field.kind !== 'string' && field.kind !== 'bytes')
+        return false;
+      found[slot] = at.pos;
+      if (field.oneof >= 0) {
+        const other = oneofSeen[field.oneof]!;
+        if (other >= 0 && other !== slot) return false;
+        oneofSeen[field.oneof] = slot;
+      }
+    }
+    // An earlier value is read all the same: as strictly as the one that counts.
+    if (!(wire === 0 && narrow[field.kind] ? varint32(p, end) : skip(p, wire, end))) return false;
+  }
+  return true;
+}
+
+/**
+ * The fields in the table's order. A nested message's plan has scratch of its own (a type never nests in
+ * itself), so this one's `found` stays as the scan left it while nested ones are written.
+ */
+function writeFields(w: ProtoWriter, p: Buffer, end: number, plan: MessagePlan): boolean {
+  const { fields, found, counts } = plan;
+  for (let i = 0; i < fields.length; i++) {
+    const field = fields[i]!;
+    if (field.repeated) {
+      if (counts[i]! > 0 && !writeRepeated(w, p, found[i]!, end, field)) return false;
+      continue;
+    }
+    if (found[i]! < 0) {
+      if (field.mustBePresent || (field.presence && field.required)) return false;
+      if (!field.presence) writeDefault(w, field);
+      continue;
+    }
+    at.pos = found[i]!;
+    if (!writeValue(w, p, end, field)) return false;
+  }
+  return true;
+}
+
+/** Every occurrence of a repeated field from its first tag (`from`) to `end`, packed or not. */
+function writeRepeated(w: ProtoWriter, p: Buffer, from: number, end: number, field: FieldPlan): boolean {
+  at.pos = from;
+  while (at.pos < end) {
+    if (!varint32(p, end) || at.hi !== 0) return false;
+    const number = at.lo >>> 3;
+    const wire = at.lo & 7;
+    if (number !== field.number) {
+      if (!skip(p, wire, end)) return false;
+    } else if (wire === field.wire) {
+      if (!writeValue(w, p, end, field)) return false;
+    } else {
+      // Packed: a length, then the values one after another.
+      if (!varint32(p, end) || at.hi !== 0) return false;
+      const stop = at.pos + at.lo;
+      if (stop > end) return false;
+      while (at.pos < stop) if (!writeValue(w, p, stop, field)) return false;
+    }
+  }
+  return true;
+}
+
+/** One value at `at.pos` (after its tag), written under the column's tag. */
+function writeValue(w: ProtoWriter, p: Buffer, end: number, field: FieldPlan): boolean {
+  switch (field.kind) {
+    case 'int32':
+    case 'uint32':
+    case 'sint32':
+    case 'enum':
+    case 'bool':
+      if (!varint32(p, end)) return false;
+      return write32(w, field, at.lo);
+    case 'int64':
+    case 'sint64':
+    case 'uint64':
+      if (!varint(p, end)) return false;
+      return write64(w, field);
+    case 'fixed32':
+    case 'sfixed32':
+    case 'float':
+      if (at.pos + 4 > end) return false;
+      at.pos += 4;
+      if (field.kind === 'float') {
+        w.varint(field.tag);
+        w.double(canonical(p.readFloatLE(at.pos - 4)));
+        return true;
+      }
+      return write32(w, field, p.readUInt32LE(at.pos - 4));
+    case 'fixed64':
+    case 'sfixed64':
+    case 'double':
+      if (at.pos + 8 > end) return false;
+      if (field.kind === 'double') {
+        w.varint(field.tag);
+        w.double(canonical(p.readDoubleLE(at.pos)));
+        at.pos += 8;
+        return true;
+      }
+      at.lo = p.readUInt32LE(at.pos);
+      at.hi = p.readUInt32LE(at.pos + 4);
+      at.pos += 8;
+      return write64(w, field);
+    default:
+      return writeDelimited(w, p, end, field);
+  }
+}
+
+/** Strings and bytes copied; nested messages, Timestamps and wrappers walked. */
+function writeDelimited(w: ProtoWriter, p: Buffer, end: number, field: FieldPlan): boolean {
+  if (!varint32(p, end) || at.hi !== 0) return false;
+  const start = at.pos;
+  const stop = at.pos + at.lo;
+  if (stop > end) return false;
+  switch (field.kind) {
+    case 'string':
+      if (!isUtf8(p.subarray(start, stop))) return false;
+      w.varint(field.tag);
+      w.delimitedFrom(p, start, stop);
+      break;
+    case 'bytes':
+      w.varint(field.tag);
+      w.delimitedFrom(p, start, stop);
+      break;
+    case 'timestamp':
+      if (!writeTimestamp(w, p, start, stop, field)) return false;
+      break;
+    case 'wrapper':
+      if (!writeWrapper(w, p, start, stop, field.inner!)) return false;
+      break;
+    default: {
+      w.varint(field.tag);
+      const begun = w.begin();
+      if (!writeMessage(w, p, start, stop, field.message!)) return false;
+      w.end(begun);
+    }
+  }
+  at.pos = stop;
+  return true;
+}
+
+/** google.protobuf.Timestamp (seconds 1, nanos 2) → microseconds, the nanoseconds cut toward the past. */
+function writeTimestamp(w: ProtoWriter, p: Buffer, start: number, stop: number, field: FieldPlan): boolean {
+  let seconds = 0;
+  let nanos = 0;
+  at.pos = start;
+  while (at.pos < stop) {
+    if (!varint32(p, stop) || at.hi !== 0) return false;
+    const number = at.lo >>> 3;
+    const wire = at.lo & 7;
+    if ((number === 1 || number === 2) && wire !== 0) return false;
+    if (number === 1) {
+      if (!varint(p, stop)) return false;
+      // Beyond ±2^21 in the high half, the seconds are far outside what microseconds hold exactly.
+      if (at.hi >= 0x200000 && at.hi < 0xffe00000) return false;
+      seconds = (at.hi | 0) * 4294967296 + at.lo;
+    } else if (number === 2) {
+      if (!varint32(p, stop)) return false;
+      nanos = at.lo | 0;
+    } else if (number === 0 || !skip(p, wire, stop)) return false;
+  }
+  const micros = seconds * 1_000_000 + Math.floor(nanos / 1000);
+  if (!Number.isSafeInteger(micros)) return false;
+  w.varint(field.tag);
+  w.integer(micros);
+  return true;
+}
+
+/** A wrapper's value (field 1; absent: its default) under the wrapper field's column. */
+function writeWrapper(w: ProtoWriter, p: Buffer, start: number, stop: number, inner: FieldPlan): boolean {
+  let found = -1;
+  at.pos = start;
+  while (at.pos < stop) {
+    if (!varint32(p, stop) || at.hi !== 0) return false;
+    const number = at.lo >>> 3;
+    const wire = at.lo & 7;
+    if (number === 1) {
+      if (wire !== inner.wire) return false;
+      found = at.pos;
+      if (wire === 0 && narrow[inner.kind] ? !varint32(p, stop) : !skip(p, wire, stop)) return false;
+    } else if (number === 0 || !skip(p, wire, stop)) return false;
+  }
+  if (found < 0) {
+    writeDefault(w, inner);
+    return true;
+  }
+  at.pos = found;
+  return writeValue(w, p, stop, inner);
+}
