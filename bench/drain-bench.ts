@@ -15,7 +15,10 @@
  *   the table grows), and an idle run (start-up alone);
  * - 1, 2 and 4 tasks of one execution (separate processes) on N records of a 16-partition topic, each
  *   task's exit code, stop reason, records and shared partitions;
- * - 1,000 partitions (10 topics x 100, 3 records each): a run that drains them all, then an idle run.
+ * - 1,000 partitions (10 topics x 100, 3 records each): a run that drains them all, then an idle run;
+ * - the same wide records as Avro, Protobuf and JSON Schema through the registry: storage-write at N (three
+ *   rounds) and 4N, and the null sink, beside JSON's; and the record path alone in this process, per
+ *   format, the general path against the compiled one (record-path.ts).
  * Firestore reads and writes are counted for every drain. Results are printed and written to
  * `bench/results/<run>.json` so that runs can be compared. Timing goals live here, never in tests.
  */
@@ -29,6 +32,8 @@ import { stackEnv } from '../stack/stack-env.js';
 import { imageNodeFlags } from '../test/support/image-flags.js';
 import { createTopic } from '../test/support/kafka.js';
 import { wideAvroSchema, wideAvroValue } from './avro-shape.js';
+import { recordPathFigures } from './record-path.js';
+import { wideJsonSchema, wideJsonSchemaValue, wideProto, wideProtobufValue } from './registry-shapes.js';
 import { shapeNamed } from './shapes.js';
 
 const root = join(import.meta.dirname, '..');
@@ -63,15 +68,15 @@ const run = `bench-${Date.now().toString(36)}`;
 const benchStarted = Date.now();
 const kafka = new kafkajs.Kafka({ brokers: [stack.KAFKA_BROKERS!], logLevel: kafkajs.logLevel.NOTHING });
 
-/** Registers the Avro form of the wide shape for the topic's subject; its schema id. */
-async function registerAvro(topic: string): Promise<number> {
+/** Registers a schema (the wide shape in a format) for the topic's subject; its schema id. */
+async function registerSchema(topic: string, schemaType: string, schema: string): Promise<number> {
   const response = await fetch(`${stack.SCHEMA_REGISTRY_URL}/subjects/${topic}-value/versions`, {
     method: 'POST',
     headers: { 'content-type': 'application/vnd.schemaregistry.v1+json' },
-    body: JSON.stringify({ schema: JSON.stringify(wideAvroSchema) }),
+    body: JSON.stringify({ schema, ...(schemaType === 'AVRO' ? {} : { schemaType }) }),
   });
   if (!response.ok)
-    throw new Error(`registering the Avro schema: ${response.status} ${await response.text()}`);
+    throw new Error(`registering the ${schemaType} schema: ${response.status} ${await response.text()}`);
   return ((await response.json()) as { id: number }).id;
 }
 
@@ -196,6 +201,8 @@ async function execution(tasks: number, topic: string, count: number) {
   };
 }
 
+// The record path alone, per format, general against compiled, before anything else loads the machine.
+const paths = shape.name === 'wide' ? await recordPathFigures(records) : [];
 console.log(`variants run with the job image's node flags: ${nodeFlags.join(' ') || 'none'}`);
 console.log(
   `producing ${records} ${shape.name} records to ${partitions} partitions, ${4 * records} to another topic, ` +
@@ -211,13 +218,35 @@ await produce(topic, records, partitions);
 await produce(topicQuad, 4 * records, partitions);
 await produce(topicTasks, records, 16);
 await produce(topicCdc, cdcRecords, partitions);
-// The same N records as Avro through the registry (wide shape only): the cost of the format.
-const topicAvro = `${run}-avro`;
-const withAvro = shape.name === 'wide';
-if (withAvro) {
-  const schemaId = await registerAvro(topicAvro);
-  await produce(topicAvro, records, partitions, (i) => wideAvroValue(i, schemaId));
-}
+// The same N (and 4N) records as Avro, Protobuf and JSON Schema through the registry (wide shape only):
+// the cost of each format, side by side with JSON's.
+const formats = [
+  {
+    name: 'Avro',
+    format: 'avro',
+    type: 'AVRO',
+    schema: JSON.stringify(wideAvroSchema),
+    value: wideAvroValue,
+  },
+  { name: 'Protobuf', format: 'protobuf', type: 'PROTOBUF', schema: wideProto, value: wideProtobufValue },
+  {
+    name: 'JSON Schema',
+    format: 'json-schema',
+    type: 'JSON',
+    schema: JSON.stringify(wideJsonSchema),
+    value: wideJsonSchemaValue,
+  },
+].map((f) => ({ ...f, topic: `${run}-${f.format}`, topicQuad: `${run}-${f.format}-4n` }));
+const withFormats = shape.name === 'wide';
+if (withFormats)
+  for (const f of formats)
+    for (const [t, count] of [
+      [f.topic, records],
+      [f.topicQuad, 4 * records],
+    ] as const) {
+      const schemaId = await registerSchema(t, f.type, f.schema);
+      await produce(t, count, partitions, (i) => f.value(i, schemaId));
+    }
 for (const t of wide) await produce(t, wideRecords * widePartitions, widePartitions);
 await new PubSub({
   projectId: stack.GOOGLE_CLOUD_PROJECT,
@@ -306,10 +335,38 @@ const cCdc = await variant('bigquery', topicCdc, cdcRecords, `${run}-cc`, {
   CHANGE_FORMAT: 'upsert',
   BQ_PRIMARY_KEY: 'order_id',
 });
-// Avro: no schema file, the columns from the registry.
-const avroEnv = { VALUE_FORMAT: 'avro', BQ_SCHEMA_FILE: '', BQ_WRITE_MODE: 'storage-write' };
-const bAvro = withAvro ? await variant('null', topicAvro, records, `${run}-bavro`, avroEnv) : undefined;
-const cAvro = withAvro ? await variant('bigquery', topicAvro, records, `${run}-cavro`, avroEnv) : undefined;
+/**
+ * The formats: no schema file, the columns from the registry. At N in three rounds of each format's
+ * storage-write (the median stands, as for JSON's), once into the null sink, and once at 4N (the steady
+ * state is the slope from N to 4N).
+ */
+const formatRounds = 3;
+const byFormat = formats.map((f) => ({ ...f, rounds: [] as Result[] }));
+if (withFormats)
+  for (let i = 0; i < formatRounds; i++)
+    for (const f of byFormat)
+      f.rounds.push(
+        await variant('bigquery', f.topic, records, `${run}-c${f.format}${i}`, {
+          VALUE_FORMAT: f.format,
+          BQ_SCHEMA_FILE: '',
+          BQ_WRITE_MODE: 'storage-write',
+        }),
+      );
+const formatRuns = withFormats
+  ? await (async () => {
+      const out = [];
+      for (const f of byFormat) {
+        const env = { VALUE_FORMAT: f.format, BQ_SCHEMA_FILE: '', BQ_WRITE_MODE: 'storage-write' };
+        out.push({
+          ...f,
+          n: medianOf(f.rounds),
+          nullSink: await variant('null', f.topic, records, `${run}-b${f.format}`, env),
+          quad: await variant('bigquery', f.topicQuad, 4 * records, `${run}-c4${f.format}`, env),
+        });
+      }
+      return out;
+    })()
+  : [];
 const executions = [];
 for (const tasks of [1, 2, 4]) executions.push(await execution(tasks, topicTasks, records));
 const wideSpread =
@@ -334,12 +391,11 @@ const rows = [
   ['(c) drain → emulator, merge', cMerge],
   ['(c) drain → emulator, load', cLoad],
   ['(c) drain → emulator, cdc (upserts)', cCdc],
-  ...(bAvro && cAvro
-    ? [
-        ['(b) drain, null sink, Avro via the registry', bAvro],
-        ['(c) drain → emulator, storage-write, Avro', cAvro],
-      ]
-    : []),
+  ...formatRuns.flatMap((f) => [
+    [`(b) drain, null sink, ${f.name} via the registry`, f.nullSink],
+    [`(c) drain → emulator, storage-write, ${f.name}`, f.n.median],
+    [`(c) drain → emulator, storage-write, ${f.name}, 4N`, f.quad],
+  ]),
   ...(wideSpread && wideIdle
     ? [
         [`1,000 partitions: ${wideRecords} records each`, wideSpread],
@@ -397,11 +453,15 @@ const lines = [
   `rows/s into the emulator (drain time), ${goalRounds} rounds of storage-write vs the official writer: ${writeRounds.map((r, i) => `${drainRate(r)} vs ${drainRate(writerRounds[i]!)}`).join(' / ')}; medians ${medianRate(writeRounds)} vs ${medianRate(writerRounds)} (goal: no lower); insert-all ${drainRate(cInsert)}, merge ${drainRate(cMerge)}, load ${drainRate(cLoad)}, cdc ${drainRate(cCdc)} (on ${cdcRecords})`,
   `waiting: the null sink paced at 1 ms a row ${cpuPerRecord(bPaced).toFixed(1)} vs ${cpuPerRecord(b).toFixed(1)} µs a record (drain ${(drainMs(bPaced) / 1000).toFixed(1)} vs ${(drainMs(b) / 1000).toFixed(1)} s): CPU spent waiting on the sink`,
   `peak RSS: null sink ${b.peakRssMb} MB at N, ${b4.peakRssMb} MB at 4N (goal <= 256 MB at 4N); storage-write ${c.peakRssMb} MB; raw ${a.peakRssMb} / ${a4.peakRssMb} MB`,
-  ...(bAvro && cAvro
-    ? [
-        `Avro through the registry vs the same records as JSON, CPU per record from the first fetch: null sink ${cpuPerRecord(bAvro).toFixed(1)} vs ${cpuPerRecord(b).toFixed(1)} µs, storage-write ${cpuPerRecord(cAvro).toFixed(1)} vs ${cpuPerRecord(c).toFixed(1)} µs; ${drainRate(cAvro)} vs ${drainRate(c)} rows/s`,
-      ]
-    : []),
+  ...formatRuns.map(
+    (f) =>
+      `${f.name} through the registry vs the same records as JSON, CPU µs a record from the first fetch: storage-write ${cpuPerRecord(f.n.median).toFixed(1)} vs ${cpuPerRecord(c).toFixed(1)} (${formatRounds} rounds: ${f.n.cpuPerRecordUs.map((x) => x.toFixed(1)).join(' / ')}), ${ratio(f.n.median).toFixed(1)}x raw; at 4N ${cpuPerRecord(f.quad).toFixed(1)} vs ${cpuPerRecord(c4).toFixed(1)}, ${(cpuPerRecord(f.quad) / cpuPerRecord(a4)).toFixed(1)}x raw; steady ${slope(f.n.median, f.quad).toFixed(1)} vs ${slope(c, c4).toFixed(1)}, ${(slope(f.n.median, f.quad) / slope(a, a4)).toFixed(1)}x raw; null sink ${cpuPerRecord(f.nullSink).toFixed(1)} vs ${cpuPerRecord(b).toFixed(1)}; ${drainRate(f.n.median)} vs ${drainRate(c)} rows/s`,
+  ),
+  ...(paths.length === 0
+    ? []
+    : [
+        `the record path alone (in process, ${records} records, median of 5 rounds), CPU µs a record, general → compiled: ${paths.map((f) => `${f.format} ${f.generalUs.toFixed(1)} → ${f.compiledUs.toFixed(1)} (${(f.compiledShare * 100).toFixed(0)}% compiled)`).join(', ')}`,
+      ]),
   `start-up (process ready → first record): raw ${startupMs(a)} ms, drain ${startupMs(b)} ms`,
   `Firestore writes per 10k records: ${per10k(b.firestoreWrites, b)} (null sink, ${per10k(b.commits ?? 0, b)} commits per 10k at BATCH_MAX_RECORDS=${batch ?? 'default'}), ${per10k(b4.firestoreWrites, b4)} at 4N: O(batches)`,
   `tasks (storage-write, 16 partitions, ${records} records): ${executions.map((x) => `${x.tasks} task(s) ${x.rate}/s [${x.perTask.join(', ')}]`).join(', ')} (2 cores here: expect it to flatten)`,
@@ -446,6 +506,7 @@ writeFileSync(
         ]),
       ),
       executions,
+      recordPath: paths,
       repeats: {
         rawN: aRuns.cpuPerRecordUs,
         rawQuad: a4Runs.cpuPerRecordUs,
@@ -455,6 +516,7 @@ writeFileSync(
         rowsPerSecondN: { storageWrite: writeRounds.map(drainRate), writer: writerRounds.map(drainRate) },
         storageWriteQuad: c4Runs.cpuPerRecordUs,
         quadRatios,
+        formatsN: Object.fromEntries(formatRuns.map((f) => [f.name, f.n.cpuPerRecordUs])),
       },
       cpuRatios: {
         storageWriteToRaw: ratio(c),

@@ -1,6 +1,8 @@
 import { isUtf8 } from 'node:buffer';
 import type { JsonValue } from '../kernel/records.js';
 import type { SchemaField } from '../schema/table-schema.js';
+import { JsonCursor } from '../sinks/json-cursor.js';
+import { readingOf, readRecord } from '../sinks/json-reader.js';
 import { type CompiledSchema, columnName, joinPath, UnmappableSchemaError, ValueError } from './mapped.js';
 
 /**
@@ -27,7 +29,8 @@ export function compileJsonSchema(text: string): CompiledSchema {
   } catch (error) {
     throw new UnmappableSchemaError(`the JSON Schema is not JSON: ${(error as Error).message}`);
   }
-  const mapping = new JsonSchemaMapper(root).map(root, '#');
+  const mapper = new JsonSchemaMapper(root);
+  const mapping = mapper.map(root, '#');
   if (mapping.type !== 'RECORD' || mapping.repeated)
     throw new UnmappableSchemaError(
       'the JSON Schema is not an object with properties: a table needs named fields',
@@ -37,6 +40,16 @@ export function compileJsonSchema(text: string): CompiledSchema {
   return {
     fields: mapping.fields!,
     recordName: () => title,
+    rows(target) {
+      // The values are JSON text: where the schema's columns are the values' own fields (no JSON column,
+      // no renamed property, no array of arrays), the JSON path's one-pass reader writes the row from the
+      // text after the header, as the general path would (fields the schema does not name are left out).
+      if (!mapper.plain) return undefined;
+      const reading = readingOf({ fields: mapping.fields!, unknownFields: 'ignore' }, target, false);
+      if (reading === undefined) return undefined;
+      const c = new JsonCursor();
+      return (writer, payload, start) => readRecord(c, payload.subarray(start), reading, writer) >= 0;
+    },
     decode(payload) {
       let value: JsonValue;
       try {
@@ -54,19 +67,21 @@ export function compileJsonSchema(text: string): CompiledSchema {
 
 class JsonSchemaMapper {
   private readonly mapping = new Set<string>();
+  /** Every column is a field of the values as it is: no JSON column, renamed property or wrapped array. */
+  plain = true;
 
   constructor(private readonly root: Json) {}
 
   map(schema: unknown, at: string): Mapping {
     if (schema === true || schema === undefined || schema === null || typeof schema !== 'object')
-      return jsonColumn(true);
+      return this.json(true);
     const s = schema as Json;
     if (typeof s.$ref === 'string') return this.ref(s.$ref);
     const alternatives = (s.anyOf ?? s.oneOf) as unknown[] | undefined;
     if (Array.isArray(alternatives)) {
       const others = alternatives.filter((a) => !isNullSchema(a));
       if (others.length === 1) return { ...this.map(others[0], at), nullable: true };
-      return jsonColumn(others.length < alternatives.length);
+      return this.json(others.length < alternatives.length);
     }
     const types = Array.isArray(s.type) ? (s.type as string[]) : typeof s.type === 'string' ? [s.type] : [];
     const nullable = types.includes('null');
@@ -92,12 +107,12 @@ class JsonSchemaMapper {
       case 'boolean':
         return { type: 'BOOL', nullable, repeated: false, convert: (v) => v };
       case 'object':
-        return s.properties === undefined ? jsonColumn(nullable) : { ...this.object(s, at), nullable };
+        return s.properties === undefined ? this.json(nullable) : { ...this.object(s, at), nullable };
       case 'array': {
-        if (s.items === undefined || Array.isArray(s.items)) return jsonColumn(nullable);
+        if (s.items === undefined || Array.isArray(s.items)) return this.json(nullable);
         const items = this.map(s.items, `${at}/items`);
         // BigQuery has no array of arrays: an inner array becomes a record holding it.
-        const item = items.repeated ? wrapRepeated(items) : items;
+        const item = items.repeated ? this.wrapped(items) : items;
         return {
           type: item.type,
           nullable,
@@ -110,8 +125,18 @@ class JsonSchemaMapper {
         };
       }
       default:
-        return jsonColumn(nullable);
+        return this.json(nullable);
     }
+  }
+
+  private json(nullable: boolean): Mapping {
+    this.plain = false;
+    return jsonColumn(nullable);
+  }
+
+  private wrapped(inner: Mapping): Mapping {
+    this.plain = false;
+    return wrapRepeated(inner);
   }
 
   private object(s: Json, at: string): Mapping {
@@ -125,6 +150,7 @@ class JsonSchemaMapper {
         column: columnName(name),
         mapping: this.map(schema, `${at}/properties/${name}`),
       }));
+      if (properties.some((p) => p.name !== p.column)) this.plain = false;
       return {
         type: 'RECORD',
         nullable: false,

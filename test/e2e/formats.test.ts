@@ -598,6 +598,55 @@ describe('JSON Schema through the registry', () => {
       },
     ]);
   });
+
+  test('straight to the rows (no JSON column, no renamed field): exact values, fields the schema lacks left out', async () => {
+    const pipeline = await valuesPipeline({ VALUE_FORMAT: 'json-schema' });
+    const schema = {
+      title: 'Order',
+      type: 'object',
+      required: ['id'],
+      properties: {
+        id: { type: 'integer' },
+        created: { type: ['string', 'null'], format: 'date-time' },
+        day: { type: 'string', format: 'date' },
+        score: { type: 'number' },
+        ship: { type: 'object', properties: { city: { type: 'string' }, zip: { type: 'integer' } } },
+        lines: {
+          type: 'array',
+          items: { type: 'object', properties: { sku: { type: 'string' }, units: { type: 'integer' } } },
+        },
+      },
+    };
+    await pythonProduce({
+      topic: pipeline.topic,
+      format: 'json-schema',
+      schema: JSON.stringify(schema),
+      partition: 0,
+      values: `[{"id": 9007199254740991, "created": "2024-03-01T00:00:00.5+02:00", "day": "2024-02-29", "score": 0.1,
+                 "ship": {"city": "Köln", "zip": 50667, "floor": 3}, "lines": [{"sku": "a\\"b", "units": -2}], "extra": "x"},
+                {"id": -1, "created": None}]`,
+    });
+    const run = await runJob(pipeline.env);
+    expect(run.code, errorsOf(run.lines)).toBe(0);
+    expect(run.summary).toMatchObject({ rowsWritten: 2, deadLettered: 0 });
+    expect(
+      await rowsOf(
+        clients,
+        pipeline,
+        `CAST(id AS STRING) AS id, FORMAT_TIMESTAMP('%Y-%m-%dT%H:%M:%E6S', created) AS created, CAST(day AS STRING) AS day, score, ship, lines`,
+      ),
+    ).toEqual([
+      { id: '-1', created: null, day: null, score: null, ship: null, lines: [] },
+      {
+        id: '9007199254740991',
+        created: '2024-02-29T22:00:00.500000',
+        day: '2024-02-29',
+        score: 0.1,
+        ship: { city: 'Köln', zip: 50667 },
+        lines: [{ sku: 'a"b', units: -2 }],
+      },
+    ]);
+  });
 });
 
 describe('table layout', () => {
