@@ -25,7 +25,15 @@ export type Plan = {
   readonly required: boolean;
 } & (
   | { readonly kind: Scalar }
-  | { readonly kind: 'decimal'; readonly scale: number; readonly plain: RegExp }
+  | {
+      readonly kind: 'decimal';
+      readonly scale: number;
+      readonly plain: RegExp;
+      /** A `fixed` decimal's size; -1: `bytes`, its length first. */
+      readonly size: number;
+    }
+  | { readonly kind: 'enum'; readonly symbols: readonly Buffer[] }
+  | { readonly kind: 'fixed'; readonly size: number }
   | { readonly kind: 'record'; readonly fields: readonly Plan[] }
   | { readonly kind: 'array'; readonly item: Plan }
 );
@@ -127,21 +135,51 @@ function planOf(type: unknown, column: SchemaField, number: number): Plan | unde
   if (decimal !== undefined) {
     const plain = plainText[column.type];
     if (plain === undefined) return undefined;
-    return { tag: (number << 3) | 2, nullBranch, required, kind: 'decimal', scale: decimal, plain };
+    const { scale, size } = decimal;
+    return { tag: (number << 3) | 2, nullBranch, required, kind: 'decimal', scale, plain, size };
   }
+  const named = namedOf(inner, column);
+  if (named !== undefined) return { tag: (number << 3) | 2, nullBranch, required, ...named };
   const kind = scalarOf(inner);
   if (kind === undefined || !columnTypes[kind].includes(column.type)) return undefined;
   return { tag: (number << 3) | wireOf[kind], nullBranch, required, kind };
 }
 
-/** A decimal's scale (Avro bytes with logicalType decimal, valid precision and scale), or undefined. */
-function decimalOf(type: unknown): number | undefined {
+/**
+ * A decimal's scale and size (Avro bytes, or fixed of a size, with logicalType decimal and a valid
+ * precision and scale), or undefined.
+ */
+function decimalOf(type: unknown): { scale: number; size: number } | undefined {
   if (type === null || typeof type !== 'object') return undefined;
-  const { type: base, logicalType, precision, scale = 0 } = type as Record<string, unknown>;
-  if (logicalType !== 'decimal' || base !== 'bytes') return undefined;
+  const { type: base, logicalType, precision, scale = 0, size } = type as Record<string, unknown>;
+  if (logicalType !== 'decimal' || (base !== 'bytes' && base !== 'fixed')) return undefined;
   if (!Number.isInteger(precision) || !Number.isInteger(scale)) return undefined;
+  if (base === 'fixed' && !(Number.isInteger(size) && (size as number) > 0)) return undefined;
   const [p, s] = [precision as number, scale as number];
-  return p >= 1 && s >= 0 && s <= p ? s : undefined;
+  return p >= 1 && s >= 0 && s <= p
+    ? { scale: s, size: base === 'fixed' ? (size as number) : -1 }
+    : undefined;
+}
+
+/** An enum onto a STRING column (its symbols' text), a plain `fixed` onto BYTES; else undefined. */
+function namedOf(
+  type: unknown,
+  column: SchemaField,
+): { kind: 'enum'; symbols: Buffer[] } | { kind: 'fixed'; size: number } | undefined {
+  if (type === null || typeof type !== 'object') return undefined;
+  const { type: base, symbols, size, logicalType } = type as Record<string, unknown>;
+  if (logicalType !== undefined || (type as Record<string, unknown>)['connect.name'] !== undefined)
+    return undefined;
+  if (
+    base === 'enum' &&
+    column.type === 'STRING' &&
+    Array.isArray(symbols) &&
+    symbols.every((x) => typeof x === 'string')
+  )
+    return { kind: 'enum', symbols: (symbols as string[]).map((x) => Buffer.from(x)) };
+  if (base === 'fixed' && column.type === 'BYTES' && Number.isInteger(size) && (size as number) >= 0)
+    return { kind: 'fixed', size: size as number };
+  return undefined;
 }
 
 function scalarOf(type: unknown): Scalar | undefined {
@@ -155,5 +193,6 @@ function scalarOf(type: unknown): Scalar | undefined {
   if (logicalType === 'date' && base === 'int') return 'date';
   if (logicalType === 'timestamp-millis' && base === 'long') return 'millis';
   if (logicalType === 'timestamp-micros' && base === 'long') return 'micros';
+  if (logicalType === 'uuid' && base === 'string') return 'string';
   return undefined;
 }

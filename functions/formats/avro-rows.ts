@@ -89,6 +89,22 @@ function writeValue(w: ProtoWriter, payload: Buffer, plan: Plan): boolean {
       return writeArray(w, payload, plan.item);
     case 'decimal':
       return writeDecimal(w, payload, plan);
+    case 'enum': {
+      const index = zigzag(payload);
+      const symbol = plan.symbols[index];
+      if (at.bad || symbol === undefined) return false;
+      w.varint(plan.tag);
+      w.bytes(symbol);
+      return true;
+    }
+    case 'fixed': {
+      const end = at.pos + plan.size;
+      if (end > payload.length) return false;
+      w.varint(plan.tag);
+      w.delimitedFrom(payload, at.pos, end);
+      at.pos = end;
+      return true;
+    }
     case 'boolean': {
       const byte = payload[at.pos++];
       if (byte !== 0 && byte !== 1) return false;
@@ -159,9 +175,9 @@ function writeArray(w: ProtoWriter, payload: Buffer, item: Plan): boolean {
   }
 }
 
-/** A decimal's bytes as the general path's exact text, within its column's digits. */
+/** A decimal's bytes (`bytes`: their length first; `fixed`: its size) as the general path's exact text. */
 function writeDecimal(w: ProtoWriter, payload: Buffer, plan: Extract<Plan, { kind: 'decimal' }>): boolean {
-  const length = zigzag(payload);
+  const length = plan.size >= 0 ? plan.size : zigzag(payload);
   const end = at.pos + length;
   if (at.bad || length < 0 || end > payload.length) return false;
   const text = decimalText(payload.subarray(at.pos, end), plan.scale);

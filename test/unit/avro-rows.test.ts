@@ -38,7 +38,18 @@ const kinds = {
   date: { type: 'int', logicalType: 'date' },
   millis: { type: 'long', logicalType: 'timestamp-millis' },
   micros: { type: 'long', logicalType: 'timestamp-micros' },
+  uuid: { type: 'string', logicalType: 'uuid' },
+  enum: { type: 'enum', name: 'Color', symbols: ['RED', 'GREEN', 'BLUE_3'] },
+  fixed: { type: 'fixed', name: 'Hash', size: 4 },
+  fixdec: { type: 'fixed', name: 'Money', size: 9, logicalType: 'decimal', precision: 20, scale: 3 },
 } as const;
+
+/** Named types (enum, fixed) are defined once: each use after the first gets a name of its own. */
+function named(type: unknown, suffix: string): unknown {
+  return typeof type === 'object' && type !== null && 'name' in type
+    ? { ...type, name: `${(type as { name: string }).name}${suffix}` }
+    : type;
+}
 
 const schema = {
   type: 'record',
@@ -46,8 +57,8 @@ const schema = {
   namespace: 'test',
   fields: Object.entries(kinds).flatMap(([name, type]) => [
     { name: `${name}_req`, type },
-    { name: `${name}_opt`, type: ['null', type], default: null },
-    { name: `${name}_last`, type: [type, 'null'] },
+    { name: `${name}_opt`, type: ['null', named(type, 'Opt')], default: null },
+    { name: `${name}_last`, type: [named(type, 'Last'), 'null'] },
   ]),
 };
 
@@ -101,7 +112,18 @@ function sampleOf(kind: keyof typeof kinds, next: () => number): unknown {
         1e-300,
       ]);
     case 'string':
+    case 'uuid':
       return pick(next, ['', 'a', 'ünïcødé ✓ 😀', '\uFEFFbom', 'x'.repeat(70_000), String(next())]);
+    case 'enum':
+      return pick(next, [0, 1, 2, 2, 3]); // 3: no such symbol
+    case 'fixed':
+      return Buffer.from([0, 255, 128, Math.floor(next() * 256)]);
+    case 'fixdec': {
+      const b = Buffer.alloc(9);
+      for (let i = 0; i < 9; i++) b[i] = Math.floor(next() * 256);
+      if (next() < 0.5) b.fill(next() < 0.5 ? 0 : 255, 0, 5); // small magnitudes of both signs
+      return b;
+    }
     case 'bytes':
       return pick(next, [Buffer.alloc(0), Buffer.from([0, 255, 128]), Buffer.alloc(300, 7)]);
   }
@@ -140,10 +162,16 @@ function encodeValue(kind: keyof typeof kinds, v: unknown): Buffer {
       b.writeDoubleLE(v as number);
       return b;
     }
-    case 'string': {
+    case 'string':
+    case 'uuid': {
       const bytes = Buffer.from(v as string, 'utf8');
       return Buffer.concat([Buffer.from(zigzag(BigInt(bytes.length))), bytes]);
     }
+    case 'enum':
+      return Buffer.from(zigzag(BigInt(v as number)));
+    case 'fixed':
+    case 'fixdec':
+      return v as Buffer;
     case 'bytes':
       return Buffer.concat([Buffer.from(zigzag(BigInt((v as Buffer).length))), v as Buffer]);
   }
@@ -257,13 +285,16 @@ describe('the compiled Avro path', () => {
     expect(rows(new ProtoWriter(), badBool, 0)).toBe(false);
   });
 
-  test('not compiled: maps, enums, arrays of nullable items, decimals onto STRING, a field the table lacks, a metadata name', () => {
+  test('not compiled: maps, unknown logical types, arrays of nullable items, decimals onto STRING, a field the table lacks, a metadata name', () => {
     const tableOf = (fields: object[]) => {
       const c = compileAvro(JSON.stringify({ type: 'record', name: 'R', fields }));
       return c.rows?.(targetTableSchema(c.fields, { headers: false, keyText: false }));
     };
     expect(tableOf([{ name: 'm', type: { type: 'map', values: 'int' } }])).toBeUndefined();
-    expect(tableOf([{ name: 'e', type: { type: 'enum', name: 'E', symbols: ['A'] } }])).toBeUndefined();
+    expect(tableOf([{ name: 'e', type: { type: 'enum', name: 'E', symbols: ['A'] } }])).toBeDefined();
+    expect(
+      tableOf([{ name: 'd', type: { type: 'fixed', name: 'D', size: 12, logicalType: 'duration' } }]),
+    ).toBeUndefined();
     expect(tableOf([{ name: 'a', type: { type: 'array', items: ['null', 'int'] } }])).toBeUndefined();
     expect(
       tableOf([{ name: 'd', type: { type: 'bytes', logicalType: 'decimal', precision: 80, scale: 40 } }]),
