@@ -11,12 +11,11 @@
  * record gets exactly the fate and the bytes that path gives it (`test/unit/avro-rows.test.ts` compares
  * them on randomized records).
  */
-import { isUtf8 } from 'node:buffer';
 import type { SchemaField } from '../schema/table-schema.js';
 import type { ProtoWriter } from '../sinks/proto-writer.js';
 import { fieldPlans, maxDays, minDays, type Plan } from './avro-plans.js';
 import { decimalOf as decimalText } from './avro-types.js';
-import type { CompiledRows } from './mapped.js';
+import { type CompiledRows, isUtf8At } from './mapped.js';
 
 export type AvroRows = CompiledRows;
 
@@ -151,7 +150,7 @@ function writeValue(w: ProtoWriter, payload: Buffer, plan: Plan): boolean {
       const length = zigzag(payload);
       const end = at.pos + length;
       if (at.bad || length < 0 || end > payload.length) return false;
-      if (plan.kind === 'string' && !isUtf8(payload.subarray(at.pos, end))) return false;
+      if (plan.kind === 'string' && !isUtf8At(payload, at.pos, end)) return false;
       w.varint(plan.tag);
       w.delimitedFrom(payload, at.pos, end);
       at.pos = end;

@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import type { JsonValue } from '../kernel/records.js';
 import type { SchemaField } from '../schema/table-schema.js';
 import type { ProtoWriter } from '../sinks/proto-writer.js';
@@ -21,6 +22,15 @@ export interface CompiledSchema {
   rows?(target: readonly SchemaField[]): CompiledRows | undefined;
   /** The full name of the record type a payload holds (a route's `when: {recordName}`), if it has one. */
   recordName?(payload: Buffer): string | undefined;
+}
+
+/**
+ * Whether bytes `start` to `end` are UTF-8: ASCII (most text) checked byte by byte, the rest by Node (a
+ * view of the bytes costs more than checking a short ASCII string).
+ */
+export function isUtf8At(bytes: Buffer, start: number, end: number): boolean {
+  for (let i = start; i < end; i++) if (bytes[i]! >= 0x80) return isUtf8(bytes.subarray(i, end));
+  return true;
 }
 
 /** A value the table cannot hold, with the path of the field (`items[3].price`). */

@@ -10,8 +10,8 @@
  * REQUIRED column, a truncated payload) makes it say false, and the record takes the general path
  * (`test/unit/protobuf-rows.test.ts` compares both, byte for byte, on randomized messages).
  */
-import { isUtf8 } from 'node:buffer';
 import type { ProtoWriter } from '../sinks/proto-writer.js';
+import { isUtf8At } from './mapped.js';
 import type { FieldPlan, MessagePlan } from './protobuf-plans.js';
 import {
   at,
@@ -175,7 +175,7 @@ function writeDelimited(w: ProtoWriter, p: Buffer, end: number, field: FieldPlan
   if (stop > end) return false;
   switch (field.kind) {
     case 'string':
-      if (!isUtf8(p.subarray(start, stop))) return false;
+      if (!isUtf8At(p, start, stop)) return false;
       w.varint(field.tag);
       w.delimitedFrom(p, start, stop);
       break;
