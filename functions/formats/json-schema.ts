@@ -50,6 +50,7 @@ export function compileJsonSchema(text: string): CompiledSchema {
       const c = new JsonCursor();
       return (writer, payload, start) => readRecord(c, payload.subarray(start), reading, writer) >= 0;
     },
+    ...(mapper.plain ? { textFields: mapping.fields! } : {}),
     decode(payload) {
       let value: JsonValue;
       try {

@@ -20,6 +20,12 @@ export interface CompiledSchema {
    * where the format compiles such a path for this schema (avro-rows.ts); undefined: never.
    */
   rows?(target: readonly SchemaField[]): CompiledRows | undefined;
+  /**
+   * Where the payload is JSON text whose fields are the columns as they are (JSON Schema without JSON
+   * columns or renamed properties), those columns: the modes that send rows as JSON text (insert-all,
+   * merge, load) may send the payload's own text, read as JSON records are (row-text.ts).
+   */
+  readonly textFields?: readonly SchemaField[];
   /** The full name of the record type a payload holds (a route's `when: {recordName}`), if it has one. */
   recordName?(payload: Buffer): string | undefined;
 }

@@ -34,6 +34,12 @@ export interface ValueFormat {
    * way (decode, validate, encode). Absent: the format has no such path.
    */
   directRows?(target: readonly SchemaField[]): (writer: ProtoWriter, record: KafkaRecord) => boolean;
+  /**
+   * The columns a record's payload holds as JSON text of just those fields (its schema's `textFields`),
+   * after the wire format's header: the modes that send rows as JSON text may send that text. Undefined:
+   * the general way.
+   */
+  textFields?(record: KafkaRecord): readonly SchemaField[] | undefined;
 }
 
 export type DecodedValue =
@@ -187,6 +193,12 @@ export function createRegistryFormat(options: RegistryFormatOptions): ValueForma
         }
         return rows?.(writer, value, 5) === true;
       };
+    },
+    textFields(record) {
+      const value = record.value;
+      if (value === null || value.length < 5 || value[0] !== 0) return undefined;
+      const entry = known.get(value.readUInt32BE(1));
+      return entry !== undefined && 'compiled' in entry ? entry.compiled.textFields : undefined;
     },
     decode(value) {
       const header = readWireHeader(value);

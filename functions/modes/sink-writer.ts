@@ -1,8 +1,9 @@
 import { crashPoint } from '../kernel/crash-points.js';
 import type { BatchToWrite, DeadLetters, Sink, Writer, WrittenBatch } from '../kernel/ports.js';
-import type { DeadLetter, RowToInsert } from '../kernel/records.js';
-import { classifyEach, directShape, type RecordPolicy } from '../records/classify.js';
+import type { DeadLetter, KafkaRecord, RowToInsert } from '../kernel/records.js';
+import { classifyEach, directFormat, directShape, type RecordPolicy } from '../records/classify.js';
 import { type RowShape, rowKey } from '../records/records.js';
+import type { SchemaField } from '../schema/table-schema.js';
 import type { ErrorTable } from '../sinks/contracts.js';
 import { compileRowText, type RowText } from '../sinks/row-text.js';
 import { publishDeadLetters } from './dead-letters.js';
@@ -37,11 +38,42 @@ export function createMergeWriter(options: SinkWriterOptions & { readonly errorT
  */
 export function rowTexts(): (policy: RecordPolicy) => RowText | undefined {
   const compiled = new WeakMap<RowShape, RowText | null>();
+  const byFormat = new WeakMap<RowShape, RowText>();
   return (policy) => {
+    const format = directFormat(policy);
+    const textFields = format?.textFields?.bind(format);
+    if (textFields !== undefined) {
+      const shape = policy.shape!;
+      if (!byFormat.has(shape)) byFormat.set(shape, payloadTexts(shape, textFields));
+      return byFormat.get(shape);
+    }
     const shape = directShape(policy);
     if (shape === undefined) return undefined;
     if (!compiled.has(shape)) compiled.set(shape, compileRowText(shape) ?? null);
     return compiled.get(shape) ?? undefined;
+  };
+}
+
+/**
+ * A registry format's JSON text payloads (JSON Schema) as rows, read against their own schema's fields
+ * (compiled once per schema): as text nothing is skipped, so a field the schema does not name, which the
+ * general path leaves out, sends the record the general way.
+ */
+function payloadTexts(
+  shape: RowShape,
+  textFields: (record: KafkaRecord) => readonly SchemaField[] | undefined,
+): RowText {
+  const bySchema = new WeakMap<readonly SchemaField[], RowText | null>();
+  return (record, ingestedAt) => {
+    const fields = textFields(record);
+    if (fields === undefined) return undefined;
+    let text = bySchema.get(fields);
+    if (text === undefined) {
+      // After the wire format's 5-byte header.
+      text = compileRowText({ ...shape, fields }, 5) ?? null;
+      bySchema.set(fields, text);
+    }
+    return text?.(record, ingestedAt);
   };
 }
 

@@ -15,7 +15,7 @@ import { maxMs, type Out, readingOf, readRecord } from './json-reader.js';
  */
 export type RowText = (record: KafkaRecord, ingestedAt: Date) => string | undefined;
 
-export function compileRowText(shape: RowShape | undefined): RowText | undefined {
+export function compileRowText(shape: RowShape | undefined, headerBytes = 0): RowText | undefined {
   const reading = readingOf(shape, shape?.fields ?? [], true);
   if (reading === undefined) return undefined;
   const withKeyText = shape?.metadata?.keyText === true;
@@ -23,7 +23,8 @@ export function compileRowText(shape: RowShape | undefined): RowText | undefined
   const out = new NoOut();
   let topic = { name: '', json: '""' };
   return (record, ingestedAt) => {
-    const v = record.value;
+    // A registry format's value (JSON Schema) is JSON text after the wire format's header.
+    const v = headerBytes === 0 || record.value === null ? record.value : record.value.subarray(headerBytes);
     const open = readRecord(c, v, reading, out);
     const { timestamp, key } = record;
     if (open < 0 || !Number.isSafeInteger(timestamp) || Math.abs(timestamp) >= maxMs) return undefined;

@@ -599,8 +599,12 @@ describe('JSON Schema through the registry', () => {
     ]);
   });
 
-  test('straight to the rows (no JSON column, no renamed field): exact values, fields the schema lacks left out', async () => {
-    const pipeline = await valuesPipeline({ VALUE_FORMAT: 'json-schema' });
+  test.each([
+    'storage-write',
+    'insert-all',
+    'load',
+  ])('straight to the rows (no JSON column, no renamed field), %s: exact values, fields the schema lacks left out', async (mode) => {
+    const pipeline = await valuesPipeline({ VALUE_FORMAT: 'json-schema', BQ_WRITE_MODE: mode });
     const schema = {
       title: 'Order',
       type: 'object',

@@ -15,6 +15,7 @@ import { targetTableSchema } from '../../functions/schema/table-schema.js';
 import { metadataWriter } from '../../functions/sinks/json-transcoder.js';
 import { ProtoWriter } from '../../functions/sinks/proto-writer.js';
 import { compileRowEncoder } from '../../functions/sinks/row-encoder.js';
+import { compileRowText } from '../../functions/sinks/row-text.js';
 
 const schema = {
   title: 'Order',
@@ -216,6 +217,40 @@ describe('JSON Schema values straight to the rows', () => {
     expect(tally.general).toBeGreaterThan(500);
   });
 
+  test('as JSON text (insert-all, merge, load): what BigQuery reads is the general row, wherever the text is sent', () => {
+    const text = compileRowText({ ...shape, fields: compiled.textFields! }, 5)!;
+    const next = random(Number(process.env.JS_SEED ?? 6));
+    const tally = { direct: 0, general: 0 };
+    for (let i = 0; i < 5000; i++) {
+      const json = valueText(next);
+      const value = Buffer.concat([Buffer.from([0, 0, 0, 0, 9]), Buffer.from(json)]);
+      const record: KafkaRecord = {
+        topic: 't',
+        partition: 0,
+        offset: i,
+        timestamp: 1733300000123,
+        key: Buffer.from('k'),
+        value,
+        headers: {},
+      };
+      const sent = text(record, ingestedAt);
+      const made = toRow(record, ingestedAt, shape, format);
+      if (sent === undefined) {
+        tally.general++;
+        continue;
+      }
+      tally.direct++;
+      if (isDeadLetter(made))
+        throw new Error(`value ${i} ${json}: the general path refuses it: ${made.message}`);
+      // A missing field, a null and an empty REPEATED are all NULL / [] to BigQuery.
+      expect(bigQueryReads(JSON.parse(sent)), `value ${i} ${json}`).toEqual(
+        bigQueryReads(JSON.parse(JSON.stringify(made.row))),
+      );
+    }
+    expect(tally.direct).toBeGreaterThan(300);
+    expect(tally.general).toBeGreaterThan(500);
+  });
+
   test('not direct: a JSON column, a renamed property, an array of arrays', () => {
     const of = (properties: object) => {
       const c = compileJsonSchema(JSON.stringify({ type: 'object', properties }));
@@ -229,6 +264,17 @@ describe('JSON Schema values straight to the rows', () => {
     ).toBeUndefined();
   });
 });
+
+/** A row as BigQuery reads it: fields that are null or empty REPEATED are the same as absent. */
+function bigQueryReads(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(bigQueryReads);
+  if (v === null || typeof v !== 'object') return v;
+  return Object.fromEntries(
+    Object.entries(v)
+      .filter(([, x]) => x !== null && !(Array.isArray(x) && x.length === 0))
+      .map(([k, x]) => [k, bigQueryReads(x)]),
+  );
+}
 
 /** A message's top-level fields as [tag, bytes] sorted by field number (stable within one number). */
 function sortedFields(message: Buffer, target: readonly unknown[]): [number, string][] {
