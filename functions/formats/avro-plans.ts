@@ -20,6 +20,8 @@ export type Scalar =
 export type Plan = {
   /** The column's tag (field number and wire type). */
   readonly tag: number;
+  /** A record field's column name as JSON text (`"name":`), for rows sent as JSON text (avro-text.ts). */
+  readonly key?: string;
   /** The union's branch that is null (-1: not a union with null). */
   readonly nullBranch: number;
   readonly required: boolean;
@@ -32,7 +34,7 @@ export type Plan = {
       /** A `fixed` decimal's size; -1: `bytes`, its length first. */
       readonly size: number;
     }
-  | { readonly kind: 'enum'; readonly symbols: readonly Buffer[] }
+  | { readonly kind: 'enum'; readonly symbols: readonly Buffer[]; readonly texts: readonly string[] }
   | { readonly kind: 'fixed'; readonly size: number }
   | { readonly kind: 'record'; readonly fields: readonly Plan[] }
   | { readonly kind: 'array'; readonly item: Plan }
@@ -97,7 +99,7 @@ export function fieldPlans(
     const plan = planOf(field.type, column, index + 1);
     if (plan === undefined) return undefined;
     seen.add(column.name);
-    plans.push(plan);
+    plans.push({ ...plan, key: `${JSON.stringify(column.name)}:` });
   }
   // A REQUIRED column the schema does not fill: the general path says so of each record.
   if (columns.some((c) => c.mode === 'REQUIRED' && !seen.has(c.name) && !(top && reserved.has(c.name))))
@@ -165,7 +167,7 @@ function decimalOf(type: unknown): { scale: number; size: number } | undefined {
 function namedOf(
   type: unknown,
   column: SchemaField,
-): { kind: 'enum'; symbols: Buffer[] } | { kind: 'fixed'; size: number } | undefined {
+): { kind: 'enum'; symbols: Buffer[]; texts: string[] } | { kind: 'fixed'; size: number } | undefined {
   if (type === null || typeof type !== 'object') return undefined;
   const { type: base, symbols, size, logicalType } = type as Record<string, unknown>;
   if (logicalType !== undefined || (type as Record<string, unknown>)['connect.name'] !== undefined)
@@ -176,7 +178,11 @@ function namedOf(
     Array.isArray(symbols) &&
     symbols.every((x) => typeof x === 'string')
   )
-    return { kind: 'enum', symbols: (symbols as string[]).map((x) => Buffer.from(x)) };
+    return {
+      kind: 'enum',
+      symbols: (symbols as string[]).map((x) => Buffer.from(x)),
+      texts: (symbols as string[]).map((x) => JSON.stringify(x)),
+    };
   if (base === 'fixed' && column.type === 'BYTES' && Number.isInteger(size) && (size as number) >= 0)
     return { kind: 'fixed', size: size as number };
   return undefined;

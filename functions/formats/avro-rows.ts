@@ -5,7 +5,7 @@
  * record of primitives (boolean, int, long, float, double, string, bytes), `date`, `timestamp-millis`,
  * `timestamp-micros`, `decimal` (bytes), nested records and arrays of any of these, each maybe in a union
  * with null, each onto a column of the same name and its type.
- * Any other schema is not compiled (undefined), and any value the path is not sure of (a long beyond 2^53,
+ * Any other schema is not compiled (undefined), and any value the path is not sure of (a long beyond ±2^52,
  * a timestamp outside the years 1684 to 2255 that microseconds hold exactly in a double, text that is not
  * UTF-8, a null for a REQUIRED column) makes it say false: that record takes the general path, so every
  * record gets exactly the fate and the bytes that path gives it (`test/unit/avro-rows.test.ts` compares
@@ -29,10 +29,10 @@ export function compileAvroRows(schema: unknown, target: readonly SchemaField[])
 }
 
 /** Where reading stands; `bad` when a varint ran past the payload or beyond what a double holds exactly. */
-const at = { pos: 0, bad: false };
+export const at = { pos: 0, bad: false };
 
 /** A zigzag varint (Avro's int and long) as a safe integer; sets `at.bad` otherwise. */
-function zigzag(payload: Buffer): number {
+export function zigzag(payload: Buffer): number {
   let value = 0;
   let scale = 1;
   for (;;) {

@@ -155,7 +155,7 @@ function timestampMapping(logicalType: string, micros: (v: unknown) => bigint): 
 }
 
 /** Microseconds since the epoch (a safe number in years 0000-9999) → `YYYY-MM-DDTHH:MM:SS.ffffff`. */
-function isoMicros(micros: number): string {
+export function isoMicros(micros: number): string {
   const ms = Math.floor(micros / 1000);
   const iso = new Date(ms).toISOString();
   if (iso.length !== 24) return microsText(BigInt(micros));

@@ -3,6 +3,7 @@ import type { JsonValue } from '../kernel/records.js';
 import type { SchemaField } from '../schema/table-schema.js';
 import { exactLong } from './avro-long.js';
 import { compileAvroRows } from './avro-rows.js';
+import { compileAvroText } from './avro-text.js';
 import {
   type AvroSchema,
   bytesMapping,
@@ -53,6 +54,7 @@ export function compileAvro(schemaText: string): AvroCompiled {
     decode: (payload) => convert(readAvro(() => type.fromBuffer(payload), name)),
     recordName: () => type.name,
     rows: (target) => compileAvroRows(schema, target),
+    membersText: (columns) => compileAvroText(schema, columns),
   };
 }
 

@@ -40,6 +40,11 @@ export interface ValueFormat {
    * the general way.
    */
   textFields?(record: KafkaRecord): readonly SchemaField[] | undefined;
+  /**
+   * A record's fields as the members of its row's JSON text, straight from its bytes onto `columns` (the
+   * table's user columns), for the schemas with such a path (Avro): undefined, the general way.
+   */
+  membersText?(columns: readonly SchemaField[]): (record: KafkaRecord) => string | undefined;
 }
 
 export type DecodedValue =
@@ -192,6 +197,23 @@ export function createRegistryFormat(options: RegistryFormatOptions): ValueForma
           byId.set(id, rows);
         }
         return rows?.(writer, value, 5) === true;
+      };
+    },
+    membersText(columns) {
+      // Per schema id, compiled the first time a record names it (null: no such path for it).
+      const byId = new Map<number, ((payload: Buffer, start: number) => string | undefined) | null>();
+      return (record) => {
+        const value = record.value;
+        if (value === null || value.length < 5 || value[0] !== 0) return undefined;
+        const id = value.readUInt32BE(1);
+        let text = byId.get(id);
+        if (text === undefined) {
+          const entry = known.get(id);
+          if (entry === undefined) return undefined;
+          text = ('compiled' in entry ? entry.compiled.membersText?.(columns) : undefined) ?? null;
+          byId.set(id, text);
+        }
+        return text?.(value, 5);
       };
     },
     textFields(record) {

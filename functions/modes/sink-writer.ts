@@ -1,3 +1,4 @@
+import type { ValueFormat } from '../formats/value-format.js';
 import { crashPoint } from '../kernel/crash-points.js';
 import type { BatchToWrite, DeadLetters, Sink, Writer, WrittenBatch } from '../kernel/ports.js';
 import type { DeadLetter, KafkaRecord, RowToInsert } from '../kernel/records.js';
@@ -5,7 +6,7 @@ import { classifyEach, directFormat, directShape, type RecordPolicy } from '../r
 import { type RowShape, rowKey } from '../records/records.js';
 import type { SchemaField } from '../schema/table-schema.js';
 import type { ErrorTable } from '../sinks/contracts.js';
-import { compileRowText, type RowText } from '../sinks/row-text.js';
+import { compileRowText, metadataText, type RowText } from '../sinks/row-text.js';
 import { publishDeadLetters } from './dead-letters.js';
 
 export interface SinkWriterOptions {
@@ -41,10 +42,9 @@ export function rowTexts(): (policy: RecordPolicy) => RowText | undefined {
   const byFormat = new WeakMap<RowShape, RowText>();
   return (policy) => {
     const format = directFormat(policy);
-    const textFields = format?.textFields?.bind(format);
-    if (textFields !== undefined) {
+    if (format !== undefined && policy.shape?.metadata?.headers !== true) {
       const shape = policy.shape!;
-      if (!byFormat.has(shape)) byFormat.set(shape, payloadTexts(shape, textFields));
+      if (!byFormat.has(shape)) byFormat.set(shape, formatTexts(shape, format));
       return byFormat.get(shape);
     }
     const shape = directShape(policy);
@@ -74,6 +74,23 @@ function payloadTexts(
       bySchema.set(fields, text);
     }
     return text?.(record, ingestedAt);
+  };
+}
+
+/**
+ * A registry format's records as row text where the format has a path for their schema: Avro's fields
+ * written from the binary, JSON Schema's own text.
+ */
+function formatTexts(shape: RowShape, format: ValueFormat): RowText {
+  const members = format.membersText?.(shape.fields);
+  const metadata = metadataText(shape.metadata?.keyText === true);
+  const own =
+    format.textFields === undefined ? undefined : payloadTexts(shape, format.textFields.bind(format));
+  return (record, ingestedAt) => {
+    const text = members?.(record);
+    if (text === undefined) return own?.(record, ingestedAt);
+    const head = metadata(record, ingestedAt);
+    return head === undefined ? undefined : `${head}${text === '' ? '' : ','}${text}}`;
   };
 }
 

@@ -18,22 +18,37 @@ export type RowText = (record: KafkaRecord, ingestedAt: Date) => string | undefi
 export function compileRowText(shape: RowShape | undefined, headerBytes = 0): RowText | undefined {
   const reading = readingOf(shape, shape?.fields ?? [], true);
   if (reading === undefined) return undefined;
-  const withKeyText = shape?.metadata?.keyText === true;
+  const metadata = metadataText(shape?.metadata?.keyText === true);
   const c = new JsonCursor();
   const out = new NoOut();
-  let topic = { name: '', json: '""' };
   return (record, ingestedAt) => {
     // A registry format's value (JSON Schema) is JSON text after the wire format's header.
     const v = headerBytes === 0 || record.value === null ? record.value : record.value.subarray(headerBytes);
     const open = readRecord(c, v, reading, out);
-    const { timestamp, key } = record;
-    if (open < 0 || !Number.isSafeInteger(timestamp) || Math.abs(timestamp) >= maxMs) return undefined;
-    if (record.topic !== topic.name) topic = { name: record.topic, json: JSON.stringify(record.topic) };
+    if (open < 0) return undefined;
+    const head = metadata(record, ingestedAt);
+    if (head === undefined) return undefined;
     c.at = open + 1;
     c.space();
     const empty = c.bytes[c.at] === 125;
-    // The metadata as the general path makes it, then the record's members and its closing brace.
-    return `{"_kafka_topic":${topic.json},"_kafka_partition":${record.partition},"_kafka_offset":${record.offset},"_kafka_timestamp":"${new Date(timestamp).toISOString()}","_kafka_key":${key === null ? 'null' : `"${key.toString('base64')}"`},"_ingested_at":"${ingestedText(ingestedAt)}"${withKeyText ? `,"_kafka_key_text":${JSON.stringify(keyText(key))}` : ''}${empty ? '' : ','}${v!.toString('utf8', open + 1, v!.length)}`;
+    // The metadata, then the record's members and its closing brace.
+    return `${head}${empty ? '' : ','}${v!.toString('utf8', open + 1, v!.length)}`;
+  };
+}
+
+/**
+ * A row's JSON text up to its user columns: `{` and the metadata columns as the general path makes them
+ * (no closing brace); undefined for a record whose Kafka timestamp that path writes otherwise.
+ */
+export function metadataText(
+  withKeyText: boolean,
+): (record: KafkaRecord, ingestedAt: Date) => string | undefined {
+  let topic = { name: '', json: '""' };
+  return (record, ingestedAt) => {
+    const { timestamp, key } = record;
+    if (!Number.isSafeInteger(timestamp) || Math.abs(timestamp) >= maxMs) return undefined;
+    if (record.topic !== topic.name) topic = { name: record.topic, json: JSON.stringify(record.topic) };
+    return `{"_kafka_topic":${topic.json},"_kafka_partition":${record.partition},"_kafka_offset":${record.offset},"_kafka_timestamp":"${new Date(timestamp).toISOString()}","_kafka_key":${key === null ? 'null' : `"${key.toString('base64')}"`},"_ingested_at":"${ingestedText(ingestedAt)}"${withKeyText ? `,"_kafka_key_text":${JSON.stringify(keyText(key))}` : ''}`;
   };
 }
 
