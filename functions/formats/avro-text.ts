@@ -41,14 +41,14 @@ function membersOf(payload: Buffer, plans: readonly Plan[]): string | undefined 
       }
       if (branch !== 1 - plan.nullBranch) return undefined;
     }
-    const value = valueOf(payload, plan);
+    const value = textOf(payload, plan);
     if (value === undefined) return undefined;
     out += out === '' ? `${plan.key}${value}` : `,${plan.key}${value}`;
   }
   return out;
 }
 
-function valueOf(payload: Buffer, plan: Plan): string | undefined {
+function textOf(payload: Buffer, plan: Plan): string | undefined {
   switch (plan.kind) {
     case 'record': {
       const members = membersOf(payload, plan.fields);
@@ -132,7 +132,7 @@ function arrayOf(payload: Buffer, item: Plan): string | undefined {
       if (at.bad) return undefined;
     }
     for (let i = 0; i < count; i++) {
-      const value = valueOf(payload, item);
+      const value = textOf(payload, item);
       if (value === undefined) return undefined;
       out += out === '' ? value : `,${value}`;
     }
