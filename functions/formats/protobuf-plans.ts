@@ -39,6 +39,8 @@ export interface FieldPlan {
   readonly kind: ProtoKind;
   /** The column's tag (field number and wire type) in the table's message. */
   readonly tag: number;
+  /** The column's name as JSON text (`"name":`), for rows sent as JSON text (protobuf-text.ts). */
+  readonly key: string;
   readonly repeated: boolean;
   /** Null when absent (message fields, oneof members, proto3 `optional`); else its default. */
   readonly presence: boolean;
@@ -188,6 +190,7 @@ function fieldPlan(
   if (repeated !== (column.mode === 'REPEATED')) return undefined;
   const resolved = field.resolvedType;
   const base = {
+    key: `${JSON.stringify(column.name)}:`,
     number: field.id,
     repeated,
     presence: field.partOf !== null || resolved instanceof protobuf.Type,

@@ -18,8 +18,10 @@ import {
   canonical,
   narrow,
   skip,
+  timestampMicros,
   varint,
   varint32,
+  wrappedAt,
   write32,
   write64,
   writeDefault,
@@ -37,7 +39,7 @@ export function writeMessage(
 }
 
 /** Finds where each field's value is (the last one's, as protobufjs keeps it) and counts repeated ones. */
-function scan(p: Buffer, start: number, end: number, plan: MessagePlan): boolean {
+export function scan(p: Buffer, start: number, end: number, plan: MessagePlan): boolean {
   const { fields, slotOf, found, counts, oneofSeen } = plan;
   found.fill(-1);
   counts.fill(0);
@@ -200,28 +202,10 @@ function writeDelimited(w: ProtoWriter, p: Buffer, end: number, field: FieldPlan
   return true;
 }
 
-/** google.protobuf.Timestamp (seconds 1, nanos 2) → microseconds, the nanoseconds cut toward the past. */
+/** google.protobuf.Timestamp → microseconds (timestampMicros), under the field's column. */
 function writeTimestamp(w: ProtoWriter, p: Buffer, start: number, stop: number, field: FieldPlan): boolean {
-  let seconds = 0;
-  let nanos = 0;
-  at.pos = start;
-  while (at.pos < stop) {
-    if (!varint32(p, stop) || at.hi !== 0) return false;
-    const number = at.lo >>> 3;
-    const wire = at.lo & 7;
-    if ((number === 1 || number === 2) && wire !== 0) return false;
-    if (number === 1) {
-      if (!varint(p, stop)) return false;
-      // Beyond ±2^21 in the high half, the seconds are far outside what microseconds hold exactly.
-      if (at.hi >= 0x200000 && at.hi < 0xffe00000) return false;
-      seconds = (at.hi | 0) * 4294967296 + at.lo;
-    } else if (number === 2) {
-      if (!varint32(p, stop)) return false;
-      nanos = at.lo | 0;
-    } else if (number === 0 || !skip(p, wire, stop)) return false;
-  }
-  const micros = seconds * 1_000_000 + Math.floor(nanos / 1000);
-  if (!Number.isSafeInteger(micros)) return false;
+  const micros = timestampMicros(p, start, stop);
+  if (micros === undefined) return false;
   w.varint(field.tag);
   w.integer(micros);
   return true;
@@ -229,19 +213,9 @@ function writeTimestamp(w: ProtoWriter, p: Buffer, start: number, stop: number, 
 
 /** A wrapper's value (field 1; absent: its default) under the wrapper field's column. */
 function writeWrapper(w: ProtoWriter, p: Buffer, start: number, stop: number, inner: FieldPlan): boolean {
-  let found = -1;
-  at.pos = start;
-  while (at.pos < stop) {
-    if (!varint32(p, stop) || at.hi !== 0) return false;
-    const number = at.lo >>> 3;
-    const wire = at.lo & 7;
-    if (number === 1) {
-      if (wire !== inner.wire) return false;
-      found = at.pos;
-      if (wire === 0 && narrow[inner.kind] ? !varint32(p, stop) : !skip(p, wire, stop)) return false;
-    } else if (number === 0 || !skip(p, wire, stop)) return false;
-  }
-  if (found < 0) {
+  const found = wrappedAt(p, start, stop, inner);
+  if (found === -2) return false;
+  if (found === -1) {
     writeDefault(w, inner);
     return true;
   }

@@ -164,3 +164,54 @@ export function write64(w: ProtoWriter, field: FieldPlan): boolean {
   w.varint64(at.lo, at.hi);
   return true;
 }
+
+/**
+ * google.protobuf.Timestamp (seconds 1, nanos 2) from `start` to `stop` → microseconds, the nanoseconds
+ * cut toward the past; undefined beyond what a double holds exactly (years about 1684–2255) or malformed.
+ */
+export function timestampMicros(p: Buffer, start: number, stop: number): number | undefined {
+  let seconds = 0;
+  let nanos = 0;
+  at.pos = start;
+  while (at.pos < stop) {
+    if (!varint32(p, stop) || at.hi !== 0) return undefined;
+    const number = at.lo >>> 3;
+    const wire = at.lo & 7;
+    if ((number === 1 || number === 2) && wire !== 0) return undefined;
+    if (number === 1) {
+      if (!varint(p, stop)) return undefined;
+      // Beyond ±2^21 in the high half, the seconds are far outside what microseconds hold exactly.
+      if (at.hi >= 0x200000 && at.hi < 0xffe00000) return undefined;
+      seconds = (at.hi | 0) * 4294967296 + at.lo;
+    } else if (number === 2) {
+      if (!varint32(p, stop)) return undefined;
+      nanos = at.lo | 0;
+    } else if (number === 0 || !skip(p, wire, stop)) return undefined;
+  }
+  const micros = seconds * 1_000_000 + Math.floor(nanos / 1000);
+  return Number.isSafeInteger(micros) ? micros : undefined;
+}
+
+/** Where a wrapper's value (field 1) starts from `start` to `stop`: -1 absent, -2 malformed. */
+export function wrappedAt(p: Buffer, start: number, stop: number, inner: FieldPlan): number {
+  let found = -1;
+  at.pos = start;
+  while (at.pos < stop) {
+    if (!varint32(p, stop) || at.hi !== 0) return -2;
+    const number = at.lo >>> 3;
+    const wire = at.lo & 7;
+    if (number === 1) {
+      if (wire !== inner.wire) return -2;
+      found = at.pos;
+      if (wire === 0 && narrow[inner.kind] ? !varint32(p, stop) : !skip(p, wire, stop)) return -2;
+    } else if (number === 0 || !skip(p, wire, stop)) return -2;
+  }
+  return found;
+}
+
+/** A 64-bit value in `at.lo`/`at.hi` as its kind reads it, signed (zigzag undone for sint64). */
+export function signed64(kind: string): { lo: number; hi: number } {
+  if (kind !== 'sint64') return { lo: at.lo, hi: at.hi };
+  const mask = -(at.lo & 1);
+  return { lo: (((at.lo >>> 1) | (at.hi << 31)) ^ mask) >>> 0, hi: ((at.hi >>> 1) ^ mask) >>> 0 };
+}

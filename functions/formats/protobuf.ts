@@ -1,5 +1,4 @@
 import protobuf from 'protobufjs';
-import descriptor from 'protobufjs/ext/descriptor/index.js';
 import type { JsonValue } from '../kernel/records.js';
 import {
   bigOf,
@@ -10,8 +9,10 @@ import {
   UnmappableSchemaError,
   ValueError,
 } from './mapped.js';
+import { addFile, wellKnownFiles } from './protobuf-files.js';
 import { type MessagePlan, messagePlan } from './protobuf-plans.js';
 import { writeMessage } from './protobuf-rows.js';
+import { textMessage } from './protobuf-text.js';
 import { type Mapping, mapKey, modeOf, scalar, structJson, wrappers } from './protobuf-types.js';
 import type { RegisteredSchema, SchemaRegistry } from './registry.js';
 import { readMessageIndexes } from './wire.js';
@@ -22,15 +23,6 @@ import { readMessageIndexes } from './wire.js';
  * version, and Google's well-known types are protobufjs's own. Each record names its message by the
  * wire format's index list; a message type compiles once to its columns and its conversion.
  */
-const wellKnownFiles = [
-  'google/protobuf/timestamp.proto',
-  'google/protobuf/duration.proto',
-  'google/protobuf/wrappers.proto',
-  'google/protobuf/struct.proto',
-  'google/protobuf/empty.proto',
-  'google/protobuf/any.proto',
-  'google/protobuf/field_mask.proto',
-];
 
 /** Compiles a registered Protobuf schema (and what it references) to a decoder of its messages. */
 export async function compileProtobuf(
@@ -79,27 +71,41 @@ export async function compileProtobuf(
   // The table's columns are the first message's, as the serializers' default (index [0]) writes it.
   const firstType = root.lookupType(topLevel[0]!);
   const first = compiledOf(firstType);
+  /** The message type a payload names by its message indexes (from `start`), and where its bytes begin. */
+  const messageAt = (payload: Buffer, start: number): { type: protobuf.Type; offset: number } | undefined => {
+    if (payload[start] === 0) return { type: firstType, offset: start + 1 };
+    const read = readMessageIndexes(payload, start);
+    const type = read.ok ? byIndexes(read.indexes) : undefined;
+    return type === undefined || !read.ok ? undefined : { type, offset: read.offset };
+  };
   return {
     fields: first.mapping.fields!,
+    membersText(columns) {
+      // As `rows`, per message type: the payload's fields as a row's JSON text (protobuf-text.ts).
+      const plans = new Map<protobuf.Type, MessagePlan | null>();
+      return (payload, start) => {
+        const read = messageAt(payload, start);
+        if (read === undefined) return undefined;
+        let plan = plans.get(read.type);
+        if (plan === undefined) {
+          plan = messagePlan(read.type, columns, true) ?? null;
+          plans.set(read.type, plan);
+        }
+        return plan === null ? undefined : textMessage(payload, read.offset, payload.length, plan);
+      };
+    },
     rows(target) {
       // Per message type the records name, its plan onto the table (null: the general path's).
       const plans = new Map<protobuf.Type, MessagePlan | null>();
       return (writer, payload, start) => {
-        let type: protobuf.Type | undefined = firstType;
-        let offset = start + 1;
-        if (payload[start] !== 0) {
-          const read = readMessageIndexes(payload, start);
-          if (!read.ok) return false;
-          type = byIndexes(read.indexes);
-          offset = read.offset;
-        }
-        if (type === undefined) return false;
-        let plan = plans.get(type);
+        const read = messageAt(payload, start);
+        if (read === undefined) return false;
+        let plan = plans.get(read.type);
         if (plan === undefined) {
-          plan = messagePlan(type, target, true) ?? null;
-          plans.set(type, plan);
+          plan = messagePlan(read.type, target, true) ?? null;
+          plans.set(read.type, plan);
         }
-        return plan !== null && writeMessage(writer, payload, offset, payload.length, plan);
+        return plan !== null && writeMessage(writer, payload, read.offset, payload.length, plan);
       };
     },
     recordName(payload) {
@@ -130,46 +136,6 @@ export async function compileProtobuf(
       return mapping.convert(message, '') as Record<string, JsonValue>;
     },
   };
-}
-
-/** Adds one file (text or base64 descriptor) to the root; returns its top-level messages' full names. */
-function addFile(root: protobuf.Root, text: string, name: string): string[] {
-  const trimmed = text.trim();
-  if (/^[A-Za-z0-9+/]+={0,2}$/.test(trimmed) && !/\b(message|syntax)\b/.test(trimmed)) {
-    try {
-      const file = descriptor.FileDescriptorProto.decode(Buffer.from(trimmed, 'base64')) as unknown as {
-        package?: string;
-        syntax?: string;
-        messageType?: { name: string }[];
-        enumType?: unknown[];
-      };
-      // As protobufjs's Root.fromDescriptor does, but into the shared root and without resolving yet:
-      // the file's imports (the well-known types, the references) are resolved with everything else.
-      const edition = file.syntax === 'proto3' ? 'proto3' : 'proto2';
-      const into = file.package ? root.define(file.package) : root;
-      const fromDescriptor = (kind: unknown) =>
-        (kind as { fromDescriptor(d: unknown, edition: string): protobuf.ReflectionObject }).fromDescriptor;
-      for (const m of file.messageType ?? []) into.add(fromDescriptor(protobuf.Type)(m, edition));
-      for (const e of file.enumType ?? []) into.add(fromDescriptor(protobuf.Enum)(e, edition));
-      const prefix = file.package ? `${file.package}.` : '';
-      return (file.messageType ?? []).map((m) => `${prefix}${m.name}`);
-    } catch (error) {
-      throw new UnmappableSchemaError(`${name}: not a Protobuf schema (${(error as Error).message})`);
-    }
-  }
-  let parsed: protobuf.IParserResult;
-  try {
-    parsed = protobuf.parse(text, root, { keepCase: true });
-  } catch (error) {
-    throw new UnmappableSchemaError(`${name}: not a Protobuf schema (${(error as Error).message})`);
-  }
-  // Declaration order, as the message indexes count: parse the file alone to see only its own messages.
-  const alone = protobuf.parse(text, new protobuf.Root(), { keepCase: true });
-  const ns = alone.package ? alone.root.lookup(alone.package) : alone.root;
-  const prefix = parsed.package ? `${parsed.package}.` : '';
-  return ((ns as protobuf.Namespace | null)?.nestedArray ?? [])
-    .filter((n) => n instanceof protobuf.Type)
-    .map((n) => `${prefix}${n.name}`);
 }
 
 class ProtobufMapper {

@@ -534,8 +534,17 @@ describe('Avro as row text in the modes that send JSON rows (the compiled path)'
 });
 
 describe('Protobuf straight to the rows (the compiled path: no maps, no Struct)', () => {
-  test('every scalar, enums, wrappers, Timestamps, nested and repeated: exact values from Python', async () => {
-    const pipeline = await valuesPipeline({ VALUE_FORMAT: 'protobuf' });
+  test.each([
+    'storage-write',
+    'insert-all',
+    'load',
+    'merge',
+  ])('%s: every scalar, enums, wrappers, Timestamps, nested and repeated: exact values from Python', async (mode) => {
+    const pipeline = await valuesPipeline({
+      VALUE_FORMAT: 'protobuf',
+      BQ_WRITE_MODE: mode,
+      ...(mode === 'merge' ? { BQ_PRIMARY_KEY: 'id' } : {}),
+    });
     const proto = `syntax = "proto3";
 package shop;
 import "google/protobuf/timestamp.proto";
