@@ -7,7 +7,6 @@
  */
 import { compileAvro } from '../functions/formats/avro.js';
 import { compileJsonSchema } from '../functions/formats/json-schema.js';
-import { type CompiledSchema, ValueError } from '../functions/formats/mapped.js';
 import { compileProtobuf } from '../functions/formats/protobuf.js';
 import type { SchemaRegistry } from '../functions/formats/registry.js';
 import type { ValueFormat } from '../functions/formats/value-format.js';
@@ -17,6 +16,7 @@ import { type SchemaField, targetTableSchema } from '../functions/schema/table-s
 import { compileTranscoder, metadataWriter, type Transcode } from '../functions/sinks/json-transcoder.js';
 import { ProtoWriter } from '../functions/sinks/proto-writer.js';
 import { compileRowEncoder } from '../functions/sinks/row-encoder.js';
+import { generalFormat } from '../test/support/differential.js';
 import { wideAvroSchema, wideAvroValue } from './avro-shape.js';
 import { wideJsonSchema, wideJsonSchemaValue, wideProto, wideProtobufValue } from './registry-shapes.js';
 import { wide } from './shapes.js';
@@ -31,21 +31,6 @@ export interface PathFigures {
 }
 
 const metadata = { headers: false, keyText: false };
-
-function formatOf(compiled: CompiledSchema, headerBytes: number): ValueFormat {
-  return {
-    name: 'avro',
-    prepare: async () => {},
-    decode(value) {
-      try {
-        return { ok: true, value: compiled.decode(value.subarray(headerBytes)) };
-      } catch (error) {
-        if (error instanceof ValueError) return { ok: false, kind: error.kind, message: error.message };
-        return { ok: false, kind: 'decode', message: (error as Error).message };
-      }
-    },
-  };
-}
 
 interface Subject {
   readonly format: string;
@@ -162,7 +147,11 @@ export async function recordPathFigures(count: number, rounds = 5): Promise<Path
       values: indexes.map((i) => value(i, 1)),
       shape,
       target,
-      valueFormat: formatOf(compiled, header),
+      valueFormat: generalFormat(
+        compiled,
+        format === 'Avro' ? 'avro' : format === 'Protobuf' ? 'protobuf' : 'json-schema',
+        header,
+      ),
       direct: (w, record, micros) => rows(w, record.value!, header) && meta(w, record, micros),
     });
   }

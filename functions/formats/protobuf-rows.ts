@@ -16,6 +16,7 @@ import type { FieldPlan, MessagePlan } from './protobuf-plans.js';
 import {
   at,
   canonical,
+  eachRepeated,
   narrow,
   skip,
   timestampMicros,
@@ -104,24 +105,7 @@ function writeFields(w: ProtoWriter, p: Buffer, end: number, plan: MessagePlan):
 
 /** Every occurrence of a repeated field from its first tag (`from`) to `end`, packed or not. */
 function writeRepeated(w: ProtoWriter, p: Buffer, from: number, end: number, field: FieldPlan): boolean {
-  at.pos = from;
-  while (at.pos < end) {
-    if (!varint32(p, end) || at.hi !== 0) return false;
-    const number = at.lo >>> 3;
-    const wire = at.lo & 7;
-    if (number !== field.number) {
-      if (!skip(p, wire, end)) return false;
-    } else if (wire === field.wire) {
-      if (!writeValue(w, p, end, field)) return false;
-    } else {
-      // Packed: a length, then the values one after another.
-      if (!varint32(p, end) || at.hi !== 0) return false;
-      const stop = at.pos + at.lo;
-      if (stop > end) return false;
-      while (at.pos < stop) if (!writeValue(w, p, stop, field)) return false;
-    }
-  }
-  return true;
+  return eachRepeated(p, from, end, field, (stop) => writeValue(w, p, stop, field));
 }
 
 /** One value at `at.pos` (after its tag), written under the column's tag. */

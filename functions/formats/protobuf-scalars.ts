@@ -215,3 +215,34 @@ export function signed64(kind: string): { lo: number; hi: number } {
   const mask = -(at.lo & 1);
   return { lo: (((at.lo >>> 1) | (at.hi << 31)) ^ mask) >>> 0, hi: ((at.hi >>> 1) ^ mask) >>> 0 };
 }
+
+/**
+ * Every value of a repeated field from its first tag (`from`) to `end`, packed or not, in order: `each(stop)`
+ * reads one at `at.pos` (not past `stop`). False when the reading or `each` fails.
+ */
+export function eachRepeated(
+  p: Buffer,
+  from: number,
+  end: number,
+  field: FieldPlan,
+  each: (stop: number) => boolean,
+): boolean {
+  at.pos = from;
+  while (at.pos < end) {
+    if (!varint32(p, end) || at.hi !== 0) return false;
+    const number = at.lo >>> 3;
+    const wire = at.lo & 7;
+    if (number !== field.number) {
+      if (!skip(p, wire, end)) return false;
+    } else if (wire === field.wire) {
+      if (!each(end)) return false;
+    } else {
+      // Packed: a length, then the values one after another.
+      if (!varint32(p, end) || at.hi !== 0) return false;
+      const stop = at.pos + at.lo;
+      if (stop > end) return false;
+      while (at.pos < stop) if (!each(stop)) return false;
+    }
+  }
+  return true;
+}

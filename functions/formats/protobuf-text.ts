@@ -12,7 +12,15 @@ import { isoMicros } from './avro-types.js';
 import { floatValue, isUtf8At } from './mapped.js';
 import type { FieldPlan, MessagePlan } from './protobuf-plans.js';
 import { scan } from './protobuf-rows.js';
-import { at, signed64, skip, timestampMicros, varint, varint32, wrappedAt } from './protobuf-scalars.js';
+import {
+  at,
+  eachRepeated,
+  signed64,
+  timestampMicros,
+  varint,
+  varint32,
+  wrappedAt,
+} from './protobuf-scalars.js';
 
 /** The message from `start` to `end` as the members of a JSON object (no braces), or undefined. */
 export function textMessage(p: Buffer, start: number, end: number, plan: MessagePlan): string | undefined {
@@ -42,28 +50,13 @@ export function textMessage(p: Buffer, start: number, end: number, plan: Message
 /** Every occurrence of a repeated field from its first tag (`from`) to `end`, packed or not, as an array. */
 function repeatedText(p: Buffer, from: number, end: number, field: FieldPlan): string | undefined {
   let out = '';
-  const add = (value: string | undefined): boolean => {
+  const read = eachRepeated(p, from, end, field, (stop) => {
+    const value = valueText(p, stop, field);
     if (value === undefined) return false;
     out += out === '' ? value : `,${value}`;
     return true;
-  };
-  at.pos = from;
-  while (at.pos < end) {
-    if (!varint32(p, end) || at.hi !== 0) return undefined;
-    const number = at.lo >>> 3;
-    const wire = at.lo & 7;
-    if (number !== field.number) {
-      if (!skip(p, wire, end)) return undefined;
-    } else if (wire === field.wire) {
-      if (!add(valueText(p, end, field))) return undefined;
-    } else {
-      if (!varint32(p, end) || at.hi !== 0) return undefined;
-      const stop = at.pos + at.lo;
-      if (stop > end) return undefined;
-      while (at.pos < stop) if (!add(valueText(p, stop, field))) return undefined;
-    }
-  }
-  return `[${out}]`;
+  });
+  return read ? `[${out}]` : undefined;
 }
 
 /** The value a proto3 scalar reads as when absent. */

@@ -15,29 +15,7 @@ import { metadataWriter } from '../../functions/sinks/json-transcoder.js';
 import { ProtoWriter } from '../../functions/sinks/proto-writer.js';
 import { compileRowEncoder } from '../../functions/sinks/row-encoder.js';
 import { metadataText } from '../../functions/sinks/row-text.js';
-
-/** A row as BigQuery reads it: fields that are null or empty REPEATED are the same as absent. */
-function bigQueryReads(v: unknown): unknown {
-  if (Array.isArray(v)) return v.map(bigQueryReads);
-  if (v === null || typeof v !== 'object') return v;
-  return Object.fromEntries(
-    Object.entries(v)
-      .filter(([, x]) => x !== null && !(Array.isArray(x) && x.length === 0))
-      .map(([k, x]) => [k, bigQueryReads(x)]),
-  );
-}
-
-/** A seeded generator: the same records every run, and a failure names its seed. */
-function random(seed: number) {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { bigQueryReads, pick, random } from '../support/differential.js';
 
 const kinds = {
   boolean: 'boolean',
@@ -73,10 +51,6 @@ const schema = {
     { name: `${name}_last`, type: [named(type, 'Last'), 'null'] },
   ]),
 };
-
-function pick<T>(next: () => number, values: readonly T[]): T {
-  return values[Math.floor(next() * values.length)]!;
-}
 
 /** A value of a kind: a common one, or (one in 40) any, edge values included. */
 function sampleOf(kind: keyof typeof kinds, next: () => number): unknown {
@@ -221,7 +195,7 @@ function recordOf(value: Buffer, offset: number): KafkaRecord {
   };
 }
 
-describe('the compiled Avro path', () => {
+describe('the compiled Avro path', { timeout: 60_000 }, () => {
   const text = JSON.stringify(schema);
   const compiled = compileAvro(text);
   const format = createRawAvroFormat(text);
@@ -352,7 +326,7 @@ describe('the compiled Avro path', () => {
   });
 });
 
-describe('the compiled Avro path on nested records, arrays and decimals', () => {
+describe('the compiled Avro path on nested records, arrays and decimals', { timeout: 60_000 }, () => {
   test("the bench's wide records (nested shipping, arrays of lines and tags, decimals): the general path's bytes", () => {
     const text = JSON.stringify(wideAvroSchema);
     const compiled = compileAvro(text);

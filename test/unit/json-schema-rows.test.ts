@@ -7,8 +7,6 @@
  */
 import { describe, expect, test } from 'vitest';
 import { compileJsonSchema } from '../../functions/formats/json-schema.js';
-import { ValueError } from '../../functions/formats/mapped.js';
-import type { ValueFormat } from '../../functions/formats/value-format.js';
 import type { KafkaRecord } from '../../functions/kernel/records.js';
 import { isDeadLetter, type RowShape, toRow } from '../../functions/records/records.js';
 import { targetTableSchema } from '../../functions/schema/table-schema.js';
@@ -16,6 +14,7 @@ import { metadataWriter } from '../../functions/sinks/json-transcoder.js';
 import { ProtoWriter } from '../../functions/sinks/proto-writer.js';
 import { compileRowEncoder } from '../../functions/sinks/row-encoder.js';
 import { compileRowText } from '../../functions/sinks/row-text.js';
+import { bigQueryReads, generalFormat, pick, random } from '../support/differential.js';
 
 const schema = {
   title: 'Order',
@@ -43,21 +42,6 @@ const schema = {
     },
   },
 };
-
-function random(seed: number) {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-function pick<T>(next: () => number, values: readonly T[]): T {
-  return values[Math.floor(next() * values.length)]!;
-}
 
 /** A value's JSON text: mostly what the schema says, one in 12 anything (wrong types and edge forms). */
 function textOf(kind: string, next: () => number): string {
@@ -158,20 +142,9 @@ function valueText(next: () => number): string {
   );
 }
 
-describe('JSON Schema values straight to the rows', () => {
+describe('JSON Schema values straight to the rows', { timeout: 60_000 }, () => {
   const compiled = compileJsonSchema(JSON.stringify(schema));
-  const format: ValueFormat = {
-    name: 'json-schema',
-    prepare: async () => {},
-    decode(value) {
-      try {
-        return { ok: true, value: compiled.decode(value.subarray(5)) };
-      } catch (error) {
-        if (error instanceof ValueError) return { ok: false, kind: error.kind, message: error.message };
-        return { ok: false, kind: 'decode', message: (error as Error).message };
-      }
-    },
-  };
+  const format = generalFormat(compiled, 'json-schema', 5);
   const shape: RowShape = {
     fields: compiled.fields,
     unknownFields: 'reject',
@@ -264,17 +237,6 @@ describe('JSON Schema values straight to the rows', () => {
     ).toBeUndefined();
   });
 });
-
-/** A row as BigQuery reads it: fields that are null or empty REPEATED are the same as absent. */
-function bigQueryReads(v: unknown): unknown {
-  if (Array.isArray(v)) return v.map(bigQueryReads);
-  if (v === null || typeof v !== 'object') return v;
-  return Object.fromEntries(
-    Object.entries(v)
-      .filter(([, x]) => x !== null && !(Array.isArray(x) && x.length === 0))
-      .map(([k, x]) => [k, bigQueryReads(x)]),
-  );
-}
 
 /** A message's top-level fields as [tag, bytes] sorted by field number (stable within one number). */
 function sortedFields(message: Buffer, target: readonly unknown[]): [number, string][] {

@@ -8,11 +8,8 @@
  */
 import protobuf from 'protobufjs';
 import { describe, expect, test } from 'vitest';
-import type { CompiledSchema } from '../../functions/formats/mapped.js';
-import { ValueError } from '../../functions/formats/mapped.js';
 import { compileProtobuf } from '../../functions/formats/protobuf.js';
 import type { SchemaRegistry } from '../../functions/formats/registry.js';
-import type { ValueFormat } from '../../functions/formats/value-format.js';
 import type { KafkaRecord } from '../../functions/kernel/records.js';
 import { isDeadLetter, type RowShape, toRow } from '../../functions/records/records.js';
 import { targetTableSchema } from '../../functions/schema/table-schema.js';
@@ -20,6 +17,7 @@ import { metadataWriter } from '../../functions/sinks/json-transcoder.js';
 import { ProtoWriter } from '../../functions/sinks/proto-writer.js';
 import { compileRowEncoder } from '../../functions/sinks/row-encoder.js';
 import { metadataText } from '../../functions/sinks/row-text.js';
+import { bigQueryReads, generalFormat, pick, random } from '../support/differential.js';
 
 const proto = `
 syntax = "proto3";
@@ -92,22 +90,6 @@ function typeOf(text: string, name: string): protobuf.Type {
   protobuf.parse(text, root, { keepCase: true });
   root.resolveAll();
   return root.lookupType(name);
-}
-
-/** A seeded generator: the same messages every run, and a failure names its seed. */
-function random(seed: number) {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-function pick<T>(next: () => number, values: readonly T[]): T {
-  return values[Math.floor(next() * values.length)]!;
 }
 
 function sampler(next: () => number) {
@@ -260,22 +242,6 @@ function recordOf(value: Buffer, offset: number): KafkaRecord {
   };
 }
 
-/** The general path's format: the registry format's decode, without a registry. */
-function formatOf(compiled: CompiledSchema): ValueFormat {
-  return {
-    name: 'protobuf',
-    prepare: async () => {},
-    decode(value) {
-      try {
-        return { ok: true, value: compiled.decode(value.subarray(5)) };
-      } catch (error) {
-        if (error instanceof ValueError) return { ok: false, kind: error.kind, message: error.message };
-        return { ok: false, kind: 'decode', message: (error as Error).message };
-      }
-    },
-  };
-}
-
 async function setUp(text: string, keyText = true) {
   const compiled = await compileProtobuf(
     { id: 7, schemaType: 'PROTOBUF', schema: text, references: [] },
@@ -294,7 +260,7 @@ async function setUp(text: string, keyText = true) {
     rows: compiled.rows!(target)!,
     meta: metadataWriter(shape, target)!,
     encode: compileRowEncoder(target),
-    format: formatOf(compiled),
+    format: generalFormat(compiled, 'protobuf', 5),
     text: compiled.membersText!(compiled.fields)!,
     head: metadataText(keyText),
   };
@@ -302,17 +268,6 @@ async function setUp(text: string, keyText = true) {
 
 /** How often the text path (insert-all, merge, load) wrote a row, and left one to the general path. */
 const texts = { direct: 0, general: 0 };
-
-/** A row as BigQuery reads it: fields that are null or empty REPEATED are the same as absent. */
-function bigQueryReads(v: unknown): unknown {
-  if (Array.isArray(v)) return v.map(bigQueryReads);
-  if (v === null || typeof v !== 'object') return v;
-  return Object.fromEntries(
-    Object.entries(v)
-      .filter(([, x]) => x !== null && !(Array.isArray(x) && x.length === 0))
-      .map(([k, x]) => [k, bigQueryReads(x)]),
-  );
-}
 
 type Set = Awaited<ReturnType<typeof setUp>>;
 const ingestedAt = new Date(1733300001000);
@@ -349,7 +304,7 @@ function compare(set: Set, value: Buffer, i: number): 'compiled' | 'general' {
   return 'compiled';
 }
 
-describe('the compiled Protobuf path', () => {
+describe('the compiled Protobuf path', { timeout: 60_000 }, () => {
   test('3,000 randomized messages, some mangled: the general path bytes wherever it writes', async () => {
     const set = await setUp(proto);
     const Wide = typeOf(proto, 'test.shop.Wide');
