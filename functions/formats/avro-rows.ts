@@ -88,22 +88,9 @@ function writeValue(w: ProtoWriter, payload: Buffer, plan: Plan): boolean {
       return writeArray(w, payload, plan.item);
     case 'decimal':
       return writeDecimal(w, payload, plan);
-    case 'enum': {
-      const index = zigzag(payload);
-      const symbol = plan.symbols[index];
-      if (at.bad || symbol === undefined) return false;
-      w.varint(plan.tag);
-      w.bytes(symbol);
-      return true;
-    }
-    case 'fixed': {
-      const end = at.pos + plan.size;
-      if (end > payload.length) return false;
-      w.varint(plan.tag);
-      w.delimitedFrom(payload, at.pos, end);
-      at.pos = end;
-      return true;
-    }
+    case 'enum':
+    case 'fixed':
+      return writeNamed(w, payload, plan);
     case 'boolean': {
       const byte = payload[at.pos++];
       if (byte !== 0 && byte !== 1) return false;
@@ -157,6 +144,27 @@ function writeValue(w: ProtoWriter, payload: Buffer, plan: Plan): boolean {
       return true;
     }
   }
+}
+
+/** An enum (its index → its symbol's text) or a plain `fixed` (its size in bytes, copied). */
+function writeNamed(
+  w: ProtoWriter,
+  payload: Buffer,
+  plan: Extract<Plan, { kind: 'enum' | 'fixed' }>,
+): boolean {
+  if (plan.kind === 'enum') {
+    const symbol = plan.symbols[zigzag(payload)];
+    if (at.bad || symbol === undefined) return false;
+    w.varint(plan.tag);
+    w.bytes(symbol);
+    return true;
+  }
+  const end = at.pos + plan.size;
+  if (end > payload.length) return false;
+  w.varint(plan.tag);
+  w.delimitedFrom(payload, at.pos, end);
+  at.pos = end;
+  return true;
 }
 
 /** An array's blocks of items, ended by a block of none; a negative count is followed by the block's size. */
