@@ -3,18 +3,9 @@
  * written into the table's message, decided once per schema and table.
  */
 import { metadataColumns, type SchemaField } from '../schema/table-schema.js';
+import type { Temporal } from './avro-read.js';
 
-export type Scalar =
-  | 'boolean'
-  | 'int'
-  | 'long'
-  | 'float'
-  | 'double'
-  | 'string'
-  | 'bytes'
-  | 'date'
-  | 'millis'
-  | 'micros';
+export type Scalar = 'boolean' | 'int' | 'long' | 'float' | 'double' | 'string' | 'bytes' | 'date' | Temporal;
 
 /** How one value is read and written: its tag, whether null is refused, and what it is. */
 export type Plan = {
@@ -38,6 +29,14 @@ export type Plan = {
   | { readonly kind: 'fixed'; readonly size: number }
   | { readonly kind: 'record'; readonly fields: readonly Plan[] }
   | { readonly kind: 'array'; readonly item: Plan }
+  | {
+      readonly kind: 'map';
+      /** The entry's key column: its tag, and its name as JSON text (`"key":`). */
+      readonly keyTag: number;
+      readonly keyMember: string;
+      /** The entry's value column's plan, alone (a union with null reads as a record field's does). */
+      readonly value: readonly Plan[];
+    }
 );
 
 const columnTypes: Record<Scalar, readonly string[]> = {
@@ -51,6 +50,12 @@ const columnTypes: Record<Scalar, readonly string[]> = {
   date: ['DATE'],
   millis: ['TIMESTAMP'],
   micros: ['TIMESTAMP'],
+  nanos: ['TIMESTAMP'],
+  'local-millis': ['DATETIME'],
+  'local-micros': ['DATETIME'],
+  'local-nanos': ['DATETIME'],
+  'time-millis': ['TIME'],
+  'time-micros': ['TIME'],
 };
 
 const wireOf: Record<Scalar, number> = {
@@ -64,6 +69,12 @@ const wireOf: Record<Scalar, number> = {
   date: 0,
   millis: 0,
   micros: 0,
+  nanos: 0,
+  'local-millis': 2,
+  'local-micros': 2,
+  'local-nanos': 2,
+  'time-millis': 2,
+  'time-micros': 2,
 };
 
 /** Plain decimal text within NUMERIC's and BIGNUMERIC's digits: what validation passes as it is. */
@@ -125,6 +136,8 @@ function planOf(type: unknown, column: SchemaField, number: number): Plan | unde
     if (item === undefined || item.nullBranch >= 0) return undefined;
     return { tag: item.tag, nullBranch, required: false, kind: 'array', item };
   }
+  if (inner !== null && typeof inner === 'object' && (inner as { type?: unknown }).type === 'map')
+    return mapPlan((inner as { values?: unknown }).values, column, number, nullBranch);
   if (column.mode === 'REPEATED') return undefined;
   if (inner !== null && typeof inner === 'object' && (inner as { type?: unknown }).type === 'record') {
     if (column.type !== 'RECORD' && column.type !== 'STRUCT') return undefined;
@@ -145,6 +158,30 @@ function planOf(type: unknown, column: SchemaField, number: number): Plan | unde
   const kind = scalarOf(inner);
   if (kind === undefined || !columnTypes[kind].includes(column.type)) return undefined;
   return { tag: (number << 3) | wireOf[kind], nullBranch, required, kind };
+}
+
+/**
+ * A map onto the general path's column for it: REPEATED records of a STRING `key` and a `value` (no other
+ * REQUIRED field), each entry written as the key, then the value.
+ */
+function mapPlan(values: unknown, column: SchemaField, number: number, nullBranch: number): Plan | undefined {
+  if (column.mode !== 'REPEATED' || (column.type !== 'RECORD' && column.type !== 'STRUCT')) return undefined;
+  const fields = column.fields ?? [];
+  const k = fields.findIndex((f) => f.name === 'key');
+  const v = fields.findIndex((f) => f.name === 'value');
+  if (k < 0 || v < 0 || fields[k]!.type !== 'STRING' || fields[k]!.mode === 'REPEATED') return undefined;
+  if (fields.some((f, i) => i !== k && i !== v && f.mode === 'REQUIRED')) return undefined;
+  const value = planOf(values, fields[v]!, v + 1);
+  if (value === undefined) return undefined;
+  return {
+    tag: (number << 3) | 2,
+    nullBranch,
+    required: false,
+    kind: 'map',
+    keyTag: ((k + 1) << 3) | 2,
+    keyMember: '"key":',
+    value: [{ ...value, key: '"value":' }],
+  };
 }
 
 /**
@@ -199,6 +236,18 @@ function scalarOf(type: unknown): Scalar | undefined {
   if (logicalType === 'date' && base === 'int') return 'date';
   if (logicalType === 'timestamp-millis' && base === 'long') return 'millis';
   if (logicalType === 'timestamp-micros' && base === 'long') return 'micros';
+  if (logicalType === 'time-millis' && base === 'int') return 'time-millis';
+  if (logicalType === 'time-micros' && base === 'long') return 'time-micros';
+  const temporal = temporalOf[logicalType as string];
+  if (temporal !== undefined && base === 'long') return temporal;
   if (logicalType === 'uuid' && base === 'string') return 'string';
   return undefined;
 }
+
+/** The timestamps on a long beyond the two above. */
+const temporalOf: Record<string, Temporal> = {
+  'timestamp-nanos': 'nanos',
+  'local-timestamp-millis': 'local-millis',
+  'local-timestamp-micros': 'local-micros',
+  'local-timestamp-nanos': 'local-nanos',
+};

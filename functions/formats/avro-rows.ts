@@ -2,20 +2,21 @@
  * Avro's binary straight to the table's protocol buffer row, field by field, in one pass over the bytes:
  * no decoded object, no conversion to BigQuery's text forms, no validation of a tree, no second walk to
  * encode it (#42). Compiled once per writer schema and table, for the records of the common kind: a
- * record of primitives (boolean, int, long, float, double, string, bytes), `date`, `timestamp-millis`,
- * `timestamp-micros`, `decimal` (bytes), nested records and arrays of any of these, each maybe in a union
- * with null, each onto a column of the same name and its type.
+ * record of primitives (boolean, int, long, float, double, string, bytes), `date`, the timestamps
+ * (`timestamp-*`, `local-timestamp-*`: millis, micros, nanos), `time-millis`, `time-micros`, `decimal`
+ * (bytes, fixed), `uuid`, enums, `fixed`, nested records, arrays and maps of any of these, each maybe in a
+ * union with null, each onto a column of the same name and its type.
  * Any other schema is not compiled (undefined), and any value the path is not sure of (a long beyond ±2^52,
- * a timestamp outside the years 1684 to 2255 that microseconds hold exactly in a double, text that is not
- * UTF-8, a null for a REQUIRED column) makes it say false: that record takes the general path, so every
- * record gets exactly the fate and the bytes that path gives it (`test/unit/avro-rows.test.ts` compares
- * them on randomized records).
- */
+ * a timestamp outside about 1827 to 2112 (1684 to 2255 in milliseconds), text that is not
+ * UTF-8, a null for a REQUIRED column, a map key JavaScript's objects would reorder or drop) makes it say
+ * false: that record takes the general path, so every record gets exactly the fate and the bytes that path
+ * gives it (`test/unit/avro-rows.test.ts` compares them on randomized records). */
 import type { SchemaField } from '../schema/table-schema.js';
 import type { ProtoWriter } from '../sinks/proto-writer.js';
 import { fieldPlans, maxDays, minDays, type Plan } from './avro-plans.js';
-import { decimalOf as decimalText } from './avro-types.js';
-import { type CompiledRows, isUtf8At } from './mapped.js';
+import { at, blockCount, mapKey, type Temporal, temporal, zigzag } from './avro-read.js';
+import { decimalOf as decimalText, isoMicros } from './avro-types.js';
+import { type CompiledRows, isUtf8At, timeOfDayText } from './mapped.js';
 
 export type AvroRows = CompiledRows;
 
@@ -26,30 +27,6 @@ export type AvroRows = CompiledRows;
 export function compileAvroRows(schema: unknown, target: readonly SchemaField[]): AvroRows | undefined {
   const fields = fieldPlans(schema, target, true);
   return fields === undefined ? undefined : (w, payload, start) => writeRecord(w, payload, start, fields);
-}
-
-/** Where reading stands; `bad` when a varint ran past the payload or beyond what a double holds exactly. */
-export const at = { pos: 0, bad: false };
-
-/** A zigzag varint (Avro's int and long) as a safe integer; sets `at.bad` otherwise. */
-export function zigzag(payload: Buffer): number {
-  let value = 0;
-  let scale = 1;
-  for (;;) {
-    if (at.pos >= payload.length || scale > 2 ** 49) {
-      at.bad = true;
-      return 0;
-    }
-    const byte = payload[at.pos++]!;
-    value += (byte & 0x7f) * scale;
-    if ((byte & 0x80) === 0) break;
-    scale *= 128;
-  }
-  if (value > Number.MAX_SAFE_INTEGER) {
-    at.bad = true;
-    return 0;
-  }
-  return value % 2 === 0 ? value / 2 : -(value + 1) / 2;
 }
 
 function writeRecord(w: ProtoWriter, payload: Buffer, start: number, plans: readonly Plan[]): boolean {
@@ -86,6 +63,8 @@ function writeValue(w: ProtoWriter, payload: Buffer, plan: Plan): boolean {
     }
     case 'array':
       return writeArray(w, payload, plan.item);
+    case 'map':
+      return writeMap(w, payload, plan);
     case 'decimal':
       return writeDecimal(w, payload, plan);
     case 'enum':
@@ -113,15 +92,6 @@ function writeValue(w: ProtoWriter, payload: Buffer, plan: Plan): boolean {
       w.integer(days);
       return true;
     }
-    case 'millis':
-    case 'micros': {
-      const n = zigzag(payload);
-      const micros = plan.kind === 'millis' ? n * 1000 : n;
-      if (at.bad || !Number.isSafeInteger(micros)) return false;
-      w.varint(plan.tag);
-      w.integer(micros);
-      return true;
-    }
     case 'float':
     case 'double': {
       const size = plan.kind === 'float' ? 4 : 8;
@@ -132,8 +102,9 @@ function writeValue(w: ProtoWriter, payload: Buffer, plan: Plan): boolean {
       w.double(value);
       return true;
     }
-    default: {
-      // string, bytes: a length, then the bytes, copied as they are (a string's must be UTF-8).
+    case 'string':
+    case 'bytes': {
+      // A length, then the bytes, then the bytes, copied as they are (a string's must be UTF-8).
       const length = zigzag(payload);
       const end = at.pos + length;
       if (at.bad || length < 0 || end > payload.length) return false;
@@ -143,7 +114,24 @@ function writeValue(w: ProtoWriter, payload: Buffer, plan: Plan): boolean {
       at.pos = end;
       return true;
     }
+    default:
+      return writeTemporal(w, payload, plan.tag, plan.kind);
   }
+}
+
+/** Timestamps as microseconds; DATETIME and TIME as the Storage Write API's civil text. */
+function writeTemporal(w: ProtoWriter, payload: Buffer, tag: number, kind: Temporal): boolean {
+  const micros = temporal(payload, kind);
+  if (Number.isNaN(micros)) return false;
+  w.varint(tag);
+  if (kind === 'millis' || kind === 'micros' || kind === 'nanos') w.integer(micros);
+  else if (kind === 'time-millis') w.string(timeOfDayText(micros, 3));
+  else if (kind === 'time-micros') w.string(timeOfDayText(micros, 6));
+  else {
+    const text = isoMicros(micros);
+    w.string(`${text.slice(0, 10)} ${text.slice(11)}`);
+  }
+  return true;
 }
 
 /** An enum (its index → its symbol's text) or a plain `fixed` (its size in bytes, copied). */
@@ -167,19 +155,30 @@ function writeNamed(
   return true;
 }
 
-/** An array's blocks of items, ended by a block of none; a negative count is followed by the block's size. */
+/** An array's blocks of items, ended by a block of none. */
 function writeArray(w: ProtoWriter, payload: Buffer, item: Plan): boolean {
-  for (;;) {
-    let count = zigzag(payload);
-    if (at.bad) return false;
-    if (count === 0) return true;
-    if (count < 0) {
-      count = -count;
-      zigzag(payload);
-      if (at.bad) return false;
-    }
+  let count = blockCount(payload);
+  for (; count > 0; count = blockCount(payload))
     for (let i = 0; i < count; i++) if (!writeValue(w, payload, item)) return false;
-  }
+  return count === 0;
+}
+
+/** A map's blocks of entries: each the general path's record of the key and the value. */
+function writeMap(w: ProtoWriter, payload: Buffer, plan: Extract<Plan, { kind: 'map' }>): boolean {
+  const seen = new Set<string>();
+  let count = blockCount(payload);
+  for (; count > 0; count = blockCount(payload))
+    for (let i = 0; i < count; i++) {
+      const start = mapKey(payload, seen);
+      if (start < 0) return false;
+      w.varint(plan.tag);
+      const begun = w.begin();
+      w.varint(plan.keyTag);
+      w.delimitedFrom(payload, start, at.pos);
+      if (!writeFields(w, payload, plan.value)) return false;
+      w.end(begun);
+    }
+  return count === 0;
 }
 
 /** A decimal's bytes (`bytes`: their length first; `fixed`: its size) as the general path's exact text. */

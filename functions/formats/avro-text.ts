@@ -9,9 +9,9 @@
  */
 import type { SchemaField } from '../schema/table-schema.js';
 import { fieldPlans, maxDays, minDays, type Plan } from './avro-plans.js';
-import { at, zigzag } from './avro-rows.js';
+import { at, blockCount, mapKey, type Temporal, temporal, zigzag } from './avro-read.js';
 import { decimalOf as decimalText, isoMicros } from './avro-types.js';
-import { dateText, floatValue, isUtf8At } from './mapped.js';
+import { dateText, floatValue, isUtf8At, timeOfDayText } from './mapped.js';
 
 /** A payload's fields as the members of a JSON object (no braces), or undefined: the general path's. */
 export type AvroText = (payload: Buffer, start: number) => string | undefined;
@@ -56,6 +56,8 @@ function textOf(payload: Buffer, plan: Plan): string | undefined {
     }
     case 'array':
       return arrayOf(payload, plan.item);
+    case 'map':
+      return mapOf(payload, plan);
     case 'boolean': {
       const byte = payload[at.pos++];
       return byte === 1 ? 'true' : byte === 0 ? 'false' : undefined;
@@ -78,25 +80,29 @@ function textOf(payload: Buffer, plan: Plan): string | undefined {
         plan.kind === 'string' ||
         plan.kind === 'bytes'
         ? bytesOf(payload, plan)
-        : integerOf(payload, plan.kind);
+        : plan.kind === 'int' || plan.kind === 'long' || plan.kind === 'date'
+          ? integerOf(payload, plan.kind)
+          : temporalOf(payload, plan.kind);
   }
 }
 
-/** int, long, date and the timestamps: a zigzag varint, in the text the general path's row holds. */
-function integerOf(payload: Buffer, kind: 'int' | 'long' | 'date' | 'millis' | 'micros'): string | undefined {
+/** int, long and date: a zigzag varint, in the text the general path's row holds. */
+function integerOf(payload: Buffer, kind: 'int' | 'long' | 'date'): string | undefined {
   const n = zigzag(payload);
   if (at.bad) return undefined;
-  switch (kind) {
-    case 'date':
-      return n < minDays || n > maxDays ? undefined : `"${dateText(n)}"`;
-    case 'millis':
-    case 'micros': {
-      const micros = kind === 'millis' ? n * 1000 : n;
-      return Number.isSafeInteger(micros) ? `"${isoMicros(micros)}Z"` : undefined;
-    }
-    default:
-      return String(n);
-  }
+  if (kind !== 'date') return String(n);
+  return n < minDays || n > maxDays ? undefined : `"${dateText(n)}"`;
+}
+
+/** Timestamps (`…Z`), DATETIME (no zone) and TIME in BigQuery's text forms. */
+function temporalOf(payload: Buffer, kind: Temporal): string | undefined {
+  const micros = temporal(payload, kind);
+  if (Number.isNaN(micros)) return undefined;
+  if (kind === 'time-millis' || kind === 'time-micros')
+    return `"${timeOfDayText(micros, kind === 'time-millis' ? 3 : 6)}"`;
+  return kind === 'millis' || kind === 'micros' || kind === 'nanos'
+    ? `"${isoMicros(micros)}Z"`
+    : `"${isoMicros(micros)}"`;
 }
 
 /** Strings, bytes, fixed and decimals: their bytes (a length first, but for fixed), as text. */
@@ -119,22 +125,33 @@ function bytesOf(payload: Buffer, plan: Plan): string | undefined {
   }
 }
 
-/** An array's blocks of items, ended by a block of none; a negative count is followed by the block's size. */
+/** An array's blocks of items, ended by a block of none. */
 function arrayOf(payload: Buffer, item: Plan): string | undefined {
   let out = '';
-  for (;;) {
-    let count = zigzag(payload);
-    if (at.bad) return undefined;
-    if (count === 0) return `[${out}]`;
-    if (count < 0) {
-      count = -count;
-      zigzag(payload);
-      if (at.bad) return undefined;
-    }
+  let count = blockCount(payload);
+  for (; count > 0; count = blockCount(payload))
     for (let i = 0; i < count; i++) {
       const value = textOf(payload, item);
       if (value === undefined) return undefined;
       out += out === '' ? value : `,${value}`;
     }
-  }
+  return count === 0 ? `[${out}]` : undefined;
+}
+
+/** A map's blocks of entries: the general path's records of the key and the value (a null one left out). */
+function mapOf(payload: Buffer, plan: Extract<Plan, { kind: 'map' }>): string | undefined {
+  const seen = new Set<string>();
+  let out = '';
+  let count = blockCount(payload);
+  for (; count > 0; count = blockCount(payload))
+    for (let i = 0; i < count; i++) {
+      const start = mapKey(payload, seen);
+      if (start < 0) return undefined;
+      const key = JSON.stringify(payload.toString('utf8', start, at.pos));
+      const value = membersOf(payload, plan.value);
+      if (value === undefined) return undefined;
+      const entry = `{${plan.keyMember}${key}${value === '' ? '' : `,${value}`}}`;
+      out += out === '' ? entry : `,${entry}`;
+    }
+  return count === 0 ? `[${out}]` : undefined;
 }

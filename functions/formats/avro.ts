@@ -37,7 +37,16 @@ export function compileAvro(schemaText: string): AvroCompiled {
   }
   let type: avro.Type;
   try {
-    type = avro.Type.forSchema(schema as avro.Schema, { wrapUnions: true, registry: { long: exactLong } });
+    // Every long exact: `"long"` by name through the registry, and `{"type": "long", ...}` (the timestamps,
+    // `time-micros`) through the hook; avsc makes its own, rounding, long type for the latter.
+    type = avro.Type.forSchema(schema as avro.Schema, {
+      wrapUnions: true,
+      registry: { long: exactLong },
+      typeHook: (s) =>
+        typeof s === 'object' && s !== null && (s as { type?: unknown }).type === 'long'
+          ? exactLong
+          : undefined,
+    });
   } catch (error) {
     throw new UnmappableSchemaError(`the schema is not valid Avro: ${(error as Error).message}`);
   }

@@ -83,13 +83,16 @@ export function microsText(micros: bigint): string {
   return `${dayText}T${timeOfDayText(inDay, 6)}`;
 }
 
-/** A time of day in microseconds → `HH:MM:SS` plus `digits` decimals. */
-export function timeOfDayText(micros: bigint, digits: 3 | 6): string {
-  const seconds = micros / 1_000_000n;
-  const fraction = (micros % 1_000_000n).toString().padStart(6, '0').slice(0, digits);
-  const hh = (seconds / 3600n).toString().padStart(2, '0');
-  const mm = ((seconds / 60n) % 60n).toString().padStart(2, '0');
-  const ss = (seconds % 60n).toString().padStart(2, '0');
+/** A time of day in microseconds (below a day's: exact as a number) → `HH:MM:SS` plus `digits` decimals. */
+export function timeOfDayText(micros: bigint | number, digits: 3 | 6): string {
+  const t = Number(micros);
+  const seconds = Math.floor(t / 1_000_000);
+  const fraction = String(t % 1_000_000)
+    .padStart(6, '0')
+    .slice(0, digits);
+  const hh = String(Math.floor(seconds / 3600)).padStart(2, '0');
+  const mm = String(Math.floor(seconds / 60) % 60).padStart(2, '0');
+  const ss = String(seconds % 60).padStart(2, '0');
   return `${hh}:${mm}:${ss}.${fraction}`;
 }
 

@@ -216,6 +216,31 @@ describe('Avro → BigQuery', () => {
     expect(() => compiled.decode(avroLong(2n ** 64n))).toThrow(ValueError);
   });
 
+  test('the longs under a logical type exact too: nanoseconds of today, microseconds before 1827, year 1', () => {
+    // `{"type": "long", "logicalType": ...}` got avsc's own long type: every timestamp-nanos of this
+    // century was a dead letter ("potential precision loss"), and below -2^52 the sign flipped.
+    const schema = {
+      type: 'record',
+      name: 'R',
+      fields: [
+        { name: 'ns', type: { type: 'long', logicalType: 'timestamp-nanos' } },
+        { name: 'us', type: { type: 'long', logicalType: 'timestamp-micros' } },
+        { name: 'local', type: { type: 'long', logicalType: 'local-timestamp-micros' } },
+      ],
+    };
+    const compiled = compileAvro(JSON.stringify(schema));
+    const bytes = Buffer.concat([
+      avroLong(1_733_300_000_123_456_789n),
+      avroLong(-62_135_596_800_000_000n),
+      avroLong(-(2n ** 52n) - 1n),
+    ]);
+    expect(compiled.decode(bytes)).toEqual({
+      ns: '2024-12-04T08:13:20.123456Z',
+      us: '0001-01-01T00:00:00.000000Z',
+      local: '1827-04-16T00:06:12.629503',
+    });
+  });
+
   test('bytes that are not a value of the schema are a ValueError', () => {
     const schema = { type: 'record', name: 'R', fields: [{ name: 'n', type: 'string' }] };
     expect(() => compileAvro(JSON.stringify(schema)).decode(Buffer.from([0x20, 0x61]))).toThrow(ValueError);

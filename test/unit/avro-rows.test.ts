@@ -32,7 +32,22 @@ const kinds = {
   enum: { type: 'enum', name: 'Color', symbols: ['RED', 'GREEN', 'BLUE_3'] },
   fixed: { type: 'fixed', name: 'Hash', size: 4 },
   fixdec: { type: 'fixed', name: 'Money', size: 9, logicalType: 'decimal', precision: 20, scale: 3 },
+  tmillis: { type: 'int', logicalType: 'time-millis' },
+  tmicros: { type: 'long', logicalType: 'time-micros' },
+  nanos: { type: 'long', logicalType: 'timestamp-nanos' },
+  lmillis: { type: 'long', logicalType: 'local-timestamp-millis' },
+  lmicros: { type: 'long', logicalType: 'local-timestamp-micros' },
+  lnanos: { type: 'long', logicalType: 'local-timestamp-nanos' },
+  map: { type: 'map', values: 'long' },
+  mapopt: { type: 'map', values: ['null', 'string'] },
 } as const;
+
+/** A map's entries as the payload gives them, and whether they come in two blocks (the second sized). */
+type MapValue = { entries: [string, unknown][]; blocked: boolean };
+
+/** Keys JavaScript's objects keep in order, and those they do not (indices, `__proto__`, repeats). */
+const mapKeys = ['a', 'b', 'ünï ✓', '', 'x'.repeat(20), '01', '-1', '4294967295', '1.5'];
+const oddKeys = ['0', '7', '4294967294', '__proto__', 'a'];
 
 /** Named types (enum, fixed) are defined once: each use after the first gets a name of its own. */
 function named(type: unknown, suffix: string): unknown {
@@ -56,17 +71,57 @@ const schema = {
 function sampleOf(kind: keyof typeof kinds, next: () => number): unknown {
   const int = () => Math.floor((next() - 0.5) * 2 ** 32) | 0;
   if (next() < 39 / 40) {
-    if (kind === 'long' || kind === 'micros') return BigInt(int()) * 1000003n;
-    if (kind === 'millis') return 1733300000000n + BigInt(int());
+    if (kind === 'long' || kind === 'micros' || kind === 'lmicros') return BigInt(int()) * 1000003n;
+    if (kind === 'millis' || kind === 'lmillis') return 1733300000000n + BigInt(int());
     if (kind === 'date') return int() % 100000;
+    if (kind === 'tmillis') return Math.floor(next() * 86_400_000);
+    if (kind === 'tmicros') return BigInt(Math.floor(next() * 86_400_000_000));
+    if (kind === 'nanos' || kind === 'lnanos')
+      return 1733300000000000000n + BigInt(int()) * 1000n + BigInt(Math.floor(next() * 2000) - 1000);
   }
   switch (kind) {
+    case 'map':
+    case 'mapopt': {
+      const entries: [string, unknown][] = [];
+      const count = Math.floor(next() * 5);
+      for (let i = 0; i < count; i++) {
+        const key = next() < 0.9 ? pick(next, mapKeys) : pick(next, oddKeys);
+        if (kind === 'map') entries.push([key, BigInt(int()) * (next() < 0.05 ? 2n ** 31n : 1n)]);
+        else entries.push([key, next() < 0.3 ? null : pick(next, ['', 'v', 'ü', String(next())])]);
+      }
+      // One entry in 40 repeats a key: the general path keeps the first's place and the last's value.
+      if (entries.length > 0 && next() < 1 / 40) entries.push([entries[0]![0], entries[0]![1]]);
+      return { entries, blocked: next() < 0.3 } satisfies MapValue;
+    }
+    case 'tmillis':
+      return pick(next, [0, 86_399_999, 86_400_000, -1, int()]);
+    case 'tmicros':
+      return pick(next, [0n, 86_399_999_999n, 86_400_000_000n, -1n, 2n ** 60n]);
+    case 'nanos':
+    case 'lnanos':
+      return pick(next, [
+        0n,
+        -1n,
+        -999n,
+        -1000n,
+        -1001n,
+        999n,
+        2n ** 62n - 1n, // 2116: the compiled path's edge
+        2n ** 62n,
+        -(2n ** 62n),
+        -(2n ** 62n) - 1n,
+        9223372036854775807n,
+        -9223372036854775808n,
+      ]);
+    case 'lmillis':
+      return pick(next, [0n, -62135596800000n, 253402300799999n, 253402300800000n, BigInt(int()) * 1000n]);
     case 'boolean':
       return next() < 0.5;
     case 'int':
       return pick(next, [0, 1, -1, 2147483647, -2147483648, int()]);
     case 'long':
     case 'micros':
+    case 'lmicros':
       return pick(next, [
         0n,
         -1n,
@@ -133,11 +188,20 @@ function encodeValue(kind: keyof typeof kinds, v: unknown): Buffer {
       return Buffer.from([v ? 1 : 0]);
     case 'int':
     case 'date':
+    case 'tmillis':
       return Buffer.from(zigzag(BigInt(v as number)));
     case 'long':
     case 'millis':
     case 'micros':
+    case 'tmicros':
+    case 'nanos':
+    case 'lmillis':
+    case 'lmicros':
+    case 'lnanos':
       return Buffer.from(zigzag(v as bigint));
+    case 'map':
+    case 'mapopt':
+      return encodeMap(kind, v as MapValue);
     case 'float': {
       const b = Buffer.alloc(4);
       b.writeFloatLE(v as number);
@@ -161,6 +225,35 @@ function encodeValue(kind: keyof typeof kinds, v: unknown): Buffer {
     case 'bytes':
       return Buffer.concat([Buffer.from(zigzag(BigInt((v as Buffer).length))), v as Buffer]);
   }
+}
+
+/** A map's blocks: one of all the entries, or (blocked) the first entry, then the rest sized. */
+function encodeMap(kind: 'map' | 'mapopt', { entries, blocked }: MapValue): Buffer {
+  const entry = ([key, value]: [string, unknown]) =>
+    Buffer.concat([
+      encodeValue('string', key),
+      kind === 'map'
+        ? encodeValue('long', value)
+        : value === null
+          ? Buffer.from(zigzag(0n))
+          : Buffer.concat([Buffer.from(zigzag(1n)), encodeValue('string', value)]),
+    ]);
+  const block = (items: [string, unknown][], sized: boolean) => {
+    if (items.length === 0) return Buffer.alloc(0);
+    const body = Buffer.concat(items.map(entry));
+    return sized
+      ? Buffer.concat([
+          Buffer.from(zigzag(BigInt(-items.length))),
+          Buffer.from(zigzag(BigInt(body.length))),
+          body,
+        ])
+      : Buffer.concat([Buffer.from(zigzag(BigInt(items.length))), body]);
+  };
+  const parts =
+    blocked && entries.length > 1
+      ? [block(entries.slice(0, 1), false), block(entries.slice(1), true)]
+      : [block(entries, false)];
+  return Buffer.concat([...parts, Buffer.from(zigzag(0n))]);
 }
 
 function encodeRecord(value: Record<string, unknown>): Buffer {
@@ -302,12 +395,15 @@ describe('the compiled Avro path', { timeout: 60_000 }, () => {
     expect(rows(new ProtoWriter(), badBool, 0)).toBe(false);
   });
 
-  test('not compiled: maps, unknown logical types, arrays of nullable items, decimals onto STRING, a field the table lacks, a metadata name', () => {
+  test('not compiled: unknown logical types, arrays of nullable items, decimals onto STRING, a field the table lacks, a metadata name', () => {
     const tableOf = (fields: object[]) => {
       const c = compileAvro(JSON.stringify({ type: 'record', name: 'R', fields }));
       return c.rows?.(targetTableSchema(c.fields, { headers: false, keyText: false }));
     };
-    expect(tableOf([{ name: 'm', type: { type: 'map', values: 'int' } }])).toBeUndefined();
+    expect(tableOf([{ name: 'm', type: { type: 'map', values: 'int' } }])).toBeDefined();
+    expect(
+      tableOf([{ name: 'm', type: { type: 'map', values: { type: 'map', values: 'int' } } }]),
+    ).toBeDefined();
     expect(tableOf([{ name: 'e', type: { type: 'enum', name: 'E', symbols: ['A'] } }])).toBeDefined();
     expect(
       tableOf([{ name: 'd', type: { type: 'fixed', name: 'D', size: 12, logicalType: 'duration' } }]),
