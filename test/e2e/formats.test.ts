@@ -440,8 +440,9 @@ enum Status { NEW = 0; PAID = 1; }`;
   });
 });
 
-describe('Avro as row text in the modes that send JSON rows (the compiled path)', () => {
+describe('Avro straight to the rows and as row text (the compiled paths)', () => {
   test.each([
+    'storage-write',
     'insert-all',
     'load',
     'merge',
@@ -465,6 +466,12 @@ describe('Avro as row text in the modes that send JSON rows (the compiled path)'
         { name: 'kind', type: { type: 'enum', name: 'Kind', symbols: ['RETAIL', 'ONLINE'] } },
         { name: 'blob', type: 'bytes' },
         { name: 'tags', type: { type: 'array', items: 'string' } },
+        { name: 'attrs', type: { type: 'map', values: ['null', 'long'] } },
+        { name: 't_ms', type: { type: 'int', logicalType: 'time-millis' } },
+        { name: 't_us', type: { type: 'long', logicalType: 'time-micros' } },
+        { name: 'local', type: { type: 'long', logicalType: 'local-timestamp-micros' } },
+        // fastavro has no timestamp-nanos: it writes the long it is given.
+        { name: 'ns', type: { type: 'long', logicalType: 'timestamp-nanos' } },
         {
           name: 'ship',
           type: [
@@ -489,9 +496,12 @@ describe('Avro as row text in the modes that send JSON rows (the compiled path)'
       partition: 0,
       values: `[{"id": 4503599627370495, "name": 'a"b\\\\ ünï', "price": Decimal("-1234567890.12"), "ratio": 0.1, "day": date(2024, 2, 29),
                  "seen": datetime(2024, 2, 29, 12, 30, 45, 123456, tzinfo=timezone.utc), "kind": "ONLINE", "blob": b"\\x00\\xff", "tags": ["x", ""],
+                 "attrs": {"b": 2, "a": None, "é": -7}, "t_ms": time(12, 34, 56, 789000), "t_us": time(23, 59, 59, 999999),
+                 "local": datetime(2024, 2, 29, 8, 0, 0, 1), "ns": 1733300000123456789,
                  "ship": {"city": "Köln", "zip": 50667}},
                 {"id": -3, "price": Decimal("0.10"), "ratio": -0.5, "day": date(1, 1, 1), "seen": datetime(1970, 1, 1, tzinfo=timezone.utc),
-                 "kind": "RETAIL", "blob": b"", "tags": []}]`,
+                 "kind": "RETAIL", "blob": b"", "tags": [], "attrs": {}, "t_ms": time(0, 0), "t_us": time(0, 0, 0, 1),
+                 "local": datetime(1970, 1, 1), "ns": -1}]`,
     });
     const run = await runJob(pipeline.env);
 
@@ -502,7 +512,9 @@ describe('Avro as row text in the modes that send JSON rows (the compiled path)'
         clients,
         pipeline,
         `CAST(id AS STRING) AS id, name, CAST(price AS STRING) AS price, CAST(ratio AS STRING) AS ratio, CAST(day AS STRING) AS day,
-         FORMAT_TIMESTAMP('%Y-%m-%dT%H:%M:%E6S', seen) AS seen, kind, TO_BASE64(blob) AS blob, tags, ship`,
+         FORMAT_TIMESTAMP('%Y-%m-%dT%H:%M:%E6S', seen) AS seen, kind, TO_BASE64(blob) AS blob, tags, attrs,
+         FORMAT_TIME('%H:%M:%E6S', t_ms) AS t_ms, FORMAT_TIME('%H:%M:%E6S', t_us) AS t_us,
+         FORMAT_DATETIME('%Y-%m-%dT%H:%M:%E6S', local) AS local, FORMAT_TIMESTAMP('%Y-%m-%dT%H:%M:%E6S', ns) AS ns, ship`,
       ),
     ).toEqual([
       {
@@ -515,6 +527,11 @@ describe('Avro as row text in the modes that send JSON rows (the compiled path)'
         kind: 'RETAIL',
         blob: '',
         tags: [],
+        attrs: [],
+        t_ms: '00:00:00.000000',
+        t_us: '00:00:00.000001',
+        local: '1970-01-01T00:00:00.000000',
+        ns: '1969-12-31T23:59:59.999999',
         ship: null,
       },
       {
@@ -527,6 +544,15 @@ describe('Avro as row text in the modes that send JSON rows (the compiled path)'
         kind: 'ONLINE',
         blob: 'AP8=',
         tags: ['x', ''],
+        attrs: [
+          { key: 'b', value: 2 },
+          { key: 'a', value: null },
+          { key: 'é', value: -7 },
+        ],
+        t_ms: '12:34:56.789000',
+        t_us: '23:59:59.999999',
+        local: '2024-02-29T08:00:00.000001',
+        ns: '2024-12-04T08:13:20.123456',
         ship: { city: 'Köln', zip: 50667 },
       },
     ]);
