@@ -4,7 +4,7 @@
  * says "not sure" (`at.bad`, -1 or NaN) wherever the general path's reading could differ, and the record
  * then takes the general path.
  */
-import { isUtf8At } from './mapped.js';
+import { keepsPlace } from './mapped.js';
 import { varint, at as wide } from './protobuf-scalars.js';
 
 /** Where reading stands; `bad` when a varint ran past the payload or beyond what a double holds exactly. */
@@ -43,35 +43,14 @@ export function blockCount(payload: Buffer): number {
   return at.bad ? -1 : -count;
 }
 
-/**
- * A map's key: its start (`at.pos` is then its end), or -1 where the general path's object would not
- * keep it in the payload's order, once and as it is: text that is not UTF-8 (decoded with replacement
- * characters), `__proto__` (not an own key), an array index (ordered first, by number), a key given twice
- * in the map (`seen`: the keys before it).
- */
+/** A map's key: its start (`at.pos` is then its end), or -1 where the general path would not keep it as it is. */
 export function mapKey(payload: Buffer, seen: Set<string>): number {
   const length = zigzag(payload);
   const start = at.pos;
   const end = start + length;
-  if (at.bad || length < 0 || end > payload.length || !isUtf8At(payload, start, end)) return -1;
+  if (at.bad || length < 0 || end > payload.length || !keepsPlace(payload, start, end, seen)) return -1;
   at.pos = end;
-  if (isIndex(payload, start, end)) return -1;
-  const key = payload.toString('latin1', start, end);
-  if (key === '__proto__' || seen.has(key)) return -1;
-  seen.add(key);
   return start;
-}
-
-/** An array index as JavaScript's objects order keys: digits without a leading zero, below 2^32 - 1. */
-function isIndex(payload: Buffer, start: number, end: number): boolean {
-  if (end === start || end - start > 10 || (payload[start] === 0x30 && end - start > 1)) return false;
-  let value = 0;
-  for (let i = start; i < end; i++) {
-    const digit = payload[i]! - 0x30;
-    if (digit < 0 || digit > 9) return false;
-    value = value * 10 + digit;
-  }
-  return value < 2 ** 32 - 1;
 }
 
 /** The temporal kinds read as microseconds: of the epoch (timestamps, local or not), of the day (times). */

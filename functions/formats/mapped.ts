@@ -47,6 +47,32 @@ export function isUtf8At(bytes: Buffer, start: number, end: number): boolean {
   return true;
 }
 
+/**
+ * Whether a map key (the bytes from `start` to `end`) keeps its place and its text in the general path,
+ * whose decoders collect a map into a JavaScript object: it must be UTF-8 (else decoded with replacement
+ * characters), no array index (those are ordered first, by number), not `__proto__`, and not given before
+ * in the map (`seen`, which this adds it to).
+ */
+export function keepsPlace(bytes: Buffer, start: number, end: number, seen: Set<string>): boolean {
+  if (!isUtf8At(bytes, start, end) || isIndex(bytes, start, end)) return false;
+  const key = bytes.toString('latin1', start, end);
+  if (key === '__proto__' || seen.has(key)) return false;
+  seen.add(key);
+  return true;
+}
+
+/** An array index as JavaScript's objects order keys: digits without a leading zero, below 2^32 - 1. */
+function isIndex(bytes: Buffer, start: number, end: number): boolean {
+  if (end === start || end - start > 10 || (bytes[start] === 0x30 && end - start > 1)) return false;
+  let value = 0;
+  for (let i = start; i < end; i++) {
+    const digit = bytes[i]! - 0x30;
+    if (digit < 0 || digit > 9) return false;
+    value = value * 10 + digit;
+  }
+  return value < 2 ** 32 - 1;
+}
+
 /** A value the table cannot hold, with the path of the field (`items[3].price`). */
 export class ValueError extends Error {
   constructor(

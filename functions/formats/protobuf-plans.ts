@@ -2,7 +2,7 @@
  * The compiled Protobuf path's plans (protobuf-rows.ts): per field of a registry message, which column it
  * fills, how its wire value is read and how it is written there, decided once per message type and table.
  * A message compiles when every field maps onto a column of its name and a type the path writes exactly;
- * maps, Struct/Value/ListValue, proto2 declared defaults, a field the table lacks, a metadata column's name
+ * maps with keys other than text, Struct/Value/ListValue, proto2 declared defaults, a field the table lacks, a metadata column's name
  * or a REQUIRED column no field fills leave it to the general path (undefined).
  */
 import protobuf from 'protobufjs';
@@ -29,7 +29,8 @@ export type ProtoKind =
   | 'bytes'
   | 'message'
   | 'timestamp'
-  | 'wrapper';
+  | 'wrapper'
+  | 'map';
 
 /** How one field is read (its number and wire type in the payload) and written (its column's tag). */
 export interface FieldPlan {
@@ -56,6 +57,8 @@ export interface FieldPlan {
   readonly message?: MessagePlan;
   /** A wrapper's value field (number 1). */
   readonly inner?: FieldPlan;
+  /** A map's entries: the key column's tag, and the value (number 2) onto the value column. */
+  readonly entry?: { readonly keyTag: number; readonly value: FieldPlan };
 }
 
 export interface MessagePlan {
@@ -90,6 +93,7 @@ const wireOf: Record<ProtoKind, number> = {
   message: 2,
   timestamp: 2,
   wrapper: 2,
+  map: 2,
 };
 
 /** The column types each kind is written into, and the wire type it has there. */
@@ -124,6 +128,7 @@ const columnKind: Record<ProtoKind, string> = {
   timestamp: 'timestamp',
   message: 'record',
   wrapper: '',
+  map: '',
 };
 
 const reserved = new Set<string>(metadataColumns);
@@ -184,7 +189,54 @@ function fieldPlan(
   seen: ReadonlySet<string>,
   oneof: number,
 ): FieldPlan | undefined {
-  if (field instanceof protobuf.MapField) return undefined;
+  if (field instanceof protobuf.MapField) return mapPlan(field, column, number, seen);
+  return valuePlan(field, column, number, seen, oneof);
+}
+
+/**
+ * A map with text keys onto the general path's column for it: REPEATED records of a STRING `key` and a
+ * `value` (no other REQUIRED field). Its entries are the field's occurrences; each is written as the key,
+ * then the value (absent: its default, or NULL for a message), as protobufjs reads them.
+ */
+function mapPlan(
+  field: protobuf.MapField,
+  column: SchemaField,
+  number: number,
+  seen: ReadonlySet<string>,
+): FieldPlan | undefined {
+  if (field.keyType !== 'string' || column.mode !== 'REPEATED') return undefined;
+  if (!columnOf.record!.types.includes(column.type)) return undefined;
+  const columns = column.fields ?? [];
+  const k = columns.findIndex((c) => c.name === 'key');
+  const v = columns.findIndex((c) => c.name === 'value');
+  if (k < 0 || v < 0 || columns[k]!.type !== 'STRING' || columns[k]!.mode === 'REPEATED') return undefined;
+  if (columns.some((c, i) => i !== k && i !== v && c.mode === 'REQUIRED')) return undefined;
+  // A MapField is a Field of its value type (not repeated, no oneof, no default).
+  const value = valuePlan(field as unknown as protobuf.Field, columns[v]!, v + 1, seen, -1);
+  if (value === undefined || value.repeated) return undefined;
+  return {
+    key: `${JSON.stringify(column.name)}:`,
+    number: field.id,
+    wire: 2,
+    kind: 'map',
+    tag: (number << 3) | 2,
+    repeated: true,
+    presence: false,
+    required: false,
+    mustBePresent: false,
+    oneof: -1,
+    entry: { keyTag: ((k + 1) << 3) | 2, value: { ...value, number: 2 } },
+  };
+}
+
+/** A field (or a map's value) onto its column. */
+function valuePlan(
+  field: protobuf.Field,
+  column: SchemaField,
+  number: number,
+  seen: ReadonlySet<string>,
+  oneof: number,
+): FieldPlan | undefined {
   if (field.options?.default !== undefined) return undefined;
   const repeated = field.repeated;
   if (repeated !== (column.mode === 'REPEATED')) return undefined;
@@ -222,6 +274,7 @@ function fieldPlan(
     return message === undefined ? undefined : onto('message', 'record', { message });
   }
   const kind = field.type as ProtoKind;
-  if (!(kind in wireOf) || kind === 'message' || kind === 'timestamp' || kind === 'wrapper') return undefined;
+  if (!(kind in wireOf) || kind === 'message' || kind === 'timestamp' || kind === 'wrapper' || kind === 'map')
+    return undefined;
   return onto(kind, columnKind[kind]!);
 }

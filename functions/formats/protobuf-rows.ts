@@ -3,11 +3,11 @@
  * the bytes, then written in the table's column order under the columns' numbers. Strings, bytes and
  * nested messages are copied or walked, never decoded to objects; varints are re-encoded from their 64
  * bits; enums become their names, Timestamps microseconds, wrappers their value, uint64 exact decimal text,
- * in integer arithmetic. Compiled once per message type and table (protobuf-plans.ts).
+ * in integer arithmetic; maps with text keys become the general path's records of key and value. Compiled once per message type and table (protobuf-plans.ts).
  * The path reads strictly: anything protobufjs might read otherwise or refuse (a varint of odd length for
  * a 32-bit field, a wire type the field does not have, groups, two members of one oneof, a missing proto2
  * `required` field, text that is not UTF-8, a timestamp beyond the years 1684 to 2255, a null for a
- * REQUIRED column, a truncated payload) makes it say false, and the record takes the general path
+ * REQUIRED column, a map key the general path's object would reorder or drop, a truncated payload) makes it say false, and the record takes the general path
  * (`test/unit/protobuf-rows.test.ts` compares both, byte for byte, on randomized messages).
  */
 import type { ProtoWriter } from '../sinks/proto-writer.js';
@@ -17,7 +17,9 @@ import {
   at,
   canonical,
   eachRepeated,
+  entryAt,
   narrow,
+  scanEntry,
   skip,
   timestampMicros,
   varint,
@@ -105,7 +107,27 @@ function writeFields(w: ProtoWriter, p: Buffer, end: number, plan: MessagePlan):
 
 /** Every occurrence of a repeated field from its first tag (`from`) to `end`, packed or not. */
 function writeRepeated(w: ProtoWriter, p: Buffer, from: number, end: number, field: FieldPlan): boolean {
-  return eachRepeated(p, from, end, field, (stop) => writeValue(w, p, stop, field));
+  if (field.kind !== 'map') return eachRepeated(p, from, end, field, (stop) => writeValue(w, p, stop, field));
+  const seen = new Set<string>();
+  return eachRepeated(p, from, end, field, (stop) => writeEntry(w, p, stop, field, seen));
+}
+
+/** A map entry as the general path's record: the key, then the value (absent: its default, or none). */
+function writeEntry(w: ProtoWriter, p: Buffer, end: number, field: FieldPlan, seen: Set<string>): boolean {
+  const { keyTag, value } = field.entry!;
+  if (!scanEntry(p, end, value, seen)) return false;
+  const { keyStart, keyEnd, value: valueAt, stop } = entryAt;
+  w.varint(field.tag);
+  const begun = w.begin();
+  w.varint(keyTag);
+  w.delimitedFrom(p, keyStart, keyEnd);
+  if (valueAt >= 0) {
+    at.pos = valueAt;
+    if (!writeValue(w, p, stop, value)) return false;
+  } else if (!value.presence) writeDefault(w, value);
+  w.end(begun);
+  at.pos = stop;
+  return true;
 }
 
 /** One value at `at.pos` (after its tag), written under the column's tag. */

@@ -3,6 +3,7 @@
  * fields) and writing the scalars as the general path does, for the compiled path (protobuf-rows.ts).
  */
 import type { ProtoWriter } from '../sinks/proto-writer.js';
+import { keepsPlace } from './mapped.js';
 import type { FieldPlan } from './protobuf-plans.js';
 
 /** Where reading stands, and the last varint read as two 32-bit halves. */
@@ -245,4 +246,39 @@ export function eachRepeated(
     }
   }
   return true;
+}
+
+/** A map entry as `scanEntry` found it: its key's bytes, where its value starts (-1: absent), its end. */
+export const entryAt = { keyStart: 0, keyEnd: 0, value: -1, stop: 0 };
+
+/**
+ * The map entry at `at.pos` (its length first): key (1) and value (2), each at most once and in its own
+ * wire type, unknown fields skipped; false for anything protobufjs might read otherwise (a field given
+ * twice, another wire type) and for a key the general path's object would not keep as it is (`seen`: the
+ * entry's map's keys so far).
+ */
+export function scanEntry(p: Buffer, end: number, value: FieldPlan, seen: Set<string>): boolean {
+  if (!varint32(p, end) || at.hi !== 0) return false;
+  const stop = at.pos + at.lo;
+  if (stop > end) return false;
+  let key = -1;
+  entryAt.keyStart = entryAt.keyEnd = 0;
+  entryAt.value = -1;
+  entryAt.stop = stop;
+  while (at.pos < stop) {
+    if (!varint32(p, stop) || at.hi !== 0) return false;
+    const number = at.lo >>> 3;
+    const wire = at.lo & 7;
+    if (number === 1) {
+      if (wire !== 2 || key >= 0 || !varint32(p, stop) || at.hi !== 0) return false;
+      key = entryAt.keyStart = at.pos;
+      entryAt.keyEnd = at.pos += at.lo;
+      if (at.pos > stop) return false;
+    } else if (number === 2) {
+      if (wire !== value.wire || entryAt.value >= 0) return false;
+      entryAt.value = at.pos;
+      if (!(wire === 0 && narrow[value.kind] ? varint32(p, stop) : skip(p, wire, stop))) return false;
+    } else if (number === 0 || !skip(p, wire, stop)) return false;
+  }
+  return keepsPlace(p, entryAt.keyStart, entryAt.keyEnd, seen);
 }

@@ -15,6 +15,8 @@ import { scan } from './protobuf-rows.js';
 import {
   at,
   eachRepeated,
+  entryAt,
+  scanEntry,
   signed64,
   timestampMicros,
   varint,
@@ -50,13 +52,30 @@ export function textMessage(p: Buffer, start: number, end: number, plan: Message
 /** Every occurrence of a repeated field from its first tag (`from`) to `end`, packed or not, as an array. */
 function repeatedText(p: Buffer, from: number, end: number, field: FieldPlan): string | undefined {
   let out = '';
+  const seen = new Set<string>();
   const read = eachRepeated(p, from, end, field, (stop) => {
-    const value = valueText(p, stop, field);
+    const value = field.kind === 'map' ? entryText(p, stop, field, seen) : valueText(p, stop, field);
     if (value === undefined) return false;
     out += out === '' ? value : `,${value}`;
     return true;
   });
   return read ? `[${out}]` : undefined;
+}
+
+/** A map entry as the general path's record: the key, then the value (absent: its default, or none). */
+function entryText(p: Buffer, end: number, field: FieldPlan, seen: Set<string>): string | undefined {
+  const value = field.entry!.value;
+  if (!scanEntry(p, end, value, seen)) return undefined;
+  const { keyStart, keyEnd, value: valueAt, stop } = entryAt;
+  const key = JSON.stringify(p.toString('utf8', keyStart, keyEnd));
+  let text: string | undefined = '';
+  if (valueAt >= 0) {
+    at.pos = valueAt;
+    text = valueText(p, stop, value);
+  } else if (!value.presence) text = defaultText(value);
+  at.pos = stop;
+  if (text === undefined) return undefined;
+  return text === '' ? `{"key":${key}}` : `{"key":${key},${value.key}${text}}`;
 }
 
 /** The value a proto3 scalar reads as when absent. */

@@ -169,6 +169,11 @@ export async function pythonProduce(spec: {
   subject_strategy?: 'topic_record';
   /** Headers every record carries. */
   headers?: Record<string, string>;
+  /**
+   * Protobuf: the schema text is registered as it is (as Java's serializer registers `map<K, V>`; Python's
+   * would register its map entries as plain repeated messages), and the serializer uses that version.
+   */
+  registered?: boolean;
 }): Promise<number> {
   const env = stackEnv() as unknown as Record<string, string>;
   const out = await run(

@@ -3,7 +3,9 @@
 Reads one JSON object on stdin:
   brokers, topic, partition (optional), format: avro | protobuf | json-schema | raw-avro | raw,
   registry (the registry's URL; not for raw-avro/raw), schema (Avro / JSON Schema text, or .proto text),
-  message (protobuf: the message's name), subject_strategy (optional, avro: "topic_record"), values (a Python expression: the list of values to send;
+  message (protobuf: the message's name), subject_strategy (optional, avro: "topic_record"),
+  registered (optional, protobuf: register the schema text as it is and serialize under that version),
+  values (a Python expression: the list of values to send;
   datetime, date, time, timezone, timedelta, Decimal and UUID are in scope; raw: a list of hex strings).
 Prints the number of records delivered.
 """
@@ -66,8 +68,23 @@ elif fmt == "protobuf":
     sys.path.insert(0, workdir)
     module = importlib.import_module(name[: -len(".proto")].replace("/", ".") + "_pb2")
     message_class = getattr(module, spec["message"])
-    serializer = ProtobufSerializer(message_class, client, {"use.deprecated.format": False})
-    serialize = lambda v: serializer(ParseDict(v, message_class()), ctx)
+    if spec.get("registered"):
+        # As a Java producer would register it (map<K, V> kept; Python renders map entries as messages):
+        # the text registered as it is, the payload Python's protobuf serializes, framed in Confluent's wire
+        # format under that id (Python's serializer cannot read Karapace's answer for a schema it did not
+        # register itself).
+        import struct
+
+        from confluent_kafka.schema_registry import Schema
+
+        schema_id = client.register_schema(f"{topic}-value", Schema(spec["schema"], "PROTOBUF"))
+        index = list(module.DESCRIPTOR.message_types_by_name).index(spec["message"])
+        indexes = b"\x00" if index == 0 else bytes([2, index * 2])
+        head = b"\x00" + struct.pack(">I", schema_id) + indexes
+        serialize = lambda v: head + ParseDict(v, message_class()).SerializeToString()
+    else:
+        serializer = ProtobufSerializer(message_class, client, {"use.deprecated.format": False})
+        serialize = lambda v: serializer(ParseDict(v, message_class()), ctx)
 elif fmt == "raw-avro":
     import io
 
