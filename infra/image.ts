@@ -19,6 +19,7 @@ const codeSources = [
   'tsconfig.json',
   'tsconfig.build.json',
   'functions',
+  'scripts/bundle.mjs',
   'bin',
 ];
 

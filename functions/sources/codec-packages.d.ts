@@ -1,4 +1,4 @@
-// The two codec packages ship no types; these are the calls codecs.ts makes.
+// Packages (or parts of them) that ship no types; these are the calls the drain makes.
 declare module 'snappyjs' {
   const snappy: { uncompress(data: Uint8Array): Uint8Array; compress(data: Uint8Array): Uint8Array };
   export default snappy;
@@ -10,4 +10,14 @@ declare module 'lz4js' {
     compress(data: Uint8Array): Uint8Array;
   };
   export default lz4;
+}
+// kafkajs's request queue (kafkajs-patch.ts): a class, typed there.
+declare module 'kafkajs/src/network/requestQueue/index.js' {
+  const RequestQueue: unknown;
+  export default RequestQueue;
+}
+// kafkajs's record batch (head-probe.ts): a class, typed there.
+declare module 'kafkajs/src/consumer/batch.js' {
+  const Batch: unknown;
+  export default Batch;
 }

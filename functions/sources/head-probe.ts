@@ -9,13 +9,12 @@
  * Reads committed records only (as the drain does): a record of a transaction still open is not waiting
  * to be written yet. Best effort: a partition whose fetch fails has no answer (unknown), never a wrong one.
  */
-import { createRequire } from 'node:module';
 import type { Kafka } from 'kafkajs';
+// Imported, not required at run time: the job's bundle (dist/job.mjs) holds one kafkajs.
+import BatchModule from 'kafkajs/src/consumer/batch.js';
 import { forEachLimited } from '../kernel/concurrency.js';
 import { DrainError } from '../kernel/errors.js';
 import { type Position, partitionId } from '../kernel/records.js';
-
-const require = createRequire(import.meta.url);
 
 interface FetchedPartition {
   partition: number;
@@ -45,7 +44,7 @@ interface Cluster {
   findBroker(node: { nodeId: string }): Promise<Broker>;
 }
 
-const BatchOf = require('kafkajs/src/consumer/batch.js') as new (
+const BatchOf = BatchModule as new (
   topic: string,
   fetchedOffset: string,
   partition: FetchedPartition,

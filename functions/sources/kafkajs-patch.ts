@@ -10,7 +10,9 @@
  * its own check, and every response checks the queue again. Applied only to the method as 2.2.4 has it:
  * a kafkajs whose method differs is left alone (and the test of this patch says so).
  */
-import { createRequire } from 'node:module';
+// Imported, not required at run time: the job's bundle (dist/job.mjs) then holds one kafkajs, and this
+// patches the request queue its connections use.
+import RequestQueueModule from 'kafkajs/src/network/requestQueue/index.js';
 
 interface RequestQueueLike {
   pending: unknown[];
@@ -19,13 +21,12 @@ interface RequestQueueLike {
   scheduleCheckPendingRequests(): void;
 }
 
-const require = createRequire(import.meta.url);
 /** Marks the prototype once patched (a second copy of this module must not wrap the method again). */
 const patched = Symbol.for('kafka-bigquery-drain.kafkajs-poll-patch');
 
 /** Whether the queue's method is the one this patch fixes (and so was patched). */
 export const kafkajsPollPatched: boolean = (() => {
-  const RequestQueue = require('kafkajs/src/network/requestQueue/index.js') as {
+  const RequestQueue = RequestQueueModule as {
     prototype: RequestQueueLike & { [patched]?: true };
   };
   const proto = RequestQueue.prototype;

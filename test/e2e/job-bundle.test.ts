@@ -1,0 +1,112 @@
+/**
+ * The image runs the job as one bundled file (dist/job.mjs, `npm run bundle`; the Dockerfile's ENTRYPOINT):
+ * every other end-to-end test runs the sources, so this one runs the bundle, with the image's flags, in
+ * each write mode: rows written, a dead letter published, a caught-up run after it. And it loads no
+ * package from node_modules at run time: one kafkajs (the one kafkajs-patch.ts patches), one gRPC, one of
+ * each Google client.
+ */
+import { execFile, execFileSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { beforeAll, expect, test } from 'vitest';
+import { createPipeline, deadLetterOffsets, e2eClients, tableOffsets } from '../support/job.js';
+import { produce } from '../support/kafka.js';
+import { root, uniqueName } from '../support/stack.js';
+
+const clients = await e2eClients();
+const bundle = join(root, 'dist', 'job.mjs');
+
+/** Records each package the process requires at run time (not Node's own modules) into KBD_LOADED. */
+const hook = join(tmpdir(), `${uniqueName('require-hook')}.cjs`);
+writeFileSync(
+  hook,
+  `const Module = require('node:module');
+const { appendFileSync } = require('node:fs');
+const load = Module._load;
+Module._load = function (request, ...rest) {
+  const loaded = load.call(this, request, ...rest);
+  if (!Module.isBuiltin(request)) appendFileSync(process.env.KBD_LOADED, request + '\\n');
+  return loaded;
+};
+`,
+);
+
+beforeAll(() => {
+  execFileSync('npm', ['run', '--silent', 'build'], { cwd: root, stdio: 'inherit', timeout: 300_000 });
+  execFileSync('npm', ['run', '--silent', 'bundle'], { cwd: root, stdio: 'inherit', timeout: 300_000 });
+}, 600_000);
+
+/** The bundle as the image's ENTRYPOINT runs it; its run summary and the packages it required. */
+function runBundle(env: Record<string, string>) {
+  const loadedFile = join(tmpdir(), `${uniqueName('loaded')}.txt`);
+  writeFileSync(loadedFile, '');
+  return new Promise<{ code: number; summary: Record<string, unknown>; loaded: string[] }>(
+    (resolve, reject) => {
+      execFile(
+        process.execPath,
+        ['--require', hook, '--max-old-space-size=192', '--initial-old-space-size=96', bundle, 'run'],
+        {
+          env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env, KBD_LOADED: loadedFile },
+          maxBuffer: 16 * 1024 * 1024,
+          timeout: 120_000,
+        },
+        (error, stdout, stderr) => {
+          const lines = stdout.trim().split('\n');
+          const last = lines.at(-1) ?? '';
+          if (!last.startsWith('{')) {
+            reject(
+              new Error(`the bundle ended without a summary: ${error?.message}\n${stderr.slice(-3000)}`),
+            );
+            return;
+          }
+          resolve({
+            code: error ? Number(error.code ?? 1) : 0,
+            summary: JSON.parse(last) as Record<string, unknown>,
+            loaded: readFileSync(loadedFile, 'utf8').split('\n').filter(Boolean),
+          });
+        },
+      );
+    },
+  );
+}
+
+test('the Dockerfile builds the bundle and runs it', () => {
+  const dockerfile = readFileSync(join(root, 'Dockerfile'), 'utf8');
+  expect(dockerfile).toMatch(/RUN npm run build && npm run bundle/);
+  expect(dockerfile).toMatch(/ENTRYPOINT \[.*"dist\/job\.mjs"\]/);
+});
+
+test.each([
+  'storage-write',
+  'insert-all',
+  'load',
+  'merge',
+])('%s: the bundled job writes the rows and dead-letters the bad one; a second run is caught up', async (mode) => {
+  const pipeline = await createPipeline(clients, 2, {
+    BQ_WRITE_MODE: mode,
+    ...(mode === 'merge' ? { BQ_PRIMARY_KEY: 'id' } : {}),
+  });
+  await produce(pipeline.topic, [
+    { partition: 0, value: JSON.stringify({ id: 'a', n: 1 }) },
+    { partition: 0, value: JSON.stringify({ id: 'b', n: 'two' }) },
+    { partition: 1, value: JSON.stringify({ id: 'c', n: 3, note: 'ünï' }) },
+    { partition: 1, value: JSON.stringify({ id: 'd' }) },
+  ]);
+  const first = await runBundle(pipeline.env);
+  expect(first.code, JSON.stringify(first.summary)).toBe(0);
+  expect(first.summary).toMatchObject({ event: 'run_summary', rowsWritten: 3, deadLettered: 1 });
+  expect(await tableOffsets(clients, pipeline)).toEqual(
+    new Map([
+      [0, [0]],
+      [1, [0, 1]],
+    ]),
+  );
+  expect((await deadLetterOffsets(clients, pipeline)).offsets).toEqual(new Map([[0, [1]]]));
+  // Everything from inside the bundle: no second copy of a package from node_modules.
+  expect(first.loaded.filter((m) => !/^supports-color$/.test(m))).toEqual([]);
+
+  const second = await runBundle(pipeline.env);
+  expect(second.code).toBe(0);
+  expect(second.summary).toMatchObject({ stopReason: 'caught_up', recordsRead: 0, rowsWritten: 0 });
+});
