@@ -2,7 +2,7 @@
  * The compiled Protobuf path's plans (protobuf-rows.ts): per field of a registry message, which column it
  * fills, how its wire value is read and how it is written there, decided once per message type and table.
  * A message compiles when every field maps onto a column of its name and a type the path writes exactly;
- * maps with keys other than text, Struct/Value/ListValue, proto2 declared defaults, a field the table lacks, a metadata column's name
+ * maps with keys other than text, proto2 declared defaults, a field the table lacks, a metadata column's name
  * or a REQUIRED column no field fills leave it to the general path (undefined).
  */
 import protobuf from 'protobufjs';
@@ -30,7 +30,11 @@ export type ProtoKind =
   | 'message'
   | 'timestamp'
   | 'wrapper'
+  | 'struct'
   | 'map';
+
+/** The well-known types that stand for JSON (protobuf-struct.ts). */
+export type StructKind = 'Struct' | 'Value' | 'ListValue';
 
 /** How one field is read (its number and wire type in the payload) and written (its column's tag). */
 export interface FieldPlan {
@@ -57,6 +61,8 @@ export interface FieldPlan {
   readonly message?: MessagePlan;
   /** A wrapper's value field (number 1). */
   readonly inner?: FieldPlan;
+  /** Struct, Value or ListValue (onto a JSON column, as the JSON text they stand for). */
+  readonly structKind?: StructKind;
   /** A map's entries: the key column's tag, and the value (number 2) onto the value column. */
   readonly entry?: { readonly keyTag: number; readonly value: FieldPlan };
 }
@@ -93,6 +99,7 @@ const wireOf: Record<ProtoKind, number> = {
   message: 2,
   timestamp: 2,
   wrapper: 2,
+  struct: 2,
   map: 2,
 };
 
@@ -106,6 +113,7 @@ const columnOf: Record<string, { types: readonly string[]; wire: number }> = {
   bytes: { types: ['BYTES'], wire: 2 },
   timestamp: { types: ['TIMESTAMP'], wire: 0 },
   record: { types: ['RECORD', 'STRUCT'], wire: 2 },
+  json: { types: ['JSON'], wire: 2 },
 };
 
 const columnKind: Record<ProtoKind, string> = {
@@ -128,6 +136,7 @@ const columnKind: Record<ProtoKind, string> = {
   timestamp: 'timestamp',
   message: 'record',
   wrapper: '',
+  struct: 'json',
   map: '',
 };
 
@@ -269,12 +278,14 @@ function valuePlan(
       const inner = onto(kind, columnKind[kind]!, { number: 1, presence: false, repeated: false, oneof: -1 });
       return inner === undefined ? undefined : { ...inner, ...base, kind: 'wrapper', wire: 2, inner };
     }
+    const struct = /^google\.protobuf\.(Struct|Value|ListValue)$/.exec(name)?.[1] as StructKind | undefined;
+    if (struct !== undefined) return onto('struct', 'json', { structKind: struct });
     if (name.startsWith('google.protobuf.') && /(Struct|Value|ListValue)$/.test(name)) return undefined;
     const message = messagePlan(resolved, column.fields ?? [], false, seen);
     return message === undefined ? undefined : onto('message', 'record', { message });
   }
   const kind = field.type as ProtoKind;
-  if (!(kind in wireOf) || kind === 'message' || kind === 'timestamp' || kind === 'wrapper' || kind === 'map')
+  if (['message', 'timestamp', 'wrapper', 'struct', 'map'].includes(kind) || !(kind in wireOf))
     return undefined;
   return onto(kind, columnKind[kind]!);
 }

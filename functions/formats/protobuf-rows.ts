@@ -29,6 +29,7 @@ import {
   write64,
   writeDefault,
 } from './protobuf-scalars.js';
+import { structText } from './protobuf-struct.js';
 
 /** Writes the message in `p` from `start` to `end` as the fields of the table's message. */
 export function writeMessage(
@@ -197,6 +198,13 @@ function writeDelimited(w: ProtoWriter, p: Buffer, end: number, field: FieldPlan
     case 'wrapper':
       if (!writeWrapper(w, p, start, stop, field.inner!)) return false;
       break;
+    case 'struct': {
+      const text = structText(p, start, stop, field.structKind!);
+      if (text === undefined) return false;
+      w.varint(field.tag);
+      w.string(text);
+      break;
+    }
     default: {
       w.varint(field.tag);
       const begun = w.begin();

@@ -23,6 +23,7 @@ import {
   varint32,
   wrappedAt,
 } from './protobuf-scalars.js';
+import { structText } from './protobuf-struct.js';
 
 /** The message from `start` to `end` as the members of a JSON object (no braces), or undefined. */
 export function textMessage(p: Buffer, start: number, end: number, plan: MessagePlan): string | undefined {
@@ -182,6 +183,11 @@ function delimitedText(p: Buffer, end: number, field: FieldPlan): string | undef
     case 'timestamp': {
       const micros = timestampMicros(p, start, stop);
       text = micros === undefined ? undefined : `"${isoMicros(micros)}Z"`;
+      break;
+    }
+    case 'struct': {
+      const json = structText(p, start, stop, field.structKind!);
+      text = json === undefined ? undefined : JSON.stringify(json);
       break;
     }
     case 'wrapper': {
