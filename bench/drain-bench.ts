@@ -17,8 +17,8 @@
  *   task's exit code, stop reason, records and shared partitions;
  * - 1,000 partitions (10 topics x 100, 3 records each): a run that drains them all, then an idle run;
  * - the same wide records as Avro, Protobuf and JSON Schema through the registry: storage-write at N (three
- *   rounds) and 4N, and the null sink, beside JSON's; and the record path alone in this process, per
- *   format, the general path against the compiled one (record-path.ts).
+ *   rounds) and 4N, insert-all and load at N, and the null sink, beside JSON's; and the record path alone
+ *   in this process, per format, the general path against the compiled one (record-path.ts).
  * Firestore reads and writes are counted for every drain. Results are printed and written to
  * `bench/results/<run>.json` so that runs can be compared. Timing goals live here, never in tests.
  */
@@ -362,6 +362,15 @@ const formatRuns = withFormats
           n: medianOf(f.rounds),
           nullSink: await variant('null', f.topic, records, `${run}-b${f.format}`, env),
           quad: await variant('bigquery', f.topicQuad, 4 * records, `${run}-c4${f.format}`, env),
+          // The modes that send rows as JSON text, once each at N (each format's compiled text path).
+          insertAll: await variant('bigquery', f.topic, records, `${run}-ci${f.format}`, {
+            ...env,
+            BQ_WRITE_MODE: 'insert-all',
+          }),
+          load: await variant('bigquery', f.topic, records, `${run}-cl${f.format}`, {
+            ...env,
+            BQ_WRITE_MODE: 'load',
+          }),
         });
       }
       return out;
@@ -395,6 +404,8 @@ const rows = [
     [`(b) drain, null sink, ${f.name} via the registry`, f.nullSink],
     [`(c) drain → emulator, storage-write, ${f.name}`, f.n.median],
     [`(c) drain → emulator, storage-write, ${f.name}, 4N`, f.quad],
+    [`(c) drain → emulator, insert-all, ${f.name}`, f.insertAll],
+    [`(c) drain → emulator, load, ${f.name}`, f.load],
   ]),
   ...(wideSpread && wideIdle
     ? [
@@ -455,7 +466,7 @@ const lines = [
   `peak RSS: null sink ${b.peakRssMb} MB at N, ${b4.peakRssMb} MB at 4N (goal <= 256 MB at 4N); storage-write ${c.peakRssMb} MB; raw ${a.peakRssMb} / ${a4.peakRssMb} MB`,
   ...formatRuns.map(
     (f) =>
-      `${f.name} through the registry vs the same records as JSON, CPU µs a record from the first fetch: storage-write ${cpuPerRecord(f.n.median).toFixed(1)} vs ${cpuPerRecord(c).toFixed(1)} (${formatRounds} rounds: ${f.n.cpuPerRecordUs.map((x) => x.toFixed(1)).join(' / ')}), ${ratio(f.n.median).toFixed(1)}x raw; at 4N ${cpuPerRecord(f.quad).toFixed(1)} vs ${cpuPerRecord(c4).toFixed(1)}, ${(cpuPerRecord(f.quad) / cpuPerRecord(a4)).toFixed(1)}x raw; steady ${slope(f.n.median, f.quad).toFixed(1)} vs ${slope(c, c4).toFixed(1)}, ${(slope(f.n.median, f.quad) / slope(a, a4)).toFixed(1)}x raw; null sink ${cpuPerRecord(f.nullSink).toFixed(1)} vs ${cpuPerRecord(b).toFixed(1)}; ${drainRate(f.n.median)} vs ${drainRate(c)} rows/s`,
+      `${f.name} through the registry vs the same records as JSON, CPU µs a record from the first fetch: storage-write ${cpuPerRecord(f.n.median).toFixed(1)} vs ${cpuPerRecord(c).toFixed(1)} (${formatRounds} rounds: ${f.n.cpuPerRecordUs.map((x) => x.toFixed(1)).join(' / ')}), ${ratio(f.n.median).toFixed(1)}x raw; at 4N ${cpuPerRecord(f.quad).toFixed(1)} vs ${cpuPerRecord(c4).toFixed(1)}, ${(cpuPerRecord(f.quad) / cpuPerRecord(a4)).toFixed(1)}x raw; steady ${slope(f.n.median, f.quad).toFixed(1)} vs ${slope(c, c4).toFixed(1)}, ${(slope(f.n.median, f.quad) / slope(a, a4)).toFixed(1)}x raw; null sink ${cpuPerRecord(f.nullSink).toFixed(1)} vs ${cpuPerRecord(b).toFixed(1)}; ${drainRate(f.n.median)} vs ${drainRate(c)} rows/s; insert-all ${cpuPerRecord(f.insertAll).toFixed(1)} vs ${cpuPerRecord(cInsert).toFixed(1)}, load ${cpuPerRecord(f.load).toFixed(1)} vs ${cpuPerRecord(cLoad).toFixed(1)}`,
   ),
   ...(paths.length === 0
     ? []
