@@ -21,6 +21,8 @@ const main = [entry.script, ...entry.args];
 
 beforeAll(() => {
   execFileSync('npm', ['run', 'build'], { cwd: root, stdio: 'pipe' });
+  // The image runs the job bundled (dist/job.mjs).
+  execFileSync('npm', ['run', 'bundle'], { cwd: root, stdio: 'pipe' });
 }, 120_000);
 
 function files(dir: string): string[] {
@@ -42,8 +44,8 @@ test('the production build imports no development dependency', () => {
   }
 });
 
-test('the image starts the compiled CLI with `run`', () => {
-  expect(entry.script).toBe(join(dist, 'functions', 'cli', 'main.js'));
+test('the image starts the compiled CLI, bundled, with `run`', () => {
+  expect(entry.script).toBe(join(dist, 'job.mjs'));
   expect(entry.args).toEqual(['run']);
 });
 

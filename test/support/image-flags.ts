@@ -15,8 +15,8 @@ export function imageNodeFlags(root: string): string[] {
 export function imageEntry(root: string): { script: string; args: string[] } {
   const dockerfile = readFileSync(join(root, 'Dockerfile'), 'utf8');
   const entrypoint = dockerfile.match(/^ENTRYPOINT \[(.*)\]$/m)?.[1] ?? '';
-  const script = [...entrypoint.matchAll(/"([^"-][^"]*\.js)"/g)].map((m) => m[1]!)[0];
-  if (script === undefined) throw new Error("the Dockerfile's ENTRYPOINT names no .js script");
+  const script = [...entrypoint.matchAll(/"([^"-][^"]*\.m?js)"/g)].map((m) => m[1]!)[0];
+  if (script === undefined) throw new Error("the Dockerfile's ENTRYPOINT names no .js or .mjs script");
   const cmd = dockerfile.match(/^CMD \[(.*)\]$/m)?.[1] ?? '';
   return { script: join(root, script), args: [...cmd.matchAll(/"([^"]*)"/g)].map((m) => m[1]!) };
 }
