@@ -11,10 +11,14 @@ import type { SchemaField } from '../schema/table-schema.js';
 import { fieldPlans, maxDays, minDays, type Plan } from './avro-plans.js';
 import { at, blockCount, mapKey, type Temporal, temporal, zigzag } from './avro-read.js';
 import { decimalOf as decimalText, isoMicros } from './avro-types.js';
+import { JsonText } from './json-text.js';
 import { dateText, floatValue, isUtf8At, timeOfDayText } from './mapped.js';
 
 /** A payload's fields as the members of a JSON object (no braces), or undefined: the general path's. */
 export type AvroText = (payload: Buffer, start: number) => string | undefined;
+
+/** The row's text as it is written (one record at a time). */
+const out = new JsonText();
 
 /** The text of a writer schema's records onto `columns` (the table's user columns), or undefined. */
 export function compileAvroText(schema: unknown, columns: readonly SchemaField[]): AvroText | undefined {
@@ -23,56 +27,63 @@ export function compileAvroText(schema: unknown, columns: readonly SchemaField[]
   return (payload, start) => {
     at.pos = start;
     at.bad = false;
-    const text = membersOf(payload, fields);
-    return text !== undefined && at.pos === payload.length ? text : undefined;
+    out.reset();
+    return membersOf(payload, fields, true) && at.pos === payload.length ? out.text() : undefined;
   };
 }
 
-function membersOf(payload: Buffer, plans: readonly Plan[]): string | undefined {
-  let out = '';
+/** The fields as members, each after a comma but for the object's first (`first`: none written yet). */
+function membersOf(payload: Buffer, plans: readonly Plan[], first: boolean): boolean {
   for (let f = 0; f < plans.length; f++) {
     const plan = plans[f]!;
     if (plan.nullBranch >= 0) {
       const branch = zigzag(payload);
-      if (at.bad) return undefined;
+      if (at.bad) return false;
       if (branch === plan.nullBranch) {
-        if (plan.required) return undefined;
+        if (plan.required) return false;
         continue;
       }
-      if (branch !== 1 - plan.nullBranch) return undefined;
+      if (branch !== 1 - plan.nullBranch) return false;
     }
-    const value = textOf(payload, plan);
-    if (value === undefined) return undefined;
-    out += out === '' ? `${plan.key}${value}` : `,${plan.key}${value}`;
+    if (!first) out.byte(44);
+    first = false;
+    out.raw(plan.key!);
+    if (!textOf(payload, plan)) return false;
   }
-  return out;
+  return true;
 }
 
-function textOf(payload: Buffer, plan: Plan): string | undefined {
+function textOf(payload: Buffer, plan: Plan): boolean {
   switch (plan.kind) {
-    case 'record': {
-      const members = membersOf(payload, plan.fields);
-      return members === undefined ? undefined : `{${members}}`;
-    }
+    case 'record':
+      out.byte(123);
+      if (!membersOf(payload, plan.fields, true)) return false;
+      out.byte(125);
+      return true;
     case 'array':
       return arrayOf(payload, plan.item);
     case 'map':
       return mapOf(payload, plan);
     case 'boolean': {
       const byte = payload[at.pos++];
-      return byte === 1 ? 'true' : byte === 0 ? 'false' : undefined;
+      if (byte !== 0 && byte !== 1) return false;
+      out.raw(byte === 1 ? 'true' : 'false');
+      return true;
     }
     case 'float':
     case 'double': {
       const size = plan.kind === 'float' ? 4 : 8;
-      if (at.pos + size > payload.length) return undefined;
+      if (at.pos + size > payload.length) return false;
       const value = size === 4 ? payload.readFloatLE(at.pos) : payload.readDoubleLE(at.pos);
       at.pos += size;
-      return JSON.stringify(floatValue(value));
+      out.raw(JSON.stringify(floatValue(value)));
+      return true;
     }
     case 'enum': {
       const text = plan.texts[zigzag(payload)];
-      return at.bad ? undefined : text;
+      if (at.bad || text === undefined) return false;
+      out.raw(text);
+      return true;
     }
     default:
       return plan.kind === 'fixed' ||
@@ -87,71 +98,87 @@ function textOf(payload: Buffer, plan: Plan): string | undefined {
 }
 
 /** int, long and date: a zigzag varint, in the text the general path's row holds. */
-function integerOf(payload: Buffer, kind: 'int' | 'long' | 'date'): string | undefined {
+function integerOf(payload: Buffer, kind: 'int' | 'long' | 'date'): boolean {
   const n = zigzag(payload);
-  if (at.bad) return undefined;
-  if (kind !== 'date') return String(n);
-  return n < minDays || n > maxDays ? undefined : `"${dateText(n)}"`;
+  if (at.bad) return false;
+  if (kind !== 'date') out.integer(n);
+  else if (n < minDays || n > maxDays) return false;
+  else out.quoted(dateText(n));
+  return true;
 }
 
 /** Timestamps (`…Z`), DATETIME (no zone) and TIME in BigQuery's text forms. */
-function temporalOf(payload: Buffer, kind: Temporal): string | undefined {
+function temporalOf(payload: Buffer, kind: Temporal): boolean {
   const micros = temporal(payload, kind);
-  if (Number.isNaN(micros)) return undefined;
+  if (Number.isNaN(micros)) return false;
   if (kind === 'time-millis' || kind === 'time-micros')
-    return `"${timeOfDayText(micros, kind === 'time-millis' ? 3 : 6)}"`;
-  return kind === 'millis' || kind === 'micros' || kind === 'nanos'
-    ? `"${isoMicros(micros)}Z"`
-    : `"${isoMicros(micros)}"`;
+    out.quoted(timeOfDayText(micros, kind === 'time-millis' ? 3 : 6));
+  else if (kind === 'millis' || kind === 'micros' || kind === 'nanos') {
+    out.byte(34);
+    out.raw(isoMicros(micros));
+    out.raw('Z"');
+  } else out.quoted(isoMicros(micros));
+  return true;
 }
 
 /** Strings, bytes, fixed and decimals: their bytes (a length first, but for fixed), as text. */
-function bytesOf(payload: Buffer, plan: Plan): string | undefined {
+function bytesOf(payload: Buffer, plan: Plan): boolean {
   const size = plan.kind === 'fixed' || (plan.kind === 'decimal' && plan.size >= 0) ? plan.size : -1;
   const length = size >= 0 ? size : zigzag(payload);
   const end = at.pos + length;
-  if (at.bad || length < 0 || end > payload.length) return undefined;
+  if (at.bad || length < 0 || end > payload.length) return false;
   const start = at.pos;
   at.pos = end;
   switch (plan.kind) {
     case 'string':
-      return isUtf8At(payload, start, end) ? JSON.stringify(payload.toString('utf8', start, end)) : undefined;
+      if (!isUtf8At(payload, start, end)) return false;
+      out.stringFrom(payload, start, end);
+      return true;
     case 'decimal': {
       const text = decimalText(payload.subarray(start, end), plan.scale);
-      return plan.plain.test(text) ? `"${text}"` : undefined;
+      if (!plan.plain.test(text)) return false;
+      out.quoted(text);
+      return true;
     }
     default:
-      return `"${payload.toString('base64', start, end)}"`;
+      out.base64From(payload, start, end);
+      return true;
   }
 }
 
 /** An array's blocks of items, ended by a block of none. */
-function arrayOf(payload: Buffer, item: Plan): string | undefined {
-  let out = '';
+function arrayOf(payload: Buffer, item: Plan): boolean {
+  out.byte(91);
+  let first = true;
   let count = blockCount(payload);
   for (; count > 0; count = blockCount(payload))
     for (let i = 0; i < count; i++) {
-      const value = textOf(payload, item);
-      if (value === undefined) return undefined;
-      out += out === '' ? value : `,${value}`;
+      if (!first) out.byte(44);
+      first = false;
+      if (!textOf(payload, item)) return false;
     }
-  return count === 0 ? `[${out}]` : undefined;
+  out.byte(93);
+  return count === 0;
 }
 
 /** A map's blocks of entries: the general path's records of the key and the value (a null one left out). */
-function mapOf(payload: Buffer, plan: Extract<Plan, { kind: 'map' }>): string | undefined {
+function mapOf(payload: Buffer, plan: Extract<Plan, { kind: 'map' }>): boolean {
   const seen = new Set<string>();
-  let out = '';
+  out.byte(91);
+  let first = true;
   let count = blockCount(payload);
   for (; count > 0; count = blockCount(payload))
     for (let i = 0; i < count; i++) {
       const start = mapKey(payload, seen);
-      if (start < 0) return undefined;
-      const key = JSON.stringify(payload.toString('utf8', start, at.pos));
-      const value = membersOf(payload, plan.value);
-      if (value === undefined) return undefined;
-      const entry = `{${plan.keyMember}${key}${value === '' ? '' : `,${value}`}}`;
-      out += out === '' ? entry : `,${entry}`;
+      if (start < 0) return false;
+      if (!first) out.byte(44);
+      first = false;
+      out.byte(123);
+      out.raw(plan.keyMember);
+      out.stringFrom(payload, start, at.pos);
+      if (!membersOf(payload, plan.value, false)) return false;
+      out.byte(125);
     }
-  return count === 0 ? `[${out}]` : undefined;
+  out.byte(93);
+  return count === 0;
 }

@@ -9,6 +9,7 @@
  * compares what BigQuery reads of both.
  */
 import { isoMicros } from './avro-types.js';
+import { JsonText } from './json-text.js';
 import { floatValue, isUtf8At } from './mapped.js';
 import type { FieldPlan, MessagePlan } from './protobuf-plans.js';
 import { scan } from './protobuf-rows.js';
@@ -25,61 +26,77 @@ import {
 } from './protobuf-scalars.js';
 import { structText } from './protobuf-struct.js';
 
+/** The row's text as it is written (one record at a time). */
+const out = new JsonText();
+
 /** The message from `start` to `end` as the members of a JSON object (no braces), or undefined. */
 export function textMessage(p: Buffer, start: number, end: number, plan: MessagePlan): string | undefined {
-  if (!scan(p, start, end, plan)) return undefined;
+  out.reset();
+  return members(p, start, end, plan) ? out.text() : undefined;
+}
+
+/** The message's fields written as members, comma between; false for a message left to the general path. */
+function members(p: Buffer, start: number, end: number, plan: MessagePlan): boolean {
+  if (!scan(p, start, end, plan)) return false;
   const { fields, found, counts } = plan;
-  let out = '';
+  let first = true;
   for (let i = 0; i < fields.length; i++) {
     const field = fields[i]!;
-    let value: string | undefined;
+    const absent = !field.repeated && found[i]! < 0;
+    if (absent && (field.mustBePresent || (field.presence && field.required))) return false;
+    if (field.repeated ? counts[i] === 0 : absent && field.presence) continue;
+    if (!first) out.byte(44);
+    first = false;
+    out.raw(field.key);
     if (field.repeated) {
-      if (counts[i] === 0) continue;
-      value = repeatedText(p, found[i]!, end, field);
-    } else if (found[i]! < 0) {
-      if (field.mustBePresent || (field.presence && field.required)) return undefined;
-      if (field.presence) continue;
-      value = defaultText(field);
-    } else {
+      if (!repeatedText(p, found[i]!, end, field)) return false;
+    } else if (absent) out.raw(defaultText(field));
+    else {
       at.pos = found[i]!;
-      value = valueText(p, end, field);
+      if (!valueText(p, end, field)) return false;
     }
-    if (value === undefined) return undefined;
-    out += out === '' ? `${field.key}${value}` : `,${field.key}${value}`;
   }
-  return out;
+  return true;
 }
 
 /** Every occurrence of a repeated field from its first tag (`from`) to `end`, packed or not, as an array. */
-function repeatedText(p: Buffer, from: number, end: number, field: FieldPlan): string | undefined {
-  let out = '';
+function repeatedText(p: Buffer, from: number, end: number, field: FieldPlan): boolean {
+  let first = true;
   const seen = new Set<string>();
+  out.byte(91);
   const read = eachRepeated(p, from, end, field, (stop) => {
-    const value = field.kind === 'map' ? entryText(p, stop, field, seen) : valueText(p, stop, field);
-    if (value === undefined) return false;
-    out += out === '' ? value : `,${value}`;
-    return true;
+    if (!first) out.byte(44);
+    first = false;
+    return field.kind === 'map' ? entryText(p, stop, field, seen) : valueText(p, stop, field);
   });
-  return read ? `[${out}]` : undefined;
+  out.byte(93);
+  return read;
 }
 
 /** A map entry as the general path's record: the key, then the value (absent: its default, or none). */
-function entryText(p: Buffer, end: number, field: FieldPlan, seen: Set<string>): string | undefined {
+function entryText(p: Buffer, end: number, field: FieldPlan, seen: Set<string>): boolean {
   const value = field.entry!.value;
-  if (!scanEntry(p, end, value, seen)) return undefined;
+  if (!scanEntry(p, end, value, seen)) return false;
   const { keyStart, keyEnd, value: valueAt, stop } = entryAt;
-  const key = JSON.stringify(p.toString('utf8', keyStart, keyEnd));
-  let text: string | undefined = '';
+  out.raw('{"key":');
+  out.stringFrom(p, keyStart, keyEnd);
+  let ok = true;
   if (valueAt >= 0) {
+    out.byte(44);
+    out.raw(value.key);
     at.pos = valueAt;
-    text = valueText(p, stop, value);
-  } else if (!value.presence) text = defaultText(value);
+    ok = valueText(p, stop, value);
+  } else if (!value.presence) {
+    out.byte(44);
+    out.raw(value.key);
+    out.raw(defaultText(value));
+  }
   at.pos = stop;
-  if (text === undefined) return undefined;
-  return text === '' ? `{"key":${key}}` : `{"key":${key},${value.key}${text}}`;
+  out.byte(125);
+  return ok;
 }
 
-/** The value a proto3 scalar reads as when absent. */
+/** The value a proto3 scalar reads as when absent, as JSON text. */
 function defaultText(field: FieldPlan): string {
   switch (field.kind) {
     case 'bool':
@@ -100,110 +117,121 @@ function defaultText(field: FieldPlan): string {
 }
 
 /** One value at `at.pos` (after its tag). */
-function valueText(p: Buffer, end: number, field: FieldPlan): string | undefined {
+function valueText(p: Buffer, end: number, field: FieldPlan): boolean {
   switch (field.kind) {
     case 'int32':
     case 'uint32':
     case 'sint32':
     case 'enum':
     case 'bool':
-      return varint32(p, end) ? text32(field, at.lo) : undefined;
+      if (!varint32(p, end)) return false;
+      text32(field, at.lo);
+      return true;
     case 'int64':
     case 'sint64':
     case 'uint64':
-      return varint(p, end) ? text64(field) : undefined;
+      if (!varint(p, end)) return false;
+      text64(field);
+      return true;
     case 'fixed32':
     case 'sfixed32':
     case 'float':
-      if (at.pos + 4 > end) return undefined;
+      if (at.pos + 4 > end) return false;
       at.pos += 4;
-      return field.kind === 'float'
-        ? JSON.stringify(floatValue(p.readFloatLE(at.pos - 4)))
-        : text32(field, p.readUInt32LE(at.pos - 4));
+      if (field.kind === 'float') out.raw(JSON.stringify(floatValue(p.readFloatLE(at.pos - 4))));
+      else text32(field, p.readUInt32LE(at.pos - 4));
+      return true;
     case 'fixed64':
     case 'sfixed64':
     case 'double':
-      if (at.pos + 8 > end) return undefined;
+      if (at.pos + 8 > end) return false;
       at.pos += 8;
-      if (field.kind === 'double') return JSON.stringify(floatValue(p.readDoubleLE(at.pos - 8)));
-      at.lo = p.readUInt32LE(at.pos - 8);
-      at.hi = p.readUInt32LE(at.pos - 4);
-      return text64(field);
+      if (field.kind === 'double') out.raw(JSON.stringify(floatValue(p.readDoubleLE(at.pos - 8))));
+      else {
+        at.lo = p.readUInt32LE(at.pos - 8);
+        at.hi = p.readUInt32LE(at.pos - 4);
+        text64(field);
+      }
+      return true;
     default:
       return delimitedText(p, end, field);
   }
 }
 
 /** A 32-bit value (`bits`, unsigned) as its kind reads it. */
-function text32(field: FieldPlan, bits: number): string {
-  switch (field.kind) {
-    case 'uint32':
-    case 'fixed32':
-      return String(bits >>> 0);
-    case 'bool':
-      return bits !== 0 ? 'true' : 'false';
-    case 'sint32':
-      return String(((bits >>> 1) ^ -(bits & 1)) | 0);
-    case 'enum': {
-      const name = field.names!.get(bits | 0);
-      return JSON.stringify(name === undefined ? String(bits | 0) : name.toString());
-    }
-    default:
-      return String(bits | 0);
-  }
+function text32(field: FieldPlan, bits: number): void {
+  const kind = field.kind;
+  if (kind === 'uint32' || kind === 'fixed32') out.integer(bits >>> 0);
+  else if (kind === 'bool') out.raw(bits !== 0 ? 'true' : 'false');
+  else if (kind === 'sint32') out.integer(((bits >>> 1) ^ -(bits & 1)) | 0);
+  else if (kind === 'enum') {
+    const name = field.names!.get(bits | 0);
+    out.string(name === undefined ? String(bits | 0) : name.toString());
+  } else out.integer(bits | 0);
 }
 
 /** A 64-bit value in `at.lo`/`at.hi`: INT64 a number where safe, else its exact text; uint64 decimal text. */
-function text64(field: FieldPlan): string {
-  if (field.kind === 'uint64' || field.kind === 'fixed64')
-    return `"${at.hi < 0x200000 ? String(at.hi * 4294967296 + at.lo) : ((BigInt(at.hi) << 32n) | BigInt(at.lo)).toString()}"`;
+function text64(field: FieldPlan): void {
+  if (field.kind === 'uint64' || field.kind === 'fixed64') {
+    out.quoted(
+      at.hi < 0x200000
+        ? String(at.hi * 4294967296 + at.lo)
+        : ((BigInt(at.hi) << 32n) | BigInt(at.lo)).toString(),
+    );
+    return;
+  }
   const { lo, hi } = signed64(field.kind);
   const high = hi | 0;
-  if (high >= -0x200000 && high < 0x200000) {
-    const n = high * 4294967296 + lo;
-    if (Number.isSafeInteger(n)) return String(n);
-  }
-  return `"${BigInt.asIntN(64, (BigInt(hi) << 32n) | BigInt(lo)).toString()}"`;
+  const n = high * 4294967296 + lo;
+  if (high >= -0x200000 && high < 0x200000 && Number.isSafeInteger(n)) out.integer(n);
+  else out.quoted(BigInt.asIntN(64, (BigInt(hi) << 32n) | BigInt(lo)).toString());
 }
 
 /** Strings, bytes, nested messages, Timestamps and wrappers. */
-function delimitedText(p: Buffer, end: number, field: FieldPlan): string | undefined {
-  if (!varint32(p, end) || at.hi !== 0) return undefined;
+function delimitedText(p: Buffer, end: number, field: FieldPlan): boolean {
+  if (!varint32(p, end) || at.hi !== 0) return false;
   const start = at.pos;
   const stop = at.pos + at.lo;
-  if (stop > end) return undefined;
-  let text: string | undefined;
+  if (stop > end) return false;
+  let ok = true;
   switch (field.kind) {
     case 'string':
-      text = isUtf8At(p, start, stop) ? JSON.stringify(p.toString('utf8', start, stop)) : undefined;
+      ok = isUtf8At(p, start, stop);
+      if (ok) out.stringFrom(p, start, stop);
       break;
     case 'bytes':
-      text = `"${p.toString('base64', start, stop)}"`;
+      out.base64From(p, start, stop);
       break;
     case 'timestamp': {
       const micros = timestampMicros(p, start, stop);
-      text = micros === undefined ? undefined : `"${isoMicros(micros)}Z"`;
+      if (micros === undefined) ok = false;
+      else {
+        out.byte(34);
+        out.raw(isoMicros(micros));
+        out.raw('Z"');
+      }
       break;
     }
     case 'struct': {
       const json = structText(p, start, stop, field.structKind!);
-      text = json === undefined ? undefined : JSON.stringify(json);
+      if (json === undefined) ok = false;
+      else out.string(json);
       break;
     }
     case 'wrapper': {
       const found = wrappedAt(p, start, stop, field.inner!);
-      if (found === -1) text = defaultText(field.inner!);
+      if (found === -1) out.raw(defaultText(field.inner!));
       else if (found >= 0) {
         at.pos = found;
-        text = valueText(p, stop, field.inner!);
-      }
+        ok = valueText(p, stop, field.inner!);
+      } else ok = false;
       break;
     }
-    default: {
-      const members = textMessage(p, start, stop, field.message!);
-      text = members === undefined ? undefined : `{${members}}`;
-    }
+    default:
+      out.byte(123);
+      ok = members(p, start, stop, field.message!);
+      out.byte(125);
   }
   at.pos = stop;
-  return text;
+  return ok;
 }

@@ -154,7 +154,15 @@ function sampleOf(kind: keyof typeof kinds, next: () => number): unknown {
       ]);
     case 'string':
     case 'uuid':
-      return pick(next, ['', 'a', 'ünïcødé ✓ 😀', '\uFEFFbom', 'x'.repeat(70_000), String(next())]);
+      return pick(next, [
+        '',
+        'a',
+        'ünïcødé ✓ 😀',
+        '\uFEFFbom',
+        'a "quote", a back\\slash, \t\n\r\b\f\u0001\u001f\u007f',
+        'x'.repeat(70_000),
+        String(next()),
+      ]);
     case 'enum':
       return pick(next, [0, 1, 2, 2, 3]); // 3: no such symbol
     case 'fixed':

@@ -133,7 +133,14 @@ function sampler(next: () => number) {
       : (next() - 0.5) * 1e6;
   const string = () =>
     edge()
-      ? pick(next, ['', 'ünïcødé ✓ 😀', '\uFEFFbom', 'x'.repeat(70_000), '\u0000nul'])
+      ? pick(next, [
+          '',
+          'ünïcødé ✓ 😀',
+          '\uFEFFbom',
+          'a "quote", a back\\slash, \t\n\r\b\f\u0001\u001f\u007f',
+          'x'.repeat(70_000),
+          '\u0000nul',
+        ])
       : `s${Math.floor(next() * 1e6)}`;
   const bytes = () =>
     edge()

@@ -1,0 +1,62 @@
+import { describe, expect, test } from 'vitest';
+import { JsonText } from '../../functions/formats/json-text.js';
+
+/** Every character's case, and the strings the text paths meet: the writer's bytes are JSON.stringify's. */
+describe('JsonText: a row written as bytes reads as JSON.stringify writes it', () => {
+  const every = Array.from({ length: 0x80 }, (_, c) => String.fromCharCode(c)).join('');
+  const strings = [
+    '',
+    every,
+    'ünïcødé ✓ 😀',
+    '\u2028\u2029 line separators stay as they are',
+    '"\\"',
+    'x'.repeat(40_000),
+  ];
+
+  test.each(strings.map((s) => [s.slice(0, 24), s]))('string from UTF-8 bytes: %j', (_, s) => {
+    const out = new JsonText();
+    const bytes = Buffer.from(`pad${s}pad`);
+    out.stringFrom(bytes, 3, bytes.length - 3);
+    expect(out.text()).toBe(JSON.stringify(s));
+    out.reset();
+    out.string(s);
+    expect(out.text()).toBe(JSON.stringify(s));
+  });
+
+  test('integers, raw text (not ASCII too), quoted text and base64, one after another; grown from a small buffer', () => {
+    const out = new JsonText();
+    const numbers = [
+      0,
+      7,
+      9,
+      10,
+      99,
+      100,
+      2147483647,
+      2147483648,
+      -1,
+      -2147483648,
+      2 ** 53 - 1,
+      -(2 ** 53 - 1),
+    ];
+    const parts: string[] = [];
+    for (let round = 0; round < 400; round++) {
+      for (const n of numbers) {
+        out.integer(n);
+        parts.push(String(n));
+      }
+      out.raw(',"ключ":');
+      parts.push(',"ключ":');
+      out.quoted('2024-02-29T23:59:59.999999Z');
+      parts.push('"2024-02-29T23:59:59.999999Z"');
+      const bytes = Buffer.from([0, 1, 2, 250, 251, 252, 253, 254, 255, round & 255]);
+      out.base64From(bytes, 1, bytes.length);
+      parts.push(`"${bytes.subarray(1).toString('base64')}"`);
+      out.byte(59);
+      parts.push(';');
+    }
+    expect(out.text()).toBe(parts.join(''));
+    out.reset();
+    expect(out.text()).toBe('');
+  });
+});
