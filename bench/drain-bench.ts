@@ -338,12 +338,18 @@ const cCdc = await variant('bigquery', topicCdc, cdcRecords, `${run}-cc`, {
 /**
  * The formats: no schema file, the columns from the registry. At N in three rounds of each format's
  * storage-write (the median stands, as for JSON's), once into the null sink, and once at 4N (the steady
- * state is the slope from N to 4N).
+ * state is the slope from N to 4N). Each is compared with JSON's on the same records run just before it
+ * (a JSON round among the formats' at N; a JSON run of its own before each 4N, insert-all and load run):
+ * the machine's speed drifts over the bench's minutes, and a figure from ten minutes earlier once made
+ * Protobuf's 4N look 1.3x JSON's where side by side it was on a par.
  */
 const formatRounds = 3;
 const byFormat = formats.map((f) => ({ ...f, rounds: [] as Result[] }));
+const jsonBeside: Result[] = [];
+const storageWrite = { BQ_WRITE_MODE: 'storage-write' };
 if (withFormats)
-  for (let i = 0; i < formatRounds; i++)
+  for (let i = 0; i < formatRounds; i++) {
+    jsonBeside.push(await variant('bigquery', topic, records, `${run}-cjson${i}`, storageWrite));
     for (const f of byFormat)
       f.rounds.push(
         await variant('bigquery', f.topic, records, `${run}-c${f.format}${i}`, {
@@ -352,6 +358,20 @@ if (withFormats)
           BQ_WRITE_MODE: 'storage-write',
         }),
       );
+  }
+const jsonN = withFormats ? medianOf(jsonBeside) : undefined;
+/** The format's run, and JSON's on the same records (from its own topic) just before it, in the same mode. */
+async function paired(name: string, topicName: string, count: number, env: Record<string, string>) {
+  const mode = { BQ_WRITE_MODE: env.BQ_WRITE_MODE! };
+  const json = await variant(
+    'bigquery',
+    count === records ? topic : topicQuad,
+    count,
+    `${run}-j${name}`,
+    mode,
+  );
+  return { json, format: await variant('bigquery', topicName, count, `${run}-${name}`, env) };
+}
 const formatRuns = withFormats
   ? await (async () => {
       const out = [];
@@ -361,16 +381,10 @@ const formatRuns = withFormats
           ...f,
           n: medianOf(f.rounds),
           nullSink: await variant('null', f.topic, records, `${run}-b${f.format}`, env),
-          quad: await variant('bigquery', f.topicQuad, 4 * records, `${run}-c4${f.format}`, env),
+          quad: await paired(`c4${f.format}`, f.topicQuad, 4 * records, env),
           // The modes that send rows as JSON text, once each at N (each format's compiled text path).
-          insertAll: await variant('bigquery', f.topic, records, `${run}-ci${f.format}`, {
-            ...env,
-            BQ_WRITE_MODE: 'insert-all',
-          }),
-          load: await variant('bigquery', f.topic, records, `${run}-cl${f.format}`, {
-            ...env,
-            BQ_WRITE_MODE: 'load',
-          }),
+          insertAll: await paired(`ci${f.format}`, f.topic, records, { ...env, BQ_WRITE_MODE: 'insert-all' }),
+          load: await paired(`cl${f.format}`, f.topic, records, { ...env, BQ_WRITE_MODE: 'load' }),
         });
       }
       return out;
@@ -403,9 +417,9 @@ const rows = [
   ...formatRuns.flatMap((f) => [
     [`(b) drain, null sink, ${f.name} via the registry`, f.nullSink],
     [`(c) drain → emulator, storage-write, ${f.name}`, f.n.median],
-    [`(c) drain → emulator, storage-write, ${f.name}, 4N`, f.quad],
-    [`(c) drain → emulator, insert-all, ${f.name}`, f.insertAll],
-    [`(c) drain → emulator, load, ${f.name}`, f.load],
+    [`(c) drain → emulator, storage-write, ${f.name}, 4N`, f.quad.format],
+    [`(c) drain → emulator, insert-all, ${f.name}`, f.insertAll.format],
+    [`(c) drain → emulator, load, ${f.name}`, f.load.format],
   ]),
   ...(wideSpread && wideIdle
     ? [
@@ -466,7 +480,7 @@ const lines = [
   `peak RSS: null sink ${b.peakRssMb} MB at N, ${b4.peakRssMb} MB at 4N (goal <= 256 MB at 4N); storage-write ${c.peakRssMb} MB; raw ${a.peakRssMb} / ${a4.peakRssMb} MB`,
   ...formatRuns.map(
     (f) =>
-      `${f.name} through the registry vs the same records as JSON, CPU µs a record from the first fetch: storage-write ${cpuPerRecord(f.n.median).toFixed(1)} vs ${cpuPerRecord(c).toFixed(1)} (${formatRounds} rounds: ${f.n.cpuPerRecordUs.map((x) => x.toFixed(1)).join(' / ')}), ${ratio(f.n.median).toFixed(1)}x raw; at 4N ${cpuPerRecord(f.quad).toFixed(1)} vs ${cpuPerRecord(c4).toFixed(1)}, ${(cpuPerRecord(f.quad) / cpuPerRecord(a4)).toFixed(1)}x raw; steady ${slope(f.n.median, f.quad).toFixed(1)} vs ${slope(c, c4).toFixed(1)}, ${(slope(f.n.median, f.quad) / slope(a, a4)).toFixed(1)}x raw; null sink ${cpuPerRecord(f.nullSink).toFixed(1)} vs ${cpuPerRecord(b).toFixed(1)}; ${drainRate(f.n.median)} vs ${drainRate(c)} rows/s; insert-all ${cpuPerRecord(f.insertAll).toFixed(1)} vs ${cpuPerRecord(cInsert).toFixed(1)}, load ${cpuPerRecord(f.load).toFixed(1)} vs ${cpuPerRecord(cLoad).toFixed(1)}`,
+      `${f.name} through the registry vs the same records as JSON run beside it, CPU µs a record from the first fetch: storage-write ${cpuPerRecord(f.n.median).toFixed(1)} vs ${cpuPerRecord(jsonN!.median).toFixed(1)} (${formatRounds} rounds: ${f.n.cpuPerRecordUs.map((x) => x.toFixed(1)).join(' / ')} vs ${jsonN!.cpuPerRecordUs.map((x) => x.toFixed(1)).join(' / ')}), ${ratio(f.n.median).toFixed(1)}x raw; at 4N ${cpuPerRecord(f.quad.format).toFixed(1)} vs ${cpuPerRecord(f.quad.json).toFixed(1)}, ${(cpuPerRecord(f.quad.format) / cpuPerRecord(a4)).toFixed(1)}x raw; steady ${slope(f.n.median, f.quad.format).toFixed(1)} vs ${slope(jsonN!.median, f.quad.json).toFixed(1)}, ${(slope(f.n.median, f.quad.format) / slope(a, a4)).toFixed(1)}x raw; null sink ${cpuPerRecord(f.nullSink).toFixed(1)} vs ${cpuPerRecord(b).toFixed(1)} (earlier); ${drainRate(f.n.median)} vs ${drainRate(jsonN!.median)} rows/s; insert-all ${cpuPerRecord(f.insertAll.format).toFixed(1)} vs ${cpuPerRecord(f.insertAll.json).toFixed(1)}, load ${cpuPerRecord(f.load.format).toFixed(1)} vs ${cpuPerRecord(f.load.json).toFixed(1)}`,
   ),
   ...(paths.length === 0
     ? []
@@ -528,6 +542,13 @@ writeFileSync(
         storageWriteQuad: c4Runs.cpuPerRecordUs,
         quadRatios,
         formatsN: Object.fromEntries(formatRuns.map((f) => [f.name, f.n.cpuPerRecordUs])),
+        jsonBesideFormatsN: jsonN?.cpuPerRecordUs ?? [],
+        jsonBesideFormats: Object.fromEntries(
+          formatRuns.map((f) => [
+            f.name,
+            { quad: f.quad.json, insertAll: f.insertAll.json, load: f.load.json },
+          ]),
+        ),
       },
       cpuRatios: {
         storageWriteToRaw: ratio(c),

@@ -356,8 +356,14 @@ start_bigquery() {
 # After Kafka answers: Karapace keeps its schemas in a topic of the broker.
 start_registry() {
   if [[ -f $KARAPACE ]]; then
+    # A Karapace that did not answer in time is stopped too: else it holds the port, and the next `up` finds
+    # it taken by a process `down` does not know.
     bash "$KARAPACE" up --kafka "127.0.0.1:$KAFKA_PORT" --port "$REGISTRY_PORT" --dir "$CACHE_DIR/karapace-3.15.0" \
-      --topic _kbd_schemas >"$LOGS/registry.log" 2>&1 || { tail -n 30 "$LOGS/registry.log" >&2; die "karapace did not start"; }
+      --topic _kbd_schemas >"$LOGS/registry.log" 2>&1 || {
+      tail -n 30 "$LOGS/registry.log" >&2
+      bash "$KARAPACE" down --dir "$CACHE_DIR/karapace-3.15.0" >/dev/null 2>&1 || true
+      die "karapace did not start"
+    }
     cp "$CACHE_DIR/karapace-3.15.0/pid" "$PIDS/registry.pid"
     echo karapace >"$PIDS/registry.kind"
   else
