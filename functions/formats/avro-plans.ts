@@ -232,6 +232,9 @@ function scalarOf(type: unknown): Scalar | undefined {
       : undefined;
   if (type === null || typeof type !== 'object') return undefined;
   const { type: base, logicalType } = type as { type?: unknown; logicalType?: unknown };
+  const connect = (type as Record<string, unknown>)['connect.name'];
+  if (logicalType === undefined && typeof connect === 'string' && connect.startsWith('io.debezium.'))
+    return debeziumKinds[`${connect} ${String(base)}`];
   if (logicalType === undefined) return scalarOf(base);
   if (logicalType === 'date' && base === 'int') return 'date';
   if (logicalType === 'timestamp-millis' && base === 'long') return 'millis';
@@ -243,6 +246,21 @@ function scalarOf(type: unknown): Scalar | undefined {
   if (logicalType === 'uuid' && base === 'string') return 'string';
   return undefined;
 }
+
+/**
+ * Debezium's semantic types (a plain Avro type and a `connect.name`, avro-types.ts's connectMapping) whose
+ * values the general path writes as one of the kinds above writes them: days, epoch milliseconds and
+ * microseconds as DATETIME, microseconds of the day, a UUID's text. The rest of Debezium's names
+ * (`Time`, whose text has six decimals where `time-millis` has three; the nanosecond types, which that
+ * path reads through a double; `ZonedTimestamp`, `Json`, `VariableScaleDecimal`) take the general path.
+ */
+const debeziumKinds: Record<string, Scalar> = {
+  'io.debezium.time.Date int': 'date',
+  'io.debezium.time.Timestamp long': 'local-millis',
+  'io.debezium.time.MicroTimestamp long': 'local-micros',
+  'io.debezium.time.MicroTime long': 'time-micros',
+  'io.debezium.data.Uuid string': 'string',
+};
 
 /** The timestamps on a long beyond the two above. */
 const temporalOf: Record<string, Temporal> = {

@@ -472,6 +472,27 @@ describe('Avro straight to the rows and as row text (the compiled paths)', () =>
         { name: 'local', type: { type: 'long', logicalType: 'local-timestamp-micros' } },
         // fastavro has no timestamp-nanos: it writes the long it is given.
         { name: 'ns', type: { type: 'long', logicalType: 'timestamp-nanos' } },
+        // Debezium's semantic types as Connect's Avro converter names them (fastavro writes the plain type).
+        {
+          name: 'd_day',
+          type: { type: 'int', 'connect.name': 'io.debezium.time.Date', 'connect.version': 1 },
+        },
+        {
+          name: 'd_ts',
+          type: { type: 'long', 'connect.name': 'io.debezium.time.Timestamp', 'connect.version': 1 },
+        },
+        {
+          name: 'd_us',
+          type: { type: 'long', 'connect.name': 'io.debezium.time.MicroTimestamp', 'connect.version': 1 },
+        },
+        {
+          name: 'd_time',
+          type: { type: 'long', 'connect.name': 'io.debezium.time.MicroTime', 'connect.version': 1 },
+        },
+        {
+          name: 'd_uuid',
+          type: { type: 'string', 'connect.name': 'io.debezium.data.Uuid', 'connect.version': 1 },
+        },
         {
           name: 'ship',
           type: [
@@ -498,10 +519,11 @@ describe('Avro straight to the rows and as row text (the compiled paths)', () =>
                  "seen": datetime(2024, 2, 29, 12, 30, 45, 123456, tzinfo=timezone.utc), "kind": "ONLINE", "blob": b"\\x00\\xff", "tags": ["x", ""],
                  "attrs": {"b": 2, "a": None, "é": -7}, "t_ms": time(12, 34, 56, 789000), "t_us": time(23, 59, 59, 999999),
                  "local": datetime(2024, 2, 29, 8, 0, 0, 1), "ns": 1733300000123456789,
-                 "ship": {"city": "Köln", "zip": 50667}},
+                 "d_day": 19782, "d_ts": 1709209845123, "d_us": 1709209845123456, "d_time": 45296789012,
+                 "d_uuid": "0b9f8a4e-2b9a-4a53-9d8e-3f8f3f3f3f3f", "ship": {"city": "Köln", "zip": 50667}},
                 {"id": -3, "price": Decimal("0.10"), "ratio": -0.5, "day": date(1, 1, 1), "seen": datetime(1970, 1, 1, tzinfo=timezone.utc),
                  "kind": "RETAIL", "blob": b"", "tags": [], "attrs": {}, "t_ms": time(0, 0), "t_us": time(0, 0, 0, 1),
-                 "local": datetime(1970, 1, 1), "ns": -1}]`,
+                 "local": datetime(1970, 1, 1), "ns": -1, "d_day": -719162, "d_ts": 0, "d_us": -1, "d_time": 0, "d_uuid": ""}]`,
     });
     const run = await runJob(pipeline.env);
 
@@ -514,7 +536,9 @@ describe('Avro straight to the rows and as row text (the compiled paths)', () =>
         `CAST(id AS STRING) AS id, name, CAST(price AS STRING) AS price, CAST(ratio AS STRING) AS ratio, CAST(day AS STRING) AS day,
          FORMAT_TIMESTAMP('%Y-%m-%dT%H:%M:%E6S', seen) AS seen, kind, TO_BASE64(blob) AS blob, tags, attrs,
          FORMAT_TIME('%H:%M:%E6S', t_ms) AS t_ms, FORMAT_TIME('%H:%M:%E6S', t_us) AS t_us,
-         FORMAT_DATETIME('%Y-%m-%dT%H:%M:%E6S', local) AS local, FORMAT_TIMESTAMP('%Y-%m-%dT%H:%M:%E6S', ns) AS ns, ship`,
+         FORMAT_DATETIME('%Y-%m-%dT%H:%M:%E6S', local) AS local, FORMAT_TIMESTAMP('%Y-%m-%dT%H:%M:%E6S', ns) AS ns,
+         CAST(d_day AS STRING) AS d_day, FORMAT_DATETIME('%Y-%m-%dT%H:%M:%E6S', d_ts) AS d_ts,
+         FORMAT_DATETIME('%Y-%m-%dT%H:%M:%E6S', d_us) AS d_us, FORMAT_TIME('%H:%M:%E6S', d_time) AS d_time, d_uuid, ship`,
       ),
     ).toEqual([
       {
@@ -532,6 +556,11 @@ describe('Avro straight to the rows and as row text (the compiled paths)', () =>
         t_us: '00:00:00.000001',
         local: '1970-01-01T00:00:00.000000',
         ns: '1969-12-31T23:59:59.999999',
+        d_day: '0001-01-01',
+        d_ts: '1970-01-01T00:00:00.000000',
+        d_us: '1969-12-31T23:59:59.999999',
+        d_time: '00:00:00.000000',
+        d_uuid: '',
         ship: null,
       },
       {
@@ -553,6 +582,11 @@ describe('Avro straight to the rows and as row text (the compiled paths)', () =>
         t_us: '23:59:59.999999',
         local: '2024-02-29T08:00:00.000001',
         ns: '2024-12-04T08:13:20.123456',
+        d_day: '2024-02-29',
+        d_ts: '2024-02-29T12:30:45.123000',
+        d_us: '2024-02-29T12:30:45.123456',
+        d_time: '12:34:56.789012',
+        d_uuid: '0b9f8a4e-2b9a-4a53-9d8e-3f8f3f3f3f3f',
         ship: { city: 'Köln', zip: 50667 },
       },
     ]);
