@@ -251,13 +251,14 @@ function scalarOf(type: unknown): Scalar | undefined {
  * Debezium's semantic types (a plain Avro type and a `connect.name`, avro-types.ts's connectMapping) whose
  * values the general path writes as one of the kinds above writes them: days, epoch milliseconds and
  * microseconds as DATETIME, microseconds of the day, a UUID's text. The rest of Debezium's names
- * (`Time`, whose text has six decimals where `time-millis` has three; the nanosecond types, which that
- * path reads through a double; `ZonedTimestamp`, `Json`, `VariableScaleDecimal`) take the general path.
+ * (`Time`, whose text has six decimals where `time-millis` has three; `NanoTime`, `ZonedTimestamp`,
+ * `Json`, `VariableScaleDecimal`) take the general path.
  */
 const debeziumKinds: Record<string, Scalar> = {
   'io.debezium.time.Date int': 'date',
   'io.debezium.time.Timestamp long': 'local-millis',
   'io.debezium.time.MicroTimestamp long': 'local-micros',
+  'io.debezium.time.NanoTimestamp long': 'local-nanos',
   'io.debezium.time.MicroTime long': 'time-micros',
   'io.debezium.data.Uuid string': 'string',
 };

@@ -106,12 +106,24 @@ export function connectMapping(schema: { type: AvroSchema; [key: string]: unknow
   const column = connectColumns[name];
   if (column === undefined) return undefined;
   const connect = { type: typeof schema.type === 'string' ? schema.type : 'struct', name };
+  const exact = exactLongs[name];
   return {
     type: column,
     mode: 'REQUIRED',
-    convert: (v) => convertValue(connectJson(v), connect),
+    convert: (v) =>
+      typeof v === 'bigint' && exact !== undefined ? exact(v) : convertValue(connectJson(v), connect),
   };
 }
+
+/**
+ * Debezium's timestamps of a long beyond 2^53 (a long type gives those as bigints): exact, where the JSON
+ * converter's form (a number) would round them first. Nanoseconds of today are beyond 2^53.
+ */
+const exactLongs: Record<string, (v: bigint) => string> = {
+  'io.debezium.time.Timestamp': (v) => microsText(v * 1000n),
+  'io.debezium.time.MicroTimestamp': (v) => microsText(v),
+  'io.debezium.time.NanoTimestamp': (v) => microsText(floorDiv(v, 1000n)),
+};
 
 /** A value as avsc decodes it → the JSON converter's form, which convertValue reads (bytes as base64). */
 function connectJson(v: unknown): JsonValue {

@@ -241,6 +241,30 @@ describe('Avro → BigQuery', () => {
     });
   });
 
+  test("Debezium's timestamps exact beyond 2^53: not through a double (nanoseconds of today were 1 µs off)", () => {
+    const dbz = (name: string) => ({ type: 'long', 'connect.name': name, 'connect.version': 1 });
+    const schema = {
+      type: 'record',
+      name: 'R',
+      fields: [
+        { name: 'ns', type: dbz('io.debezium.time.NanoTimestamp') },
+        { name: 'before', type: dbz('io.debezium.time.NanoTimestamp') },
+        { name: 'us', type: dbz('io.debezium.time.MicroTimestamp') },
+      ],
+    };
+    const compiled = compileAvro(JSON.stringify(schema));
+    const bytes = Buffer.concat([
+      avroLong(1_733_300_000_123_456_999n),
+      avroLong(-1n),
+      avroLong(253_402_300_799_999_999n),
+    ]);
+    expect(compiled.decode(bytes)).toEqual({
+      ns: '2024-12-04T08:13:20.123456',
+      before: '1969-12-31T23:59:59.999999',
+      us: '9999-12-31T23:59:59.999999',
+    });
+  });
+
   test('bytes that are not a value of the schema are a ValueError', () => {
     const schema = { type: 'record', name: 'R', fields: [{ name: 'n', type: 'string' }] };
     expect(() => compileAvro(JSON.stringify(schema)).decode(Buffer.from([0x20, 0x61]))).toThrow(ValueError);
