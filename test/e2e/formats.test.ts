@@ -440,6 +440,12 @@ enum Status { NEW = 0; PAID = 1; }`;
   });
 });
 
+/** A field of one of Debezium's semantic types, as Connect's Avro converter writes it (no logicalType). */
+const debeziumField = (name: string, type: string, connectName: string) => ({
+  name,
+  type: { type, 'connect.name': connectName, 'connect.version': 1 },
+});
+
 describe('Avro straight to the rows and as row text (the compiled paths)', () => {
   test.each([
     'storage-write',
@@ -473,30 +479,12 @@ describe('Avro straight to the rows and as row text (the compiled paths)', () =>
         // fastavro has no timestamp-nanos: it writes the long it is given.
         { name: 'ns', type: { type: 'long', logicalType: 'timestamp-nanos' } },
         // Debezium's semantic types as Connect's Avro converter names them (fastavro writes the plain type).
-        {
-          name: 'd_day',
-          type: { type: 'int', 'connect.name': 'io.debezium.time.Date', 'connect.version': 1 },
-        },
-        {
-          name: 'd_ts',
-          type: { type: 'long', 'connect.name': 'io.debezium.time.Timestamp', 'connect.version': 1 },
-        },
-        {
-          name: 'd_us',
-          type: { type: 'long', 'connect.name': 'io.debezium.time.MicroTimestamp', 'connect.version': 1 },
-        },
-        {
-          name: 'd_time',
-          type: { type: 'long', 'connect.name': 'io.debezium.time.MicroTime', 'connect.version': 1 },
-        },
-        {
-          name: 'd_uuid',
-          type: { type: 'string', 'connect.name': 'io.debezium.data.Uuid', 'connect.version': 1 },
-        },
-        {
-          name: 'd_ns',
-          type: { type: 'long', 'connect.name': 'io.debezium.time.NanoTimestamp', 'connect.version': 1 },
-        },
+        debeziumField('d_day', 'int', 'io.debezium.time.Date'),
+        debeziumField('d_ts', 'long', 'io.debezium.time.Timestamp'),
+        debeziumField('d_us', 'long', 'io.debezium.time.MicroTimestamp'),
+        debeziumField('d_time', 'long', 'io.debezium.time.MicroTime'),
+        debeziumField('d_uuid', 'string', 'io.debezium.data.Uuid'),
+        debeziumField('d_ns', 'long', 'io.debezium.time.NanoTimestamp'),
         {
           name: 'ship',
           type: [
