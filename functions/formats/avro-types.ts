@@ -4,7 +4,7 @@
  */
 import type { JsonValue } from '../kernel/records.js';
 import type { SchemaField } from '../schema/table-schema.js';
-import { convertValue } from './connect.js';
+import { convertValue, temporalText } from './connect.js';
 import {
   bigOf,
   dateText,
@@ -106,24 +106,14 @@ export function connectMapping(schema: { type: AvroSchema; [key: string]: unknow
   const column = connectColumns[name];
   if (column === undefined) return undefined;
   const connect = { type: typeof schema.type === 'string' ? schema.type : 'struct', name };
-  const exact = exactLongs[name];
   return {
     type: column,
     mode: 'REQUIRED',
+    // A long beyond 2^53 comes as a bigint: its time converted exactly, not through the number below.
     convert: (v) =>
-      typeof v === 'bigint' && exact !== undefined ? exact(v) : convertValue(connectJson(v), connect),
+      (typeof v === 'bigint' ? temporalText(name, v) : undefined) ?? convertValue(connectJson(v), connect),
   };
 }
-
-/**
- * Debezium's timestamps of a long beyond 2^53 (a long type gives those as bigints): exact, where the JSON
- * converter's form (a number) would round them first. Nanoseconds of today are beyond 2^53.
- */
-const exactLongs: Record<string, (v: bigint) => string> = {
-  'io.debezium.time.Timestamp': (v) => microsText(v * 1000n),
-  'io.debezium.time.MicroTimestamp': (v) => microsText(v),
-  'io.debezium.time.NanoTimestamp': (v) => microsText(floorDiv(v, 1000n)),
-};
 
 /** A value as avsc decodes it → the JSON converter's form, which convertValue reads (bytes as base64). */
 function connectJson(v: unknown): JsonValue {

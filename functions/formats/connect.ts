@@ -33,25 +33,13 @@ export function convertStruct(value: Record<string, JsonValue>, schema: ConnectS
 /** One value by its Kafka Connect schema: logical types to BigQuery's forms, structs and arrays inside. */
 export function convertValue(v: JsonValue, schema: ConnectSchema): JsonValue {
   if (v === null) return null;
+  if (typeof v === 'number' && Number.isFinite(v) && temporalNames.has(schema.name ?? '')) {
+    return temporalText(schema.name, BigInt(Math.trunc(v)))!;
+  }
   switch (schema.name) {
     case 'io.debezium.time.Date':
     case 'org.apache.kafka.connect.data.Date':
       return typeof v === 'number' ? dateText(v) : v;
-    case 'io.debezium.time.Time':
-    case 'org.apache.kafka.connect.data.Time':
-      return typeof v === 'number' ? timeOfDayText(BigInt(Math.trunc(v)) * 1000n, 6) : v;
-    case 'io.debezium.time.MicroTime':
-      return typeof v === 'number' ? timeOfDayText(BigInt(Math.trunc(v)), 6) : v;
-    case 'io.debezium.time.NanoTime':
-      return typeof v === 'number' ? timeOfDayText(BigInt(Math.trunc(v / 1000)), 6) : v;
-    case 'io.debezium.time.Timestamp':
-    case 'org.apache.kafka.connect.data.Timestamp':
-      return typeof v === 'number' ? microsText(BigInt(Math.trunc(v)) * 1000n) : v;
-    case 'io.debezium.time.MicroTimestamp':
-      return typeof v === 'number' ? microsText(BigInt(Math.trunc(v))) : v;
-    case 'io.debezium.time.NanoTimestamp':
-      // BigQuery keeps microseconds: the nanoseconds below them are dropped.
-      return typeof v === 'number' ? microsText(BigInt(Math.floor(v / 1000))) : v;
     case 'org.apache.kafka.connect.data.Decimal':
       return typeof v === 'string' ? scaledText(unscaledOf(v), Number(schema.parameters?.scale ?? 0)) : v;
     case 'io.debezium.data.VariableScaleDecimal':
@@ -66,6 +54,44 @@ export function convertValue(v: JsonValue, schema: ConnectSchema): JsonValue {
     return v.map((item) => convertValue(item, items));
   }
   return v;
+}
+
+/** The names temporalText converts. */
+const temporalNames = new Set([
+  'io.debezium.time.Time',
+  'org.apache.kafka.connect.data.Time',
+  'io.debezium.time.MicroTime',
+  'io.debezium.time.NanoTime',
+  'io.debezium.time.Timestamp',
+  'org.apache.kafka.connect.data.Timestamp',
+  'io.debezium.time.MicroTimestamp',
+  'io.debezium.time.NanoTimestamp',
+]);
+
+/**
+ * A time or timestamp of Connect's or Debezium's given as a whole number (exact: a long beyond 2^53 too,
+ * as the Avro path gives it) → BigQuery's text; undefined for any other schema name.
+ */
+export function temporalText(name: string | undefined, n: bigint): string | undefined {
+  switch (name) {
+    case 'io.debezium.time.Time':
+    case 'org.apache.kafka.connect.data.Time':
+      return timeOfDayText(n * 1000n, 6);
+    case 'io.debezium.time.MicroTime':
+      return timeOfDayText(n, 6);
+    case 'io.debezium.time.NanoTime':
+      return timeOfDayText(n / 1000n, 6);
+    case 'io.debezium.time.Timestamp':
+    case 'org.apache.kafka.connect.data.Timestamp':
+      return microsText(n * 1000n);
+    case 'io.debezium.time.MicroTimestamp':
+      return microsText(n);
+    case 'io.debezium.time.NanoTimestamp':
+      // BigQuery keeps microseconds: the nanoseconds below them are dropped, toward the past.
+      return microsText(n / 1000n - (n < 0n && n % 1000n !== 0n ? 1n : 0n));
+    default:
+      return undefined;
+  }
 }
 
 /** Kafka Connect's decimal bytes: the unscaled value, big-endian two's complement, base64 in JSON. */
