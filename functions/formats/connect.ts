@@ -25,7 +25,7 @@ export function convertStruct(value: Record<string, JsonValue>, schema: ConnectS
   const fields = new Map((schema.fields ?? []).map((f) => [f.field, f]));
   for (const [name, v] of Object.entries(value)) {
     const f = fields.get(name);
-    out[name] = f === undefined ? v : convertValue(v, f);
+    out[name] = f === undefined ? settleLongs(v) : convertValue(v, f);
   }
   return out;
 }
@@ -33,6 +33,11 @@ export function convertStruct(value: Record<string, JsonValue>, schema: ConnectS
 /** One value by its Kafka Connect schema: logical types to BigQuery's forms, structs and arrays inside. */
 export function convertValue(v: JsonValue, schema: ConnectSchema): JsonValue {
   if (v === null) return null;
+  if (typeof v === 'bigint') {
+    // A long parseConnectJson kept exact: a time, an INT64's digits, or the number JSON.parse gives.
+    const n: bigint = v;
+    return temporalText(schema.name, n) ?? (schema.type === 'int64' ? n.toString() : Number(n));
+  }
   if (typeof v === 'number' && Number.isFinite(v) && temporalNames.has(schema.name ?? '')) {
     return temporalText(schema.name, BigInt(Math.trunc(v)))!;
   }
@@ -53,7 +58,7 @@ export function convertValue(v: JsonValue, schema: ConnectSchema): JsonValue {
     const items = schema.items;
     return v.map((item) => convertValue(item, items));
   }
-  return v;
+  return settleLongs(v);
 }
 
 /** The names temporalText converts. */
@@ -106,4 +111,93 @@ function unscaledOf(base64: string): bigint {
 function variableScaleDecimal(v: Record<string, JsonValue>): JsonValue {
   if (typeof v.value !== 'string' || typeof v.scale !== 'number') return v;
   return scaledText(unscaledOf(v.value), v.scale);
+}
+
+/**
+ * Kafka Connect's JSON converter writes an int64 as a JSON number, and JSON.parse rounds one beyond 2^53
+ * to a double: a Debezium `NanoTimestamp` of today (about 1.7e18) came out up to a microsecond off, a
+ * BIGINT key of that size a few units off. This parse gives such an integer as a bigint (JsonValue holds
+ * none otherwise), which convertValue turns into the exact time, or the exact digits where the field's
+ * schema says int64; anywhere else settleLongs gives it back as JSON.parse's number. Text JSON.parse
+ * refuses is refused alike.
+ */
+export function parseConnectJson(text: string): JsonValue {
+  // Integers of 15 digits or fewer are exact as doubles; `\u0000` in the text would make the marks below
+  // ambiguous (such text is parsed as JSON.parse does).
+  if (!/\d{16}/.test(text) || /\\u0000/i.test(text)) return JSON.parse(text) as JsonValue;
+  const marked = markLongs(text);
+  if (marked === text) return JSON.parse(text) as JsonValue;
+  return unmark(JSON.parse(marked) as JsonValue);
+}
+
+/** A long beyond 2^53 outside a string → the string `"\u0000<digits>"`; keys and invalid numbers kept. */
+function markLongs(text: string): string {
+  const parts: string[] = [];
+  const inObject: boolean[] = [];
+  let from = 0;
+  let previous = 0; // the last character outside strings and whitespace
+  let i = 0;
+  while (i < text.length) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22) {
+      i++;
+      while (i < text.length && text.charCodeAt(i) !== 0x22) i += text.charCodeAt(i) === 0x5c ? 2 : 1;
+      i++;
+      previous = 0x22;
+      continue;
+    }
+    if (c === 0x2d || isDigit(c)) {
+      const start = i;
+      i++;
+      while (i < text.length && isDigit(text.charCodeAt(i))) i++;
+      const end = i;
+      while (i < text.length && isNumberPart(text.charCodeAt(i))) i++;
+      const digits = text.slice(start, end);
+      const key = inObject.at(-1) === true && (previous === 0x7b || previous === 0x2c);
+      if (i === end && !key && /^-?[1-9]\d{15,}$/.test(digits) && !Number.isSafeInteger(Number(digits))) {
+        parts.push(text.slice(from, start), '"\\u0000', digits, '"');
+        from = end;
+      }
+      previous = 0x30;
+      continue;
+    }
+    if (c === 0x7b || c === 0x5b) inObject.push(c === 0x7b);
+    else if (c === 0x7d || c === 0x5d) inObject.pop();
+    if (c !== 0x20 && c !== 0x0a && c !== 0x0d && c !== 0x09) previous = c;
+    i++;
+  }
+  if (parts.length === 0) return text;
+  parts.push(text.slice(from));
+  return parts.join('');
+}
+
+const isDigit = (c: number) => c >= 0x30 && c <= 0x39;
+const isNumberPart = (c: number) =>
+  isDigit(c) || c === 0x2e || c === 0x65 || c === 0x45 || c === 0x2b || c === 0x2d;
+
+/** The marked strings → bigints (the text held no `\u0000`: every string that starts with it is a mark). */
+function unmark(v: JsonValue): JsonValue {
+  if (typeof v === 'string') return v.charCodeAt(0) === 0 ? (BigInt(v.slice(1)) as unknown as JsonValue) : v;
+  if (v === null || typeof v !== 'object') return v;
+  if (Array.isArray(v)) return v.map(unmark);
+  const out: Record<string, JsonValue> = {};
+  for (const [k, item] of Object.entries(v)) out[k] = unmark(item);
+  return out;
+}
+
+/** A value with any long parseConnectJson kept → as JSON.parse would give it (a number, rounded). */
+export function settleLongs(v: JsonValue): JsonValue {
+  if (typeof v === 'bigint') return Number(v);
+  if (v === null || typeof v !== 'object') return v;
+  if (Array.isArray(v)) return v.some(holdsLong) ? v.map(settleLongs) : v;
+  if (!Object.values(v).some(holdsLong)) return v;
+  const out: Record<string, JsonValue> = {};
+  for (const [k, item] of Object.entries(v)) out[k] = settleLongs(item);
+  return out;
+}
+
+function holdsLong(v: JsonValue): boolean {
+  if (typeof v === 'bigint') return true;
+  if (v === null || typeof v !== 'object') return false;
+  return Array.isArray(v) ? v.some(holdsLong) : Object.values(v).some(holdsLong);
 }

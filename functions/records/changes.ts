@@ -6,6 +6,7 @@
  * (a crash, a retried append, a backward seek) can never overwrite a later one.
  */
 
+import { parseConnectJson } from '../formats/connect.js';
 import type { ValueFormat } from '../formats/value-format.js';
 import type { DeadLetter, JsonValue, KafkaRecord, RowToWrite } from '../kernel/records.js';
 import { type Change, debeziumChange } from './debezium.js';
@@ -67,7 +68,11 @@ export async function classifyChanges(
       }
       change = keyDelete(record, policy.primaryKey);
     } else {
-      const decoded = decodeValue(record, policy.valueFormat);
+      // Debezium's JSON: its longs beyond 2^53 (nanosecond timestamps, large keys) kept exact.
+      const decoded =
+        policy.format === 'debezium'
+          ? decodeValue(record, policy.valueFormat, parseConnectJson)
+          : decodeValue(record, policy.valueFormat);
       if (decoded.letter !== undefined) {
         letters.push(decoded.letter);
         continue;

@@ -10,7 +10,7 @@
  * them against the table's columns): a decimal is base64 bytes whose scale only the schema knows.
  */
 
-import { type ConnectSchema, convertStruct } from '../formats/connect.js';
+import { type ConnectSchema, convertStruct, settleLongs } from '../formats/connect.js';
 import type { JsonValue } from '../kernel/records.js';
 
 /** What one change event asks of the table. */
@@ -61,7 +61,10 @@ export function debeziumChange(value: JsonValue, primaryKey: readonly string[]):
     if (v === null || v === undefined) return null;
     if (typeof v !== 'object' || Array.isArray(v)) return undefined;
     const fieldSchema = schema?.fields?.find((f) => f.field === name);
-    return fieldSchema === undefined ? v : (convertStruct(v, fieldSchema) as Record<string, JsonValue>);
+    return (fieldSchema === undefined ? settleLongs(v) : convertStruct(v, fieldSchema)) as Record<
+      string,
+      JsonValue
+    >;
   };
   switch (op) {
     case 'c':
@@ -95,7 +98,7 @@ export function debeziumChange(value: JsonValue, primaryKey: readonly string[]):
 }
 
 function eventOf(envelope: Record<string, JsonValue>, op: string): ChangeEvent {
-  const source = envelope.source;
+  const source = settleLongs(envelope.source ?? null);
   if (source === null || typeof source !== 'object' || Array.isArray(source))
     return { op, sourceTsMs: null, position: null };
   const ts = source.ts_ms;

@@ -71,8 +71,14 @@ export type Decoded =
   | { readonly value: JsonValue; readonly letter?: undefined }
   | { readonly letter: DeadLetter };
 
-/** A record's value, decoded (JSON text, or the route's value format), or the dead letter it is. */
-export function decodeValue(record: KafkaRecord, format?: ValueFormat): Decoded {
+/**
+ * A record's value, decoded (JSON text by `parse`, or the route's value format), or the dead letter it is.
+ */
+export function decodeValue(
+  record: KafkaRecord,
+  format?: ValueFormat,
+  parse: (text: string) => JsonValue = parseJson,
+): Decoded {
   if (record.value === null) return letter(record, 'decode', 'record value is null (tombstone)');
   if (record.value.length > maxRecordBytes) {
     // BigQuery takes at most 10 MB per insert request and per row: such a record can never be a row.
@@ -89,12 +95,14 @@ export function decodeValue(record: KafkaRecord, format?: ValueFormat): Decoded 
   try {
     // Strict: invalid UTF-8 is refused (the check is native and fast; the decoder says why).
     const text = isUtf8(record.value) ? record.value.toString('utf8') : strictUtf8.decode(record.value);
-    return { value: JSON.parse(text) as JsonValue };
+    return { value: parse(text) };
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
     return letter(record, 'decode', `value is not UTF-8 JSON: ${message}`);
   }
 }
+
+const parseJson = (text: string) => JSON.parse(text) as JsonValue;
 
 function letter(record: KafkaRecord, kind: DeadLetter['kind'], message: string): Decoded {
   return { letter: { record, kind, message } };

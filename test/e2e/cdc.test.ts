@@ -270,6 +270,63 @@ describe('cdc mode: keyed upserts and tombstones', () => {
     expect([...(await tableState(pipeline, ['v'])).keys()].sort()).toEqual(['k1', 'k2']);
   }, 120_000);
 
+  test("Debezium's JSON converter (kcat): nanosecond timestamps and ids beyond 2^53 land exact", async () => {
+    const fields = [
+      { name: 'id', type: 'INT64', mode: 'REQUIRED' },
+      { name: 'ts', type: 'DATETIME', mode: 'NULLABLE' },
+      { name: 'n', type: 'INT64', mode: 'NULLABLE' },
+    ];
+    const pipeline = await cdcPipeline(1, fields, { CHANGE_FORMAT: 'debezium', BQ_PRIMARY_KEY: 'id' });
+    const row = {
+      type: 'struct',
+      optional: true,
+      fields: [
+        { type: 'int64', optional: false, field: 'id' },
+        { type: 'int64', optional: true, name: 'io.debezium.time.NanoTimestamp', version: 1, field: 'ts' },
+        { type: 'int64', optional: true, field: 'n' },
+      ],
+    };
+    const schema = JSON.stringify({
+      type: 'struct',
+      fields: [
+        { ...row, field: 'before' },
+        { ...row, field: 'after' },
+        { type: 'string', optional: false, field: 'op' },
+      ],
+      name: 'dbserver1.public.events.Envelope',
+    });
+    // Written as text: JavaScript's JSON.stringify could not write these numbers.
+    const event = (op: string, before: string, after: string) =>
+      `{"schema":${schema},"payload":{"before":${before},"after":${after},"op":"${op}"}}`;
+    await kcatProduceKeyed(pipeline.topic, 0, [
+      {
+        key: '1733300000123456789',
+        value: event('c', 'null', '{"id":1733300000123456789,"ts":1733300000123456999,"n":9007199254740993}'),
+      },
+      {
+        key: '1733300000123456790',
+        value: event('c', 'null', '{"id":1733300000123456790,"ts":-1000,"n":-9223372036854775808}'),
+      },
+      { key: '9223372036854775807', value: event('c', 'null', '{"id":9223372036854775807,"ts":null,"n":1}') },
+      {
+        key: '9223372036854775807',
+        value: event('d', '{"id":9223372036854775807,"ts":null,"n":null}', 'null'),
+      },
+    ]);
+    const run = await runJob(pipeline.env);
+    expect(run.code, JSON.stringify(run.summary)).toBe(0);
+    expect(run.summary.deadLettered).toBe(0);
+    const [rows] = await clients.bigquery.query(
+      `SELECT CAST(id AS STRING) AS id, CAST(ts AS STRING) AS ts, CAST(n AS STRING) AS n
+         FROM \`${pipeline.dataset}.${pipeline.table}\` ORDER BY id`,
+    );
+    expect(rows.map((r: { ts: string }) => ({ ...r, ts: r.ts.replace('T', ' ') }))).toEqual([
+      // JSON.parse would have read 1733300000123457024 ns: .123457, and refused the ids.
+      { id: '1733300000123456789', ts: '2024-12-04 08:13:20.123456', n: '9007199254740993' },
+      { id: '1733300000123456790', ts: '1969-12-31 23:59:59.999999', n: '-9223372036854775808' },
+    ]);
+  }, 120_000);
+
   test("Debezium events as Avro through the registry (Python's serializer): columns from the after row", async () => {
     const pipeline = await cdcPipeline(1, upsertSchema, {
       CHANGE_FORMAT: 'debezium',

@@ -19,6 +19,7 @@ import {
   sequenceNumber,
 } from '../../functions/records/changes.js';
 import { debeziumChange } from '../../functions/records/debezium.js';
+import type { RowShape } from '../../functions/records/records.js';
 
 const fixture = readFileSync(
   join(import.meta.dirname, '..', 'fixtures', 'debezium', 'postgres-3.6.1.jsonl'),
@@ -222,6 +223,94 @@ describe("Debezium's and Kafka Connect's logical types", () => {
       days: ['1970-01-01', '1970-01-02'],
       inner: { t: '00:00:00.000001' },
     });
+  });
+});
+
+describe("Debezium's longs beyond 2^53 through the JSON converter", () => {
+  // As Kafka Connect's JSON converter writes them: int64 as JSON numbers, digits JSON.parse would round.
+  const field = (name: string, type: string, semantic?: string) => ({
+    type,
+    optional: true,
+    field: name,
+    ...(semantic === undefined ? {} : { name: semantic, version: 1 }),
+  });
+  const rowSchema = {
+    type: 'struct',
+    optional: true,
+    fields: [
+      field('id', 'int64'),
+      field('ts', 'int64', 'io.debezium.time.NanoTimestamp'),
+      field('t', 'int64', 'io.debezium.time.NanoTime'),
+      field('ids', 'array'),
+      field('ratio', 'float64'),
+    ],
+  };
+  (rowSchema.fields[3] as Record<string, unknown>).items = { type: 'int64' };
+  const event = (op: string, before: string, after: string, lsn: string) =>
+    `{"schema": {"type": "struct", "fields": [${JSON.stringify({ ...rowSchema, field: 'before' })}, ${JSON.stringify({ ...rowSchema, field: 'after' })}]}, ` +
+    `"payload": {"before": ${before}, "after": ${after}, "source": {"ts_ms": 1700000000000, "lsn": ${lsn}}, "op": "${op}"}}`;
+  const shape: RowShape = {
+    fields: [
+      { name: 'id', type: 'INT64', mode: 'REQUIRED' },
+      { name: 'ts', type: 'DATETIME', mode: 'NULLABLE' },
+      { name: 't', type: 'TIME', mode: 'NULLABLE' },
+      { name: 'ids', type: 'INT64', mode: 'REPEATED' },
+      { name: 'ratio', type: 'FLOAT64', mode: 'NULLABLE' },
+      { name: 'extra', type: 'INT64', mode: 'NULLABLE' },
+    ],
+    unknownFields: 'reject',
+  };
+
+  test('a NanoTimestamp of today, a snowflake id, and the key of a delete come exact', async () => {
+    const classified = await classifyChanges(
+      [
+        record(
+          null,
+          event(
+            'c',
+            'null',
+            '{"id": 1733300000123456789, "ts": 1733300000123456999, "t": 45296789012999, "ids": [9007199254740993, -9223372036854775808, 1], "ratio": 1.5}',
+            '12345678901234567890',
+          ),
+          0,
+        ),
+        record(null, event('d', '{"id": 9223372036854775807}', 'null', '1'), 1),
+      ],
+      { format: 'debezium', primaryKey: ['id'], shape, sourceColumns: true },
+      new Date(0),
+    );
+    expect(classified.letters).toEqual([]);
+    expect(classified.rows.map((r) => r.row)).toEqual([
+      expect.objectContaining({
+        id: '1733300000123456789',
+        ts: '2024-12-04T08:13:20.123456', // JSON.parse's double is 1733300000123457024: .123457
+        t: '12:34:56.789012',
+        ids: ['9007199254740993', '-9223372036854775808', 1],
+        ratio: 1.5,
+        _cdc_source_position: '{"lsn":12345678901234567000}', // no schema for source: as JSON.parse gives it
+      }),
+      expect.objectContaining({ id: '9223372036854775807', _CHANGE_TYPE: 'DELETE' }),
+    ]);
+  });
+
+  test('without the schema wrapper, or where the schema does not say int64: the number JSON.parse gives', async () => {
+    const classified = await classifyChanges(
+      [
+        record(null, '{"op": "c", "after": {"id": 1, "extra": 12345678901234567890}}', 0),
+        record(
+          null,
+          event('c', 'null', '{"id": 2, "ratio": 12345678901234567890, "extra": 12345678901234567890}', '1'),
+          1,
+        ),
+      ],
+      { format: 'debezium', primaryKey: ['id'] },
+      new Date(0),
+    );
+    const rounded = Number('12345678901234567890');
+    expect(classified.rows.map((r) => [r.row.id, r.row.ratio, r.row.extra])).toEqual([
+      [1, undefined, rounded],
+      [2, rounded, rounded],
+    ]);
   });
 });
 
