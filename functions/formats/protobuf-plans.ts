@@ -77,6 +77,8 @@ export interface MessagePlan {
   readonly found: Int32Array;
   readonly counts: Int32Array;
   readonly oneofSeen: Int32Array;
+  /** Payloads out of the table's order less those in it (protobuf-rows.ts: when to stop trying one pass). */
+  unordered: number;
 }
 
 const wireOf: Record<ProtoKind, number> = {
@@ -188,6 +190,7 @@ export function messagePlan(
     found: new Int32Array(fields.length),
     counts: new Int32Array(fields.length),
     oneofSeen: new Int32Array(oneofs.length),
+    unordered: 0,
   };
 }
 

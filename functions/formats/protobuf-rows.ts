@@ -1,14 +1,16 @@
 /**
- * A Protobuf payload straight to the table's protocol buffer row (#42): its fields found in one pass over
- * the bytes, then written in the table's column order under the columns' numbers. Strings, bytes and
- * nested messages are copied or walked, never decoded to objects; varints are re-encoded from their 64
- * bits; enums become their names, Timestamps microseconds, wrappers their value, uint64 exact decimal text,
- * in integer arithmetic; maps with text keys become the general path's records of key and value. Compiled once per message type and table (protobuf-plans.ts).
+ * A Protobuf payload straight to the table's protocol buffer row (#42): written as its fields come when
+ * they come in the table's column order, else found first (protobuf-scan.ts) and written in that order,
+ * under the columns' numbers. Strings, bytes and nested messages are copied or walked, never decoded to
+ * objects; varints are re-encoded from their 64 bits; enums become their names, Timestamps microseconds,
+ * wrappers their value, uint64 exact decimal text, in integer arithmetic; maps with text keys become the
+ * general path's records of key and value. Compiled once per message type and table (protobuf-plans.ts).
  * The path reads strictly: anything protobufjs might read otherwise or refuse (a varint of odd length for
  * a 32-bit field, a wire type the field does not have, groups, two members of one oneof, a missing proto2
  * `required` field, text that is not UTF-8, a timestamp beyond the years 1684 to 2255, a null for a
- * REQUIRED column, a map key the general path's object would reorder or drop, a truncated payload) makes it say false, and the record takes the general path
- * (`test/unit/protobuf-rows.test.ts` compares both, byte for byte, on randomized messages).
+ * REQUIRED column, a map key the general path's object would reorder or drop, a truncated payload) makes
+ * it say false, and the record takes the general path (`test/unit/protobuf-rows.test.ts` compares both,
+ * byte for byte, on randomized messages, declared in their numbers' order and not).
  */
 import type { ProtoWriter } from '../sinks/proto-writer.js';
 import { isUtf8At } from './mapped.js';
@@ -18,7 +20,6 @@ import {
   canonical,
   eachRepeated,
   entryAt,
-  narrow,
   scanEntry,
   skip,
   timestampMicros,
@@ -29,9 +30,15 @@ import {
   write64,
   writeDefault,
 } from './protobuf-scalars.js';
+import { scan } from './protobuf-scan.js';
 import { structText } from './protobuf-struct.js';
 
-/** Writes the message in `p` from `start` to `end` as the fields of the table's message. */
+/**
+ * Writes the message in `p` from `start` to `end` as the fields of the table's message: in one pass when
+ * its fields come in the table's order (what serializers write when the table follows the message), else
+ * by finding them first (scan) and writing them in that order. A plan whose payloads come out of order
+ * 16 times more often than in order takes the two passes at once.
+ */
 export function writeMessage(
   w: ProtoWriter,
   p: Buffer,
@@ -39,47 +46,100 @@ export function writeMessage(
   end: number,
   plan: MessagePlan,
 ): boolean {
+  if (plan.unordered < maxUnordered) {
+    const mark = w.position;
+    const result = writeInOrder(w, p, start, end, plan);
+    if (result === written && plan.unordered > 0) plan.unordered--;
+    if (result !== unordered) return result === written;
+    plan.unordered++;
+    w.position = mark;
+  }
   return scan(p, start, end, plan) && writeFields(w, p, end, plan);
 }
 
-/** Finds where each field's value is (the last one's, as protobufjs keeps it) and counts repeated ones. */
-export function scan(p: Buffer, start: number, end: number, plan: MessagePlan): boolean {
-  const { fields, slotOf, found, counts, oneofSeen } = plan;
-  found.fill(-1);
-  counts.fill(0);
+const written = 1;
+const general = 0;
+const unordered = -1;
+const maxUnordered = 16;
+
+/**
+ * One pass: each field written as it comes, the absent ones before it as writeFields writes them; a field
+ * before one already written (a value given twice, a repeated field's values apart) → `unordered`.
+ */
+function writeInOrder(w: ProtoWriter, p: Buffer, start: number, end: number, plan: MessagePlan): number {
+  const { fields, slotOf, oneofSeen } = plan;
   oneofSeen.fill(-1);
+  let next = 0; // the first field not written yet
+  let keys: Set<string> | undefined; // a map's keys so far
   at.pos = start;
   while (at.pos < end) {
-    const tagStart = at.pos;
-    if (!varint32(p, end) || at.hi !== 0) return false;
+    if (!varint32(p, end) || at.hi !== 0) return general;
     const number = at.lo >>> 3;
     const wire = at.lo & 7;
-    if (number === 0) return false;
+    if (number === 0) return general;
     const slot = number < slotOf.length ? slotOf[number]! : -1;
     if (slot < 0) {
-      if (!skip(p, wire, end)) return false;
+      if (!skip(p, wire, end)) return general;
       continue;
     }
     const field = fields[slot]!;
-    if (field.repeated) {
-      if (wire !== field.wire && !(wire === 2 && field.wire !== 2)) return false;
-      if (counts[slot] === 0) found[slot] = tagStart;
-      counts[slot] = counts[slot]! + 1;
-    } else {
-      if (wire !== field.wire) return false;
-      // A message given twice: protobufjs decodes (and may refuse) the first; ours to leave to it.
-      if (found[slot]! >= 0 && field.wire === 2 && field.kind !== 'string' && field.kind !== 'bytes')
-        return false;
-      found[slot] = at.pos;
-      if (field.oneof >= 0) {
-        const other = oneofSeen[field.oneof]!;
-        if (other >= 0 && other !== slot) return false;
-        oneofSeen[field.oneof] = slot;
-      }
+    if (slot < next - 1 || (slot === next - 1 && !field.repeated)) return unordered;
+    if (slot >= next) {
+      for (; next < slot; next++) if (!writeAbsent(w, fields[next]!)) return general;
+      next = slot + 1;
+      keys = field.kind === 'map' ? new Set() : undefined;
     }
-    // An earlier value is read all the same: as strictly as the one that counts.
-    if (!(wire === 0 && narrow[field.kind] ? varint32(p, end) : skip(p, wire, end))) return false;
+    if (
+      field.repeated
+        ? !writeOccurrence(w, p, end, field, wire, keys)
+        : !writeOnce(w, p, end, field, wire, plan)
+    )
+      return general;
   }
+  for (; next < fields.length; next++) if (!writeAbsent(w, fields[next]!)) return general;
+  return written;
+}
+
+/** A field that is not repeated, in its own wire type, the only member of its oneof so far. */
+function writeOnce(
+  w: ProtoWriter,
+  p: Buffer,
+  end: number,
+  field: FieldPlan,
+  wire: number,
+  plan: MessagePlan,
+) {
+  if (wire !== field.wire) return false;
+  if (field.oneof >= 0) {
+    if (plan.oneofSeen[field.oneof]! >= 0) return false;
+    plan.oneofSeen[field.oneof] = 0;
+  }
+  return writeValue(w, p, end, field);
+}
+
+/** One occurrence of a repeated field: a value (a map's entry), or a packed run of them. */
+function writeOccurrence(
+  w: ProtoWriter,
+  p: Buffer,
+  end: number,
+  field: FieldPlan,
+  wire: number,
+  keys: Set<string> | undefined,
+): boolean {
+  if (wire === field.wire) return keys ? writeEntry(w, p, end, field, keys) : writeValue(w, p, end, field);
+  if (wire !== 2) return false;
+  if (!varint32(p, end) || at.hi !== 0) return false;
+  const stop = at.pos + at.lo;
+  if (stop > end) return false;
+  while (at.pos < stop) if (!writeValue(w, p, stop, field)) return false;
+  return true;
+}
+
+/** A field the payload lacks: its default, nothing (it has presence), or false (it must be there). */
+function writeAbsent(w: ProtoWriter, field: FieldPlan): boolean {
+  if (field.repeated) return true;
+  if (field.mustBePresent || (field.presence && field.required)) return false;
+  if (!field.presence) writeDefault(w, field);
   return true;
 }
 
@@ -96,8 +156,7 @@ function writeFields(w: ProtoWriter, p: Buffer, end: number, plan: MessagePlan):
       continue;
     }
     if (found[i]! < 0) {
-      if (field.mustBePresent || (field.presence && field.required)) return false;
-      if (!field.presence) writeDefault(w, field);
+      if (!writeAbsent(w, field)) return false;
       continue;
     }
     at.pos = found[i]!;

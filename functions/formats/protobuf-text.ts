@@ -12,7 +12,6 @@ import { isoMicros } from './avro-types.js';
 import { JsonText } from './json-text.js';
 import { floatValue, isUtf8At } from './mapped.js';
 import type { FieldPlan, MessagePlan } from './protobuf-plans.js';
-import { scan } from './protobuf-rows.js';
 import {
   at,
   eachRepeated,
@@ -24,6 +23,7 @@ import {
   varint32,
   wrappedAt,
 } from './protobuf-scalars.js';
+import { scan } from './protobuf-scan.js';
 import { structText } from './protobuf-struct.js';
 
 /** The row's text as it is written (one record at a time). */

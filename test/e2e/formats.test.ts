@@ -606,8 +606,8 @@ import "google/protobuf/timestamp.proto";
 import "google/protobuf/wrappers.proto";
 import "google/protobuf/struct.proto";
 enum Kind { NONE = 0; RETAIL = 3; }
+// Event declared in its numbers' order, the order serializers write (one pass); Part not (two passes).
 message Event {
-  string name = 9;
   int64 id = 1;
   uint64 big = 2;
   sint32 delta = 3;
@@ -616,6 +616,7 @@ message Event {
   double ratio = 6;
   float weight = 7;
   bool ok = 8;
+  string name = 9;
   Kind kind = 10;
   bytes blob = 11;
   Part first = 12;
@@ -626,7 +627,7 @@ message Event {
   map<string, sint64> counts = 17;
   map<string, Part> stock = 18;
   google.protobuf.Struct meta = 19;
-  message Part { string sku = 1; uint32 qty = 2; }
+  message Part { uint32 qty = 2; string sku = 1; }
 }`;
     await pythonProduce({
       topic: pipeline.topic,

@@ -91,6 +91,16 @@ message Inner {
 message Deep { float x = 2; bool y = 1; }
 `;
 
+/**
+ * The same message declared in its numbers' order (the table's columns follow the declaration; every
+ * serializer writes fields by number): its payloads take one pass, Wide's the two.
+ */
+const ordered = proto
+  .replace('  int32 i32 = 40;\n', '')
+  .replace('  string s = 1;\n', '')
+  .replace('message Wide {\n', 'message Wide {\n  string s = 1;\n')
+  .replace('  map<string, Color> m_color = 41;', '  int32 i32 = 40;\n  map<string, Color> m_color = 41;');
+
 const noRegistry = {} as SchemaRegistry;
 
 /** A message type of the text, as a producer's protobufjs would have it (the well-known types included). */
@@ -390,13 +400,19 @@ function compare(set: Set, value: Buffer, i: number): 'compiled' | 'general' {
 }
 
 describe('the compiled Protobuf path', { timeout: 60_000 }, () => {
-  test('3,000 randomized messages, some mangled: the general path bytes wherever it writes', async () => {
-    const set = await setUp(proto);
-    const Wide = typeOf(proto, 'test.shop.Wide');
+  test.each([
+    ['declared out of its numbers’ order', proto, [...tag(40, 0), 0x05]],
+    ['declared in its numbers’ order', ordered, [...tag(1, 2), 1, 0x7a]],
+  ])('3,000 randomized messages, some mangled, %s: the general path bytes wherever it writes', async (_, text, first) => {
+    const set = await setUp(text);
+    const Wide = typeOf(text, 'test.shop.Wide');
     const next = random(Number(process.env.PB_SEED ?? 7));
     const tally = { compiled: 0, general: 0 };
     for (let i = 0; i < 3000; i++) {
-      let payload = Buffer.from(Wide.encode(Wide.fromObject(wideObject(next))).finish());
+      const object = wideObject(next);
+      // Two members of the oneof, in the table's order: left to the general path.
+      if (next() < 0.03) Object.assign(object, { one_s: 'both', one_i: 3 });
+      let payload = Buffer.from(Wide.encode(Wide.fromObject(object)).finish());
       const mangle = next();
       if (mangle < 0.1) payload = Buffer.concat([unknownFields, payload]);
       else if (mangle < 0.2) {
@@ -413,6 +429,8 @@ describe('the compiled Protobuf path', { timeout: 60_000 }, () => {
           Buffer.from([...tag(1, 2), 1, 0x7a]),
         ]);
       } else if (mangle < 0.35) payload = Buffer.concat([payload, pick(next, oddEntries)]);
+      // The first field given twice in a row (the table's order kept): its last value counts.
+      else if (mangle < 0.4) payload = Buffer.concat([Buffer.from(first), payload]);
       tally[compare(set, framed(payload), i)]++;
     }
     // Both paths exercised: most messages compiled; far timestamps, mangled oneofs, map keys the general
@@ -475,6 +493,12 @@ describe('the compiled Protobuf path', { timeout: 60_000 }, () => {
     double.writeDoubleLE(1.5);
     const twoKinds = [...tag(2, 1), ...double, ...tag(3, 2), 1, 0x78];
     expect(compare(set, framed(Buffer.from([...tag(47, 2), twoKinds.length, ...twoKinds])), 0)).toBe(
+      'general',
+    );
+    // Two members of one oneof, in order or not: the general path's (what protobufjs keeps of them).
+    const members = [...tag(33, 2), 1, 0x61, ...tag(34, 0), 3];
+    expect(compare(set, framed(Buffer.from(members)), 0)).toBe('general');
+    expect(compare(set, framed(Buffer.from([...members.slice(3), ...members.slice(0, 3)])), 0)).toBe(
       'general',
     );
     const noValue = [...tag(1, 2), 3, ...tag(1, 2), 1, 0x6b];
