@@ -18,6 +18,11 @@ export class JsonText {
     return this.bytes.toString('utf8', 0, this.position);
   }
 
+  /** The last byte written (-1 when none since the reset). */
+  last(): number {
+    return this.position === 0 ? -1 : this.bytes[this.position - 1]!;
+  }
+
   byte(b: number): void {
     if (this.position === this.bytes.length) this.grow(1);
     this.bytes[this.position++] = b;

@@ -1,7 +1,7 @@
 /**
  * A Protobuf payload straight to a row's JSON text, for the modes that send rows as JSON (insert-all,
- * merge, load; #42): the same plans, the same scan and the same strict reading as the compiled path to
- * protocol buffer rows (protobuf-rows.ts), each value written as the general path's row holds it after
+ * merge, load; #42): the same plans and the same strict reading as the compiled path to protocol buffer
+ * rows (protobuf-rows.ts), in one pass, each value written as the general path's row holds it after
  * validation (INT64 as a number where it is safe, else its exact text; uint64 as decimal text; enums as
  * their names; Timestamps in BigQuery's text form; bytes as base64; NaN and the infinities as BigQuery's
  * strings), absent presence fields left out (BigQuery reads a missing field as NULL). Whatever the
@@ -14,16 +14,15 @@ import { floatValue, isUtf8At } from './mapped.js';
 import type { FieldPlan, MessagePlan } from './protobuf-plans.js';
 import {
   at,
-  eachRepeated,
   entryAt,
   scanEntry,
   signed64,
+  skip,
   timestampMicros,
   varint,
   varint32,
   wrappedAt,
 } from './protobuf-scalars.js';
-import { scan } from './protobuf-scan.js';
 import { structText } from './protobuf-struct.js';
 
 /** The row's text as it is written (one record at a time). */
@@ -35,42 +34,76 @@ export function textMessage(p: Buffer, start: number, end: number, plan: Message
   return members(p, start, end, plan) ? out.text() : undefined;
 }
 
-/** The message's fields written as members, comma between; false for a message left to the general path. */
+/**
+ * The message's fields written as members as they come (a JSON object's members in any order), comma
+ * between, the absent ones after them; false for a message left to the general path, a field given twice
+ * or a repeated field's values apart included (protobuf merges those; the general path does).
+ */
 function members(p: Buffer, start: number, end: number, plan: MessagePlan): boolean {
-  if (!scan(p, start, end, plan)) return false;
-  const { fields, found, counts } = plan;
+  const { fields, slotOf, found, oneofSeen } = plan;
+  found.fill(-1);
+  oneofSeen.fill(-1);
+  let open = -1; // the repeated field whose array is open
+  let keys: Set<string> | undefined; // its keys so far, a map's
   let first = true;
+  at.pos = start;
+  while (at.pos < end) {
+    if (!varint32(p, end) || at.hi !== 0) return false;
+    const number = at.lo >>> 3;
+    const wire = at.lo & 7;
+    const slot = number !== 0 && number < slotOf.length ? slotOf[number]! : -1;
+    if (slot < 0) {
+      if (number === 0 || !skip(p, wire, end)) return false;
+      continue;
+    }
+    const field = fields[slot]!;
+    if (slot !== open) {
+      if (found[slot]! >= 0) return false;
+      if (open >= 0) out.byte(93);
+      if (!first) out.byte(44);
+      first = false;
+      found[slot] = 0;
+      out.raw(field.key);
+      open = field.repeated ? slot : -1;
+      if (field.repeated) {
+        out.byte(91);
+        keys = field.kind === 'map' ? new Set() : undefined;
+      } else {
+        if (wire !== field.wire || (field.oneof >= 0 && oneofSeen[field.oneof]! >= 0)) return false;
+        if (field.oneof >= 0) oneofSeen[field.oneof] = slot;
+        if (!valueText(p, end, field)) return false;
+        continue;
+      }
+    }
+    if (!occurrenceText(p, end, field, wire, keys)) return false;
+  }
+  if (open >= 0) out.byte(93);
   for (let i = 0; i < fields.length; i++) {
     const field = fields[i]!;
-    const absent = !field.repeated && found[i]! < 0;
-    if (absent && (field.mustBePresent || (field.presence && field.required))) return false;
-    if (field.repeated ? counts[i] === 0 : absent && field.presence) continue;
+    if (found[i]! >= 0 || field.repeated) continue;
+    if (field.mustBePresent || (field.presence && field.required)) return false;
+    if (field.presence) continue;
     if (!first) out.byte(44);
     first = false;
     out.raw(field.key);
-    if (field.repeated) {
-      if (!repeatedText(p, found[i]!, end, field)) return false;
-    } else if (absent) out.raw(defaultText(field));
-    else {
-      at.pos = found[i]!;
-      if (!valueText(p, end, field)) return false;
-    }
+    out.raw(defaultText(field));
   }
   return true;
 }
 
-/** Every occurrence of a repeated field from its first tag (`from`) to `end`, packed or not, as an array. */
-function repeatedText(p: Buffer, from: number, end: number, field: FieldPlan): boolean {
-  let first = true;
-  const seen = new Set<string>();
-  out.byte(91);
-  const read = eachRepeated(p, from, end, field, (stop) => {
-    if (!first) out.byte(44);
-    first = false;
-    return field.kind === 'map' ? entryText(p, stop, field, seen) : valueText(p, stop, field);
-  });
-  out.byte(93);
-  return read;
+/** One occurrence of a repeated field (a value, a map's entry, or a packed run) into its open array. */
+function occurrenceText(p: Buffer, end: number, field: FieldPlan, wire: number, keys?: Set<string>) {
+  if (wire === field.wire) return itemText(p, end, field, keys);
+  if (wire !== 2 || !varint32(p, end) || at.hi !== 0) return false;
+  const stop = at.pos + at.lo;
+  if (stop > end) return false;
+  while (at.pos < stop) if (!itemText(p, stop, field, keys)) return false;
+  return true;
+}
+
+function itemText(p: Buffer, end: number, field: FieldPlan, keys?: Set<string>): boolean {
+  if (out.last() !== 91) out.byte(44);
+  return keys ? entryText(p, end, field, keys) : valueText(p, end, field);
 }
 
 /** A map entry as the general path's record: the key, then the value (absent: its default, or none). */

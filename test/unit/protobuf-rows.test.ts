@@ -408,6 +408,8 @@ describe('the compiled Protobuf path', { timeout: 60_000 }, () => {
     const Wide = typeOf(text, 'test.shop.Wide');
     const next = random(Number(process.env.PB_SEED ?? 7));
     const tally = { compiled: 0, general: 0 };
+    texts.direct = 0;
+    texts.general = 0;
     for (let i = 0; i < 3000; i++) {
       const object = wideObject(next);
       // Two members of the oneof, in the table's order: left to the general path.
@@ -434,10 +436,10 @@ describe('the compiled Protobuf path', { timeout: 60_000 }, () => {
       tally[compare(set, framed(payload), i)]++;
     }
     // Both paths exercised: most messages compiled; far timestamps, mangled oneofs, map keys the general
-    // path reorders and the like not.
+    // path reorders and the like not; as text, nor fields given twice or a repeated field's values apart.
     expect(tally.compiled).toBeGreaterThan(1500);
     expect(tally.general).toBeGreaterThan(50);
-    expect(texts.direct).toBeGreaterThan(1500);
+    expect(texts.direct).toBeGreaterThan(1200);
     expect(texts.general).toBeGreaterThan(50);
   });
 
@@ -497,10 +499,10 @@ describe('the compiled Protobuf path', { timeout: 60_000 }, () => {
     );
     // Two members of one oneof, in order or not: the general path's (what protobufjs keeps of them).
     const members = [...tag(33, 2), 1, 0x61, ...tag(34, 0), 3];
-    expect(compare(set, framed(Buffer.from(members)), 0)).toBe('general');
-    expect(compare(set, framed(Buffer.from([...members.slice(3), ...members.slice(0, 3)])), 0)).toBe(
-      'general',
-    );
+    for (const payload of [members, [...members.slice(3), ...members.slice(0, 3)]]) {
+      expect(compare(set, framed(Buffer.from(payload)), 0)).toBe('general');
+      expect(set.text(framed(Buffer.from(payload)), 5)).toBeUndefined();
+    }
     const noValue = [...tag(1, 2), 3, ...tag(1, 2), 1, 0x6b];
     expect(compare(set, framed(Buffer.from([...tag(46, 2), noValue.length, ...noValue])), 0)).toBe('general');
     // Year 1 and 9999 are beyond microseconds in a double: the general path writes them.
