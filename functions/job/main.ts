@@ -1,9 +1,10 @@
 /**
- * The Cloud Run Job's entry point: one bounded drain for this task. Exit 0: the run ended cleanly
- * (caught up, budget, or SIGTERM). Exit 1: it failed, state is consistent, a retry is safe. Exit 2: bad
- * configuration, a retry will not help. The last line on stdout is always the run summary.
+ * The Cloud Run Job's run: one bounded drain for this task. Exit 0: the run ended cleanly (caught up,
+ * budget, or SIGTERM). Exit 1: it failed, state is consistent, a retry is safe. Exit 2: bad configuration,
+ * a retry will not help. The last line on stdout is always the run summary. Started by the CLI's `run`
+ * (functions/cli/main.ts), the one entry point: in the image's bundle every module has the bundle's URL,
+ * so a "run me when I am the main module" here as well ran a drain before every command.
  */
-import { pathToFileURL } from 'node:url';
 import { parseConfig } from '../config/config.js';
 import { tableName } from '../config/routes.js';
 import { freshnessLines, summaryLine } from '../drain/run-summary.js';
@@ -209,9 +210,4 @@ export function quietLocalAuth(env: NodeJS.ProcessEnv): void {
   if (env.FIRESTORE_EMULATOR_HOST && env.METADATA_SERVER_DETECTION === undefined) {
     env.METADATA_SERVER_DETECTION = 'none';
   }
-}
-
-if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  quietLocalAuth(process.env);
-  exitWhenWritten(await runMain({ env: process.env }));
 }
