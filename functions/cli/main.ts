@@ -187,6 +187,8 @@ function progressPrinter() {
   };
 }
 
+// In the image's bundle this module is the main one (scripts/bundle.mjs); no top-level await: the
+// bundle is CommonJS, for V8's code cache (image-entry.ts).
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  exitWhenWritten(await cli(process.argv.slice(2), process.env));
+  void cli(process.argv.slice(2), process.env).then(exitWhenWritten);
 }

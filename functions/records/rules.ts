@@ -1,4 +1,5 @@
 import type { JsonValue, KafkaRecord } from '../kernel/records.js';
+import { importUserModule } from './user-module.js';
 
 /**
  * Business rules: `RULES_MODULE` names a JS/TS module exporting `validate(record, context)`. It returns
@@ -54,9 +55,7 @@ export function createRules(validate: Validate): Rules {
 
 /** Loads `RULES_MODULE` (called by the entry points only). */
 export async function loadRules(specifier: string): Promise<Rules> {
-  const { pathToFileURL } = await import('node:url');
-  const { resolve } = await import('node:path');
-  const module = (await import(pathToFileURL(resolve(specifier)).href)) as {
+  const module = (await importUserModule(specifier)) as {
     validate?: unknown;
     default?: { validate?: unknown };
   };

@@ -1,4 +1,5 @@
 import type { JsonValue, KafkaRecord } from '../kernel/records.js';
+import { importUserModule } from './user-module.js';
 
 /**
  * Transforms: `TRANSFORM_MODULE` (per route `transformModule`) names a JS/TS module exporting
@@ -68,9 +69,7 @@ export function createTransform(transform: TransformFunction): Transform {
 
 /** Loads `TRANSFORM_MODULE` (called by the entry points only). */
 export async function loadTransform(specifier: string): Promise<Transform> {
-  const { pathToFileURL } = await import('node:url');
-  const { resolve } = await import('node:path');
-  const module = (await import(pathToFileURL(resolve(specifier)).href)) as {
+  const module = (await importUserModule(specifier)) as {
     transform?: unknown;
     default?: { transform?: unknown } | ((...args: unknown[]) => unknown);
   };
