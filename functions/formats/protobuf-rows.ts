@@ -21,7 +21,6 @@ import {
   eachRepeated,
   entryAt,
   scanEntry,
-  skip,
   timestampMicros,
   varint,
   varint32,
@@ -30,7 +29,7 @@ import {
   write64,
   writeDefault,
 } from './protobuf-scalars.js';
-import { scan } from './protobuf-scan.js';
+import { done, malformed, nextField, scan } from './protobuf-scan.js';
 import { structText } from './protobuf-struct.js';
 
 /**
@@ -72,17 +71,12 @@ function writeInOrder(w: ProtoWriter, p: Buffer, start: number, end: number, pla
   let next = 0; // the first field not written yet
   let keys: Set<string> | undefined; // a map's keys so far
   at.pos = start;
-  while (at.pos < end) {
-    if (!varint32(p, end) || at.hi !== 0) return general;
-    const number = at.lo >>> 3;
-    const wire = at.lo & 7;
-    if (number === 0) return general;
-    const slot = number < slotOf.length ? slotOf[number]! : -1;
-    if (slot < 0) {
-      if (!skip(p, wire, end)) return general;
-      continue;
-    }
+  for (;;) {
+    const slot = nextField(p, end, slotOf);
+    if (slot === malformed) return general;
+    if (slot === done) break;
     const field = fields[slot]!;
+    const wire = at.wire;
     if (slot < next - 1 || (slot === next - 1 && !field.repeated)) return unordered;
     if (slot >= next) {
       for (; next < slot; next++) if (!writeAbsent(w, fields[next]!)) return general;

@@ -7,7 +7,7 @@ import { keepsPlace } from './mapped.js';
 import type { FieldPlan } from './protobuf-plans.js';
 
 /** Where reading stands, and the last varint read as two 32-bit halves. */
-export const at = { pos: 0, lo: 0, hi: 0 };
+export const at = { pos: 0, lo: 0, hi: 0, wire: 0, tag: 0 };
 
 /** A varint of up to 10 bytes into `at.lo`/`at.hi`; false when it runs past `end` or is longer. */
 export function varint(p: Buffer, end: number): boolean {

@@ -8,6 +8,30 @@
 import type { MessagePlan } from './protobuf-plans.js';
 import { at, narrow, skip, varint32 } from './protobuf-scalars.js';
 
+/** nextField at the end of the message. */
+export const done = -1;
+/** nextField on a tag, or a skipped value, protobufjs would not read. */
+export const malformed = -2;
+
+/**
+ * The next field of the plan's message from `at.pos` to `end`, those it does not know skipped: its slot, with
+ * its wire type in `at.wire` and where its tag starts in `at.tag` (`at.pos` after the tag); else `done` or
+ * `malformed`.
+ */
+export function nextField(p: Buffer, end: number, slotOf: Int16Array): number {
+  while (at.pos < end) {
+    at.tag = at.pos;
+    if (!varint32(p, end) || at.hi !== 0) return malformed;
+    const number = at.lo >>> 3;
+    at.wire = at.lo & 7;
+    if (number === 0) return malformed;
+    const slot = number < slotOf.length ? slotOf[number]! : -1;
+    if (slot >= 0) return slot;
+    if (!skip(p, at.wire, end)) return malformed;
+  }
+  return done;
+}
+
 /** Finds where each field's value is (the last one's, as protobufjs keeps it) and counts repeated ones. */
 export function scan(p: Buffer, start: number, end: number, plan: MessagePlan): boolean {
   const { fields, slotOf, found, counts, oneofSeen } = plan;
@@ -15,21 +39,14 @@ export function scan(p: Buffer, start: number, end: number, plan: MessagePlan): 
   counts.fill(0);
   oneofSeen.fill(-1);
   at.pos = start;
-  while (at.pos < end) {
-    const tagStart = at.pos;
-    if (!varint32(p, end) || at.hi !== 0) return false;
-    const number = at.lo >>> 3;
-    const wire = at.lo & 7;
-    if (number === 0) return false;
-    const slot = number < slotOf.length ? slotOf[number]! : -1;
-    if (slot < 0) {
-      if (!skip(p, wire, end)) return false;
-      continue;
-    }
+  for (;;) {
+    const slot = nextField(p, end, slotOf);
+    if (slot < 0) return slot === done;
     const field = fields[slot]!;
+    const wire = at.wire;
     if (field.repeated) {
       if (wire !== field.wire && !(wire === 2 && field.wire !== 2)) return false;
-      if (counts[slot] === 0) found[slot] = tagStart;
+      if (counts[slot] === 0) found[slot] = at.tag;
       counts[slot] = counts[slot]! + 1;
     } else {
       if (wire !== field.wire) return false;
@@ -46,5 +63,4 @@ export function scan(p: Buffer, start: number, end: number, plan: MessagePlan): 
     // An earlier value is read all the same: as strictly as the one that counts.
     if (!(wire === 0 && narrow[field.kind] ? varint32(p, end) : skip(p, wire, end))) return false;
   }
-  return true;
 }

@@ -17,12 +17,12 @@ import {
   entryAt,
   scanEntry,
   signed64,
-  skip,
   timestampMicros,
   varint,
   varint32,
   wrappedAt,
 } from './protobuf-scalars.js';
+import { done, malformed, nextField } from './protobuf-scan.js';
 import { structText } from './protobuf-struct.js';
 
 /** The row's text as it is written (one record at a time). */
@@ -47,16 +47,12 @@ function members(p: Buffer, start: number, end: number, plan: MessagePlan): bool
   let keys: Set<string> | undefined; // its keys so far, a map's
   let first = true;
   at.pos = start;
-  while (at.pos < end) {
-    if (!varint32(p, end) || at.hi !== 0) return false;
-    const number = at.lo >>> 3;
-    const wire = at.lo & 7;
-    const slot = number !== 0 && number < slotOf.length ? slotOf[number]! : -1;
-    if (slot < 0) {
-      if (number === 0 || !skip(p, wire, end)) return false;
-      continue;
-    }
+  for (;;) {
+    const slot = nextField(p, end, slotOf);
+    if (slot === malformed) return false;
+    if (slot === done) break;
     const field = fields[slot]!;
+    const wire = at.wire;
     if (slot !== open) {
       if (found[slot]! >= 0) return false;
       if (open >= 0) out.byte(93);
