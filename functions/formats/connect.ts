@@ -38,8 +38,9 @@ export function convertValue(v: JsonValue, schema: ConnectSchema): JsonValue {
     const n: bigint = v;
     return temporalText(schema.name, n) ?? (schema.type === 'int64' ? n.toString() : Number(n));
   }
-  if (typeof v === 'number' && Number.isFinite(v) && temporalNames.has(schema.name ?? '')) {
-    return temporalText(schema.name, BigInt(Math.trunc(v)))!;
+  if (typeof v === 'number' && Number.isFinite(v) && schema.name !== undefined) {
+    const text = temporalText(schema.name, BigInt(Math.trunc(v)));
+    if (text !== undefined) return text;
   }
   switch (schema.name) {
     case 'io.debezium.time.Date':
@@ -60,18 +61,6 @@ export function convertValue(v: JsonValue, schema: ConnectSchema): JsonValue {
   }
   return settleLongs(v);
 }
-
-/** The names temporalText converts. */
-const temporalNames = new Set([
-  'io.debezium.time.Time',
-  'org.apache.kafka.connect.data.Time',
-  'io.debezium.time.MicroTime',
-  'io.debezium.time.NanoTime',
-  'io.debezium.time.Timestamp',
-  'org.apache.kafka.connect.data.Timestamp',
-  'io.debezium.time.MicroTimestamp',
-  'io.debezium.time.NanoTimestamp',
-]);
 
 /**
  * A time or timestamp of Connect's or Debezium's given as a whole number (exact: a long beyond 2^53 too,
