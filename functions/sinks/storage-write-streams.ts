@@ -12,7 +12,8 @@ import { compileRowEncoder, type RowEncoder } from './row-encoder.js';
 /** A table written through the Storage Write API. */
 export interface StorageWriteTarget {
   readonly bigquery: BigQuery;
-  readonly writer: managedwriter.WriterClient;
+  /** The Storage Write client, asked for at first use: making it loads its protos (a tenth of an idle run). */
+  readonly writer: () => managedwriter.WriterClient;
   readonly project: string;
   readonly dataset: string;
   readonly table: string;
@@ -20,6 +21,18 @@ export interface StorageWriteTarget {
   /** The target table's schema, metadata columns included. */
   readonly schema: readonly SchemaField[];
   readonly logger: Logger;
+}
+
+/** The target's Storage Write client, made at its first use; `close` closes it only if it was made. */
+export function clientOf(target: Pick<StorageWriteTarget, 'writer'>): (() => managedwriter.WriterClient) & {
+  close(): void;
+} {
+  let made: managedwriter.WriterClient | undefined;
+  const client = () => {
+    made ??= target.writer();
+    return made;
+  };
+  return Object.assign(client, { close: () => made?.close() });
 }
 
 /** What a stream of a table is told (the message descriptor) and how its rows are encoded. */
@@ -52,9 +65,12 @@ export async function connectWriter(
   what: string,
   onError?: () => void,
 ): Promise<managedwriter.Writer> {
-  const connection = await target.writer.createStreamConnection({ streamId }).catch((error: unknown) => {
-    throw storageWriteError(error, what);
-  });
+  const connection = await target
+    .writer()
+    .createStreamConnection({ streamId })
+    .catch((error: unknown) => {
+      throw storageWriteError(error, what);
+    });
   connection.on('error', (error: unknown) => {
     target.logger.debug('storage write connection error', { error });
     onError?.();

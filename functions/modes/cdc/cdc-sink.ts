@@ -30,6 +30,7 @@ import {
 } from '../../sinks/append-rows.js';
 import { bigQueryError, createTableIfMissing } from '../../sinks/bigquery-tables.js';
 import {
+  clientOf,
   connectWriter,
   messageFormat,
   type StorageWriteTarget,
@@ -105,6 +106,7 @@ export interface CdcSinkOptions extends StorageWriteTarget {
 
 export function createCdcSink(options: CdcSinkOptions): ChangeSink {
   const errorTable = deadLetterTableName(options.table);
+  const client = clientOf(options);
   const connections = new Map<string, Promise<managedwriter.Writer>>();
   const formatOf = (fields: readonly SchemaField[]) => {
     // A DELETE carries only the key: no column may be required of the message (the table keeps its modes).
@@ -130,8 +132,12 @@ export function createCdcSink(options: CdcSinkOptions): ChangeSink {
     if (made === undefined) {
       made = (async () => {
         const streamId = `${tablePath(options, table)}/streams/_default`;
-        return connectWriter(options, streamId, formats[table]!, `connect to ${table}'s default stream`, () =>
-          connections.delete(table),
+        return connectWriter(
+          { writer: client, logger: options.logger },
+          streamId,
+          formats[table]!,
+          `connect to ${table}'s default stream`,
+          () => connections.delete(table),
         );
       })();
       made.catch(() => connections.delete(table));
@@ -185,7 +191,7 @@ export function createCdcSink(options: CdcSinkOptions): ChangeSink {
     },
     close() {
       for (const made of connections.values()) void made.then((w) => w.close()).catch(() => {});
-      options.writer.close();
+      client.close();
     },
   };
 }

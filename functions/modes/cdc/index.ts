@@ -69,7 +69,7 @@ function cdcSinks(options: RouteSinksOptions): CdcSinks {
   );
   const changes = createCdcSink({
     bigquery: clients.bigquery,
-    writer: clients.bigqueryWriter(),
+    writer: clients.bigqueryWriter,
     project: config.project,
     ...target,
     schema: fields,

@@ -46,7 +46,7 @@ export const storageWriteMode: WriteModeDefinition<StorageWriteSinks> = {
     const schema = targetTableSchema(userSchema, route.metadata);
     const streams = createStorageWriteSink({
       bigquery: clients.bigquery,
-      writer: clients.bigqueryWriter(),
+      writer: clients.bigqueryWriter,
       project: config.project,
       dataset: route.dataset,
       table: route.table,
@@ -54,8 +54,6 @@ export const storageWriteMode: WriteModeDefinition<StorageWriteSinks> = {
       schema,
       logger,
     });
-    // Not awaited: the Storage Write client loads and connects while the table is checked.
-    void streams.warmUp();
     await prepareTargetTable(options, schema);
     const merge = createMergeSink({ ...stagingOf(options), table: route.table, schema });
     await merge.cleanLeftovers();

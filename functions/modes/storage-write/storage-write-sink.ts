@@ -21,6 +21,7 @@ import { ensureTable } from '../../sinks/bigquery-tables.js';
 import type { StreamSink, StreamState } from '../../sinks/contracts.js';
 import { compileTranscoder, metadataWriter, type Transcode } from '../../sinks/json-transcoder.js';
 import {
+  clientOf,
   connectWriter,
   type MessageFormat,
   messageFormat,
@@ -31,10 +32,9 @@ import { heldOffsets, tableStats } from '../../sinks/table-stats.js';
 
 export type StorageWriteSinkOptions = StorageWriteTarget;
 
-export function createStorageWriteSink(
-  options: StorageWriteSinkOptions,
-): StreamSink & { close(): void; warmUp(): Promise<void> } {
+export function createStorageWriteSink(options: StorageWriteSinkOptions): StreamSink & { close(): void } {
   const errorTable = deadLetterTableName(options.table);
+  const client = clientOf(options);
   // Per table, compiled once: the message descriptor the stream is told, and the encoder of its rows.
   const formats = new Map<string, MessageFormat>();
   const formatOf = (table: string, fields: readonly SchemaField[]) => {
@@ -93,14 +93,14 @@ export function createStorageWriteSink(
     const format = formatOf(table, fields);
     let stream: string;
     try {
-      stream = await options.writer.createWriteStream({
+      stream = await client().createWriteStream({
         streamType: managedwriter.PendingStream,
         destinationTable: tablePath(options, table),
       });
     } catch (error) {
       throw storageWriteError(error, `create a stream on ${table}`);
     }
-    const writer = await connectWriter(options, stream, format, 'connect');
+    const writer = await connectWriter({ writer: client, logger: options.logger }, stream, format, 'connect');
     try {
       const { appended: offset, refused } = await appendRefusing(writer, encoded, table, {
         offsets: true,
@@ -111,9 +111,11 @@ export function createStorageWriteSink(
         return { stream: undefined, refused };
       }
       crashPoint('after-append');
-      const finalized = await options.writer.finalizeWriteStream({ name: stream }).catch((error: unknown) => {
-        throw storageWriteError(error, 'finalize');
-      });
+      const finalized = await client()
+        .finalizeWriteStream({ name: stream })
+        .catch((error: unknown) => {
+          throw storageWriteError(error, 'finalize');
+        });
       if (Number(finalized.rowCount) !== offset) {
         throw new DrainError(
           `bigquery storage write: stream ${stream} holds ${finalized.rowCount} rows, ${offset} were appended`,
@@ -127,8 +129,25 @@ export function createStorageWriteSink(
     }
   }
 
+  /**
+   * What the first flush would otherwise pay, started when the first records are encoded (a run that finds
+   * nothing to read never pays it): the Storage Write client's protos loaded and its channel connected (no
+   * call is made) while the batch is classified and encoded. Best effort: never fails; a channel not ready
+   * in 10 s is the first flush's business.
+   */
+  const warmUp = onceUntilFailure(async () => {
+    try {
+      await client().initialize();
+      const stub = (await client().getClient().bigQueryWriteStub) as unknown as ChannelLike;
+      await new Promise<void>((resolve) => stub.waitForReady(Date.now() + 10_000, () => resolve()));
+    } catch (error) {
+      options.logger.debug('warming the Storage Write client up failed', { error });
+    }
+  });
+
   return {
     async startEncoding(shape, format) {
+      void warmUp();
       const encoding = formatOf(options.table, options.schema).encode.batch();
       const transcode =
         shape === undefined
@@ -197,7 +216,7 @@ export function createStorageWriteSink(
         const parent = stream.slice(0, stream.indexOf('/streams/'));
         let response: Awaited<ReturnType<managedwriter.WriterClient['batchCommitWriteStream']>>;
         try {
-          response = await options.writer.batchCommitWriteStream({ parent, writeStreams: [stream] });
+          response = await client().batchCommitWriteStream({ parent, writeStreams: [stream] });
         } catch (error) {
           throw storageWriteError(error, 'commit');
         }
@@ -216,7 +235,7 @@ export function createStorageWriteSink(
 
     async streamState(stream): Promise<StreamState> {
       try {
-        const found = await options.writer.getWriteStream({ streamId: stream });
+        const found = await client().getWriteStream({ streamId: stream });
         return found.commitTime ? 'committed' : 'pending';
       } catch (error) {
         if ((error as { code?: unknown }).code === 5) return 'gone';
@@ -246,24 +265,8 @@ export function createStorageWriteSink(
     heldOffsets: (partition, from, to) =>
       heldOffsets(options.bigquery, { dataset: options.dataset, table: options.table }, partition, from, to),
 
-    /**
-     * What the first flush would otherwise pay, done while the run takes its leases: the target's message
-     * format and encoder compiled, the Storage Write client's protos loaded and its channel connected (no
-     * call is made). Best effort: never fails; a channel not ready in 10 s is the first flush's business.
-     */
-    async warmUp() {
-      try {
-        formatOf(options.table, options.schema);
-        await options.writer.initialize();
-        const stub = (await options.writer.getClient().bigQueryWriteStub) as unknown as ChannelLike;
-        await new Promise<void>((resolve) => stub.waitForReady(Date.now() + 10_000, () => resolve()));
-      } catch (error) {
-        options.logger.debug('warming the Storage Write client up failed', { error });
-      }
-    },
-
     close() {
-      options.writer.close();
+      client.close(); // an idle run never made it
     },
   };
 }
