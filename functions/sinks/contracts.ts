@@ -56,6 +56,11 @@ export interface StreamSink {
    * fails here (transiently).
    */
   startEncoding(shape?: RowShape, format?: ValueFormat): Promise<BatchEncoding>;
+  /**
+   * A leased partition has records to read: what the first flush needs is made and connected now (the
+   * client, its protos, its channel), not in a run that finds nothing. Best effort: never fails.
+   */
+  warmUp(): Promise<void>;
   /** Commits the streams; a stream already committed (by whoever found it first) counts as committed. */
   commit(streams: readonly string[]): Promise<void>;
   /** Where a recorded stream stands: committed, finalized and still committable, or gone (expired). */

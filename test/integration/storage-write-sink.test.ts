@@ -3,7 +3,7 @@
  * type the schema allows lands as it was sent, rows are invisible until the commit, a stream commits once,
  * a stream's state is known, and dead letters land in the error table keyed by origin.
  */
-import { afterAll, describe, expect, test, vi } from 'vitest';
+import { afterAll, describe, expect, test } from 'vitest';
 import { createMemoryLogger } from '../../functions/kernel/logger.js';
 import type { KafkaRecord, RowToWrite } from '../../functions/kernel/records.js';
 import { createStorageWriteSink } from '../../functions/modes/storage-write/storage-write-sink.js';
@@ -94,14 +94,18 @@ function rowsOf(records: KafkaRecord[], fields: SchemaField[]): RowToWrite[] {
 }
 
 describe('storage-write sink', () => {
-  test('the first records encoded warm the Storage Write client up (an idle run never loads it); the flush lands', async () => {
+  test('the Storage Write client is made only when warmed up (a run with records to read) or written through; the flush lands', async () => {
     const fields = userFields.filter((f) => ['id', 'i'].includes(f.name));
     const dataset = uniqueName('sw_warm');
     await ensureTargetTable(clients.bigquery, { dataset, table: 'events', location: null }, fields);
     const writer = await stackWriter();
+    let made = 0;
     const sink = createStorageWriteSink({
       bigquery: clients.bigquery,
-      writer: () => writer,
+      writer: () => {
+        made += 1;
+        return writer;
+      },
       project: env.GOOGLE_CLOUD_PROJECT!,
       dataset,
       table: 'events',
@@ -110,19 +114,15 @@ describe('storage-write sink', () => {
       logger: createMemoryLogger(),
     });
     sinks.push(sink);
-    expect(writer.getClient().bigQueryWriteStub).toBeUndefined(); // made: nothing loaded yet
-    await sink.heldInRange({ topic: 't', partition: 0 }, 0, 10); // what a replay asks first: still nothing
-    expect(writer.getClient().bigQueryWriteStub).toBeUndefined();
-    await sink.startEncoding();
-    await vi.waitFor(
-      async () => {
-        const stub = (await writer.getClient().bigQueryWriteStub) as unknown as {
-          getChannel(): { getConnectivityState(connect: boolean): number };
-        };
-        expect(stub.getChannel().getConnectivityState(false)).toBe(2); // READY, with no call made
-      },
-      { timeout: 10_000, interval: 20 },
-    );
+    await sink.heldInRange({ topic: 't', partition: 0 }, 0, 10); // what a replay asks first
+    expect(made).toBe(0);
+    expect(writer.getClient().bigQueryWriteStub).toBeUndefined(); // nothing loaded
+    await sink.warmUp();
+    expect(made).toBe(1);
+    const stub = (await writer.getClient().bigQueryWriteStub) as unknown as {
+      getChannel(): { getConnectivityState(connect: boolean): number };
+    };
+    expect(stub.getChannel().getConnectivityState(false)).toBe(2); // READY, with no call made
     const { streams } = await sink.prepare(
       await encodeAll(sink, rowsOf([record(1, { id: 'warm', i: 1 })], fields)),
       [],

@@ -328,6 +328,8 @@ export function createMemoryStreamSink() {
     ).size;
   const sink: StreamSink & {
     streams: typeof streams;
+    /** How many times a run said it has records to read (`warmUp`). */
+    warmed: number;
     table: typeof table;
     errorTable: typeof errorTable;
     commits: number;
@@ -337,9 +339,13 @@ export function createMemoryStreamSink() {
     expire(stream: string): void;
   } = {
     streams,
+    warmed: 0,
     table,
     errorTable,
     commits: 0,
+    async warmUp() {
+      sink.warmed += 1;
+    },
     failWith(error) {
       failure = error;
     },

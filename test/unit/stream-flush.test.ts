@@ -72,6 +72,21 @@ const crashAt = (point: string) => (at: string) => {
 };
 
 describe('storage-write: flushes, intents and their recovery', () => {
+  test('the sink is warmed up (its client made) only in a run that has records to read, before the first flush', async () => {
+    const w = world(logOf(2, 4));
+    const prepare = w.streams.prepare.bind(w.streams);
+    let warmedAtFirstFlush: number | undefined;
+    w.streams.prepare = async (...args) => {
+      warmedAtFirstFlush ??= w.streams.warmed;
+      return prepare(...args);
+    };
+    expect((await w.run('run-1')).recordsRead).toBe(8);
+    expect(warmedAtFirstFlush).toBeGreaterThan(0);
+    const warmed = w.streams.warmed;
+    expect((await w.run('run-2')).stopReason).toBe('caught_up');
+    expect(w.streams.warmed).toBe(warmed); // an idle run: nothing to read, nothing made
+  });
+
   test('drains every partition exactly once, rows and dead letters in one commit per flush, intents cleared', async () => {
     const w = world(logOf(3, 10));
     const summary = await w.run('run-1');

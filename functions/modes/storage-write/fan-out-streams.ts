@@ -40,6 +40,7 @@ export function fanOutStreams(
       };
     },
     startEncoding: (shape, format) => first.startEncoding(shape, format),
+    warmUp: async () => void (await Promise.all(sinks.map((s) => s.warmUp()))),
     commit: (streams) => first.commit(streams),
     streamState: (stream) => first.streamState(stream),
     heldInRange: sum,

@@ -18,6 +18,7 @@ interface StorageWriteSinks extends MadeSinks {
 
 const streamSinkMethods = [
   'startEncoding',
+  'warmUp',
   'prepare',
   'commit',
   'streamState',

@@ -130,10 +130,10 @@ export function createStorageWriteSink(options: StorageWriteSinkOptions): Stream
   }
 
   /**
-   * What the first flush would otherwise pay, started when the first records are encoded (a run that finds
-   * nothing to read never pays it): the Storage Write client's protos loaded and its channel connected (no
-   * call is made) while the batch is classified and encoded. Best effort: never fails; a channel not ready
-   * in 10 s is the first flush's business.
+   * What the first flush would otherwise pay, once a leased partition has records to read (a run that
+   * finds nothing never pays it): the Storage Write client made, its protos loaded and its channel
+   * connected (no call is made) while the first fetch is under way. A channel not ready in 10 s is the first
+   * flush's business.
    */
   const warmUp = onceUntilFailure(async () => {
     try {
@@ -146,8 +146,9 @@ export function createStorageWriteSink(options: StorageWriteSinkOptions): Stream
   });
 
   return {
+    warmUp,
+
     async startEncoding(shape, format) {
-      void warmUp();
       const encoding = formatOf(options.table, options.schema).encode.batch();
       const transcode =
         shape === undefined

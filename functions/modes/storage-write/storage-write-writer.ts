@@ -99,7 +99,11 @@ export function createStorageWriteWriter(options: StorageWriteWriterOptions): Wr
       return { commit: intent };
     },
 
-    begin: replays.begin,
+    async begin(lease, from, end) {
+      // Not awaited, and never failing the run (a target not made yet is the first flush's business).
+      if (from < end) streams.warmUp().catch(() => undefined);
+      await replays.begin(lease, from, end);
+    },
 
     async write(batch, signal) {
       const { records } = batch;
