@@ -5,7 +5,18 @@
 import { metadataColumns, type SchemaField } from '../schema/table-schema.js';
 import type { Temporal } from './avro-read.js';
 
-export type Scalar = 'boolean' | 'int' | 'long' | 'float' | 'double' | 'string' | 'bytes' | 'date' | Temporal;
+export type Scalar =
+  | 'boolean'
+  | 'int'
+  | 'long'
+  | 'float'
+  | 'double'
+  | 'string'
+  | 'bytes'
+  | 'date'
+  /** Debezium's `ZonedTimestamp`: ISO-8601 text; compiled where it is canonical UTC (`…Z`), as JSON's is. */
+  | 'zoned'
+  | Temporal;
 
 /** How one value is read and written: its tag, whether null is refused, and what it is. */
 export type Plan = {
@@ -48,6 +59,7 @@ const columnTypes: Record<Scalar, readonly string[]> = {
   string: ['STRING'],
   bytes: ['BYTES'],
   date: ['DATE'],
+  zoned: ['TIMESTAMP'],
   millis: ['TIMESTAMP'],
   micros: ['TIMESTAMP'],
   nanos: ['TIMESTAMP'],
@@ -56,6 +68,8 @@ const columnTypes: Record<Scalar, readonly string[]> = {
   'local-nanos': ['DATETIME'],
   'time-millis': ['TIME'],
   'time-micros': ['TIME'],
+  'time-millis-6': ['TIME'],
+  'time-nanos': ['TIME'],
 };
 
 const wireOf: Record<Scalar, number> = {
@@ -67,6 +81,7 @@ const wireOf: Record<Scalar, number> = {
   string: 2,
   bytes: 2,
   date: 0,
+  zoned: 0,
   millis: 0,
   micros: 0,
   nanos: 0,
@@ -75,6 +90,8 @@ const wireOf: Record<Scalar, number> = {
   'local-nanos': 2,
   'time-millis': 2,
   'time-micros': 2,
+  'time-millis-6': 2,
+  'time-nanos': 2,
 };
 
 /** Plain decimal text within NUMERIC's and BIGNUMERIC's digits: what validation passes as it is. */
@@ -250,16 +267,19 @@ function scalarOf(type: unknown): Scalar | undefined {
 /**
  * Debezium's semantic types (a plain Avro type and a `connect.name`, avro-types.ts's connectMapping) whose
  * values the general path writes as one of the kinds above writes them: days, epoch milliseconds and
- * microseconds as DATETIME, microseconds of the day, a UUID's text. The rest of Debezium's names
- * (`Time`, whose text has six decimals where `time-millis` has three; `NanoTime`, `ZonedTimestamp`,
- * `Json`, `VariableScaleDecimal`) take the general path.
+ * microseconds as DATETIME, milli-, micro- and nanoseconds of the day (`Time`'s text with six decimals
+ * where Avro's `time-millis` has three), a `ZonedTimestamp` in UTC, a UUID's text. The rest of Debezium's
+ * names (`Json`, `VariableScaleDecimal`) take the general path.
  */
 const debeziumKinds: Record<string, Scalar> = {
   'io.debezium.time.Date int': 'date',
   'io.debezium.time.Timestamp long': 'local-millis',
   'io.debezium.time.MicroTimestamp long': 'local-micros',
   'io.debezium.time.NanoTimestamp long': 'local-nanos',
+  'io.debezium.time.Time int': 'time-millis-6',
   'io.debezium.time.MicroTime long': 'time-micros',
+  'io.debezium.time.NanoTime long': 'time-nanos',
+  'io.debezium.time.ZonedTimestamp string': 'zoned',
   'io.debezium.data.Uuid string': 'string',
 };
 

@@ -62,7 +62,11 @@ export type Temporal =
   | 'local-micros'
   | 'local-nanos'
   | 'time-millis'
-  | 'time-micros';
+  | 'time-micros'
+  /** Debezium's `Time`: milliseconds of the day, written with six decimals as its general path does. */
+  | 'time-millis-6'
+  /** Debezium's `NanoTime`: nanoseconds of the day. */
+  | 'time-nanos';
 
 const perUnit: Record<Temporal, number> = {
   millis: 1000,
@@ -73,7 +77,19 @@ const perUnit: Record<Temporal, number> = {
   'local-nanos': 0,
   'time-millis': 1000,
   'time-micros': 1,
+  'time-millis-6': 1000,
+  'time-nanos': 0,
 };
+
+/** Whether a temporal kind is a time of day (TIME), written as text with `timeDecimals` of them. */
+export function isTimeOfDay(kind: Temporal): boolean {
+  return (
+    kind === 'time-millis' || kind === 'time-micros' || kind === 'time-millis-6' || kind === 'time-nanos'
+  );
+}
+
+/** The decimals of a time of day's text: three for Avro's `time-millis` (as its general path), else six. */
+export const timeDecimals = (kind: Temporal): 3 | 6 => (kind === 'time-millis' ? 3 : 6);
 
 /** A day in microseconds: a time of day is below it. */
 const microsPerDay = 86_400_000_000;
@@ -84,11 +100,9 @@ const microsPerDay = 86_400_000_000;
  */
 export function temporal(payload: Buffer, kind: Temporal): number {
   const per = perUnit[kind];
-  if (per === 0) return nanosAsMicros(payload);
-  const micros = zigzag(payload) * per;
+  const micros = per === 0 ? nanosAsMicros(payload) : zigzag(payload) * per;
   if (at.bad || !Number.isSafeInteger(micros)) return Number.NaN;
-  if ((kind === 'time-millis' || kind === 'time-micros') && (micros < 0 || micros >= microsPerDay))
-    return Number.NaN;
+  if (isTimeOfDay(kind) && (micros < 0 || micros >= microsPerDay)) return Number.NaN;
   return micros;
 }
 

@@ -3,7 +3,7 @@
  * no decoded object, no conversion to BigQuery's text forms, no validation of a tree, no second walk to
  * encode it (#42). Compiled once per writer schema and table, for the records of the common kind: a
  * record of primitives (boolean, int, long, float, double, string, bytes), `date`, the timestamps
- * (`timestamp-*`, `local-timestamp-*`: millis, micros, nanos), `time-millis`, `time-micros`, `decimal`
+ * (`timestamp-*`, `local-timestamp-*`: millis, micros, nanos), `time-millis`, `time-micros` (and Debezium's times), `decimal`
  * (bytes, fixed), `uuid`, enums, `fixed`, nested records, arrays and maps of any of these, each maybe in a
  * union with null, each onto a column of the same name and its type.
  * Any other schema is not compiled (undefined), and any value the path is not sure of (a long beyond ±2^52,
@@ -11,10 +11,20 @@
  * UTF-8, a null for a REQUIRED column, a map key JavaScript's objects would reorder or drop) makes it say
  * false: that record takes the general path, so every record gets exactly the fate and the bytes that path
  * gives it (`test/unit/avro-rows.test.ts` compares them on randomized records). */
+import { canonicalMicrosIn } from '../records/civil-time.js';
 import type { SchemaField } from '../schema/table-schema.js';
 import type { ProtoWriter } from '../sinks/proto-writer.js';
 import { fieldPlans, maxDays, minDays, type Plan } from './avro-plans.js';
-import { at, blockCount, mapKey, type Temporal, temporal, zigzag } from './avro-read.js';
+import {
+  at,
+  blockCount,
+  isTimeOfDay,
+  mapKey,
+  type Temporal,
+  temporal,
+  timeDecimals,
+  zigzag,
+} from './avro-read.js';
 import { decimalOf as decimalText, isoMicros } from './avro-types.js';
 import { type CompiledRows, isUtf8At, timeOfDayText } from './mapped.js';
 
@@ -102,6 +112,18 @@ function writeValue(w: ProtoWriter, payload: Buffer, plan: Plan): boolean {
       w.double(value);
       return true;
     }
+    case 'zoned': {
+      // Text read where it stands: microseconds where it is canonical UTC, else the general path's.
+      const length = zigzag(payload);
+      const end = at.pos + length;
+      if (at.bad || length < 0 || end > payload.length) return false;
+      const micros = canonicalMicrosIn(payload, at.pos, end);
+      if (Number.isNaN(micros)) return false;
+      w.varint(plan.tag);
+      w.integer(micros);
+      at.pos = end;
+      return true;
+    }
     case 'string':
     case 'bytes': {
       // A length, then the bytes, then the bytes, copied as they are (a string's must be UTF-8).
@@ -125,8 +147,7 @@ function writeTemporal(w: ProtoWriter, payload: Buffer, tag: number, kind: Tempo
   if (Number.isNaN(micros)) return false;
   w.varint(tag);
   if (kind === 'millis' || kind === 'micros' || kind === 'nanos') w.integer(micros);
-  else if (kind === 'time-millis') w.string(timeOfDayText(micros, 3));
-  else if (kind === 'time-micros') w.string(timeOfDayText(micros, 6));
+  else if (isTimeOfDay(kind)) w.string(timeOfDayText(micros, timeDecimals(kind)));
   else {
     const text = isoMicros(micros);
     w.string(`${text.slice(0, 10)} ${text.slice(11)}`);

@@ -7,9 +7,19 @@
  * and a missing REPEATED as empty). Whatever the compiled path leaves to the general one, this does too
  * (undefined); `test/unit/avro-rows.test.ts` compares what BigQuery reads of both, record by record.
  */
+import { canonicalMicrosIn } from '../records/civil-time.js';
 import type { SchemaField } from '../schema/table-schema.js';
 import { fieldPlans, maxDays, minDays, type Plan } from './avro-plans.js';
-import { at, blockCount, mapKey, type Temporal, temporal, zigzag } from './avro-read.js';
+import {
+  at,
+  blockCount,
+  isTimeOfDay,
+  mapKey,
+  type Temporal,
+  temporal,
+  timeDecimals,
+  zigzag,
+} from './avro-read.js';
 import { decimalOf as decimalText, isoMicros } from './avro-types.js';
 import { JsonText } from './json-text.js';
 import { dateText, floatValue, isUtf8At, timeOfDayText } from './mapped.js';
@@ -89,6 +99,7 @@ function textOf(payload: Buffer, plan: Plan): boolean {
       return plan.kind === 'fixed' ||
         plan.kind === 'decimal' ||
         plan.kind === 'string' ||
+        plan.kind === 'zoned' ||
         plan.kind === 'bytes'
         ? bytesOf(payload, plan)
         : plan.kind === 'int' || plan.kind === 'long' || plan.kind === 'date'
@@ -111,8 +122,7 @@ function integerOf(payload: Buffer, kind: 'int' | 'long' | 'date'): boolean {
 function temporalOf(payload: Buffer, kind: Temporal): boolean {
   const micros = temporal(payload, kind);
   if (Number.isNaN(micros)) return false;
-  if (kind === 'time-millis' || kind === 'time-micros')
-    out.quoted(timeOfDayText(micros, kind === 'time-millis' ? 3 : 6));
+  if (isTimeOfDay(kind)) out.quoted(timeOfDayText(micros, timeDecimals(kind)));
   else if (kind === 'millis' || kind === 'micros' || kind === 'nanos') {
     out.byte(34);
     out.raw(isoMicros(micros));
@@ -132,6 +142,11 @@ function bytesOf(payload: Buffer, plan: Plan): boolean {
   switch (plan.kind) {
     case 'string':
       if (!isUtf8At(payload, start, end)) return false;
+      out.stringFrom(payload, start, end);
+      return true;
+    case 'zoned':
+      // As it is, where it is canonical UTC (ASCII, nothing to escape); else the general path's.
+      if (Number.isNaN(canonicalMicrosIn(payload, start, end))) return false;
       out.stringFrom(payload, start, end);
       return true;
     case 'decimal': {

@@ -47,6 +47,9 @@ const kinds = {
   dbztmicros: { type: 'long', 'connect.name': 'io.debezium.time.MicroTime', 'connect.version': 1 },
   dbzuuid: { type: 'string', 'connect.name': 'io.debezium.data.Uuid', 'connect.version': 1 },
   dbznanos: { type: 'long', 'connect.name': 'io.debezium.time.NanoTimestamp', 'connect.version': 1 },
+  dbztime: { type: 'int', 'connect.name': 'io.debezium.time.Time', 'connect.version': 1 },
+  dbzntime: { type: 'long', 'connect.name': 'io.debezium.time.NanoTime', 'connect.version': 1 },
+  dbzzoned: { type: 'string', 'connect.name': 'io.debezium.time.ZonedTimestamp', 'connect.version': 1 },
 } as const;
 
 /** A map's entries as the payload gives them, and whether they come in two blocks (the second sized). */
@@ -82,19 +85,31 @@ const like: Partial<Record<keyof typeof kinds, keyof typeof kinds>> = {
   dbztmicros: 'tmicros',
   dbzuuid: 'uuid',
   dbznanos: 'lnanos',
+  dbztime: 'tmillis',
 };
 
-/** A value of a kind: a common one, or (one in 40) any, edge values included. */
+/** A value of a kind: a common one, or (one in 50: a record of some 110 fields must often have none) any, edge values included. */
 function sampleOf(kind: keyof typeof kinds, next: () => number): unknown {
   const same = like[kind];
   if (same !== undefined) return sampleOf(same, next);
   const int = () => Math.floor((next() - 0.5) * 2 ** 32) | 0;
-  if (next() < 39 / 40) {
+  if (next() < 49 / 50) {
     if (kind === 'long' || kind === 'micros' || kind === 'lmicros') return BigInt(int()) * 1000003n;
     if (kind === 'millis' || kind === 'lmillis') return 1733300000000n + BigInt(int());
     if (kind === 'date') return int() % 100000;
     if (kind === 'tmillis') return Math.floor(next() * 86_400_000);
     if (kind === 'tmicros') return BigInt(Math.floor(next() * 86_400_000_000));
+    if (kind === 'dbzntime')
+      return BigInt(Math.floor(next() * 86_400_000_000)) * 1000n + BigInt(Math.floor(next() * 1000));
+    if (kind === 'dbzzoned') {
+      // As Debezium writes a UTC instant: its fraction's digits as many as it needs (none to nine).
+      const iso = new Date(1733300000000 + int() * 1000).toISOString().slice(0, 19);
+      const digits = Math.floor(next() * 10);
+      const fraction = String(Math.floor(next() * 1e9))
+        .padStart(9, '0')
+        .slice(0, digits);
+      return `${iso}${digits === 0 ? '' : `.${fraction}`}Z`;
+    }
     if (kind === 'nanos' || kind === 'lnanos')
       return 1733300000000000000n + BigInt(int()) * 1000n + BigInt(Math.floor(next() * 2000) - 1000);
   }
@@ -116,6 +131,35 @@ function sampleOf(kind: keyof typeof kinds, next: () => number): unknown {
       return pick(next, [0, 86_399_999, 86_400_000, -1, int()]);
     case 'tmicros':
       return pick(next, [0n, 86_399_999_999n, 86_400_000_000n, -1n, 2n ** 60n]);
+    case 'dbzzoned':
+      return pick(next, [
+        '0001-01-01T00:00:00Z',
+        '9999-12-31T23:59:59.999999999Z',
+        '1684-01-01T00:00:00Z', // beyond the compiled reach: the general path's
+        '2024-12-04 08:13:20.5Z',
+        '2024-12-04T09:13:20.123456+01:00', // an offset: the general path's
+        '2024-02-29T00:00:00Z',
+        '2023-02-29T00:00:00Z',
+        '2024-12-04T24:00:00Z',
+        '2024-12-04T08:13:20.Z',
+        '2024-12-04T08:13:20.1234567890Z',
+        '2024-12-04T08:13:20z',
+        '',
+        'not a time',
+      ]);
+    case 'dbzntime':
+      return pick(next, [
+        0n,
+        999n,
+        86_399_999_999_999n,
+        86_400_000_000_000n,
+        -1n, // the general path cuts toward zero: 00:00:00
+        -1000n,
+        -1001n,
+        2n ** 62n,
+        9223372036854775807n,
+        -9223372036854775808n,
+      ]);
     case 'nanos':
     case 'lnanos':
       return pick(next, [
@@ -227,6 +271,7 @@ function encodeValue(kind: keyof typeof kinds, v: unknown): Buffer {
     case 'lmillis':
     case 'lmicros':
     case 'lnanos':
+    case 'dbzntime':
       return Buffer.from(zigzag(v as bigint));
     case 'map':
     case 'mapopt':
@@ -242,7 +287,8 @@ function encodeValue(kind: keyof typeof kinds, v: unknown): Buffer {
       return b;
     }
     case 'string':
-    case 'uuid': {
+    case 'uuid':
+    case 'dbzzoned': {
       const bytes = Buffer.from(v as string, 'utf8');
       return Buffer.concat([Buffer.from(zigzag(BigInt(bytes.length))), bytes]);
     }
@@ -450,9 +496,11 @@ describe('the compiled Avro path', { timeout: 60_000 }, () => {
     // double); a name it does not know is a plain long.
     const debezium = (name: string, type: string) =>
       tableOf([{ name: 'x', type: { type, 'connect.name': name, 'connect.version': 1 } }]);
-    expect(debezium('io.debezium.time.Time', 'int')).toBeUndefined();
-    expect(debezium('io.debezium.time.NanoTime', 'long')).toBeUndefined();
-    expect(debezium('io.debezium.time.ZonedTimestamp', 'string')).toBeUndefined();
+    expect(debezium('io.debezium.time.Time', 'int')).toBeDefined();
+    expect(debezium('io.debezium.time.Time', 'long')).toBeUndefined();
+    expect(debezium('io.debezium.time.NanoTime', 'long')).toBeDefined();
+    expect(debezium('io.debezium.time.ZonedTimestamp', 'string')).toBeDefined();
+    expect(debezium('io.debezium.time.ZonedTimestamp', 'long')).toBeUndefined();
     expect(debezium('io.debezium.data.Json', 'string')).toBeUndefined();
     expect(debezium('io.debezium.time.MicroTimestamp', 'long')).toBeDefined();
     expect(debezium('io.debezium.time.MicroTimestamp', 'int')).toBeUndefined();
