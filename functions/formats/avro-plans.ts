@@ -4,6 +4,7 @@
  */
 import { metadataColumns, type SchemaField } from '../schema/table-schema.js';
 import type { Temporal } from './avro-read.js';
+import { columnName } from './mapped.js';
 
 export type Scalar =
   | 'boolean'
@@ -41,6 +42,14 @@ export type Plan = {
   | { readonly kind: 'record'; readonly fields: readonly Plan[] }
   | { readonly kind: 'array'; readonly item: Plan }
   | {
+      /**
+       * A union of two types or more besides null, onto the general path's record of a column per branch:
+       * each branch's plan (undefined for null) under its column's number and name; `nullBranch` as above.
+       */
+      readonly kind: 'union';
+      readonly branches: readonly (Plan | undefined)[];
+    }
+  | {
       readonly kind: 'map';
       /** The entry's key column: its tag, and its name as JSON text (`"key":`). */
       readonly keyTag: number;
@@ -49,6 +58,9 @@ export type Plan = {
       readonly value: readonly Plan[];
     }
 );
+
+/** Avro's primitive types but null. */
+const primitives = ['boolean', 'int', 'long', 'float', 'double', 'string', 'bytes'];
 
 const columnTypes: Record<Scalar, readonly string[]> = {
   boolean: ['BOOL', 'BOOLEAN'],
@@ -140,6 +152,7 @@ function planOf(type: unknown, column: SchemaField, number: number): Plan | unde
   let nullBranch = -1;
   let inner = type;
   if (Array.isArray(type)) {
+    if (type.filter((t) => t !== 'null').length >= 2) return unionPlan(type, column, number);
     if (type.length !== 2) return undefined;
     nullBranch = type.indexOf('null');
     if (nullBranch < 0) return undefined;
@@ -150,7 +163,7 @@ function planOf(type: unknown, column: SchemaField, number: number): Plan | unde
   if (inner !== null && typeof inner === 'object' && (inner as { type?: unknown }).type === 'array') {
     if (column.mode !== 'REPEATED') return undefined;
     const item = planOf((inner as { items?: unknown }).items, { ...column, mode: 'REQUIRED' }, number);
-    if (item === undefined || item.nullBranch >= 0) return undefined;
+    if (item === undefined || item.nullBranch >= 0 || item.kind === 'union') return undefined;
     return { tag: item.tag, nullBranch, required: false, kind: 'array', item };
   }
   if (inner !== null && typeof inner === 'object' && (inner as { type?: unknown }).type === 'map')
@@ -178,6 +191,45 @@ function planOf(type: unknown, column: SchemaField, number: number): Plan | unde
 }
 
 /**
+ * A union of two types or more besides null onto the general path's column for it (avro.ts): a record
+ * of a NULLABLE column per branch, named after the branch's type. Compiled where every branch is a
+ * primitive (logical types included) or a map: their columns' names need no namespace.
+ */
+function unionPlan(types: readonly unknown[], column: SchemaField, number: number): Plan | undefined {
+  if (column.mode === 'REPEATED' || (column.type !== 'RECORD' && column.type !== 'STRUCT')) return undefined;
+  const columns = column.fields ?? [];
+  if (columns.some((c) => c.mode === 'REQUIRED')) return undefined;
+  const branches: (Plan | undefined)[] = [];
+  for (const type of types) {
+    if (type === 'null') {
+      branches.push(undefined);
+      continue;
+    }
+    const name = unnamedBranch(type);
+    const index = name === undefined ? -1 : columns.findIndex((c) => c.name === columnName(name));
+    if (index < 0) return undefined;
+    const plan = planOf(type, columns[index]!, index + 1);
+    if (plan === undefined || plan.nullBranch >= 0 || plan.kind === 'union') return undefined;
+    branches.push({ ...plan, key: `${JSON.stringify(columns[index]!.name)}:` });
+  }
+  return {
+    tag: (number << 3) | 2,
+    nullBranch: types.indexOf('null'),
+    required: column.mode === 'REQUIRED',
+    kind: 'union',
+    branches,
+  };
+}
+
+/** The key avsc gives a union's branch that is not a named type (avro.ts's branchKey), or undefined. */
+function unnamedBranch(type: unknown): string | undefined {
+  const base = typeof type === 'string' ? type : (type as { type?: unknown } | null)?.type;
+  if (typeof base !== 'string') return undefined;
+  if (typeof type === 'string') return primitives.includes(base) ? base : undefined;
+  return primitives.includes(base) || base === 'map' ? base : undefined;
+}
+
+/**
  * A map onto the general path's column for it: REPEATED records of a STRING `key` and a `value` (no other
  * REQUIRED field), each entry written as the key, then the value.
  */
@@ -189,7 +241,7 @@ function mapPlan(values: unknown, column: SchemaField, number: number, nullBranc
   if (k < 0 || v < 0 || fields[k]!.type !== 'STRING' || fields[k]!.mode === 'REPEATED') return undefined;
   if (fields.some((f, i) => i !== k && i !== v && f.mode === 'REQUIRED')) return undefined;
   const value = planOf(values, fields[v]!, v + 1);
-  if (value === undefined) return undefined;
+  if (value === undefined || value.kind === 'union') return undefined;
   return {
     tag: (number << 3) | 2,
     nullBranch,
@@ -243,10 +295,7 @@ function namedOf(
 }
 
 function scalarOf(type: unknown): Scalar | undefined {
-  if (typeof type === 'string')
-    return ['boolean', 'int', 'long', 'float', 'double', 'string', 'bytes'].includes(type)
-      ? (type as Scalar)
-      : undefined;
+  if (typeof type === 'string') return primitives.includes(type) ? (type as Scalar) : undefined;
   if (type === null || typeof type !== 'object') return undefined;
   const { type: base, logicalType } = type as { type?: unknown; logicalType?: unknown };
   const connect = (type as Record<string, unknown>)['connect.name'];

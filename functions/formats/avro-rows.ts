@@ -3,9 +3,10 @@
  * no decoded object, no conversion to BigQuery's text forms, no validation of a tree, no second walk to
  * encode it (#42). Compiled once per writer schema and table, for the records of the common kind: a
  * record of primitives (boolean, int, long, float, double, string, bytes), `date`, the timestamps
- * (`timestamp-*`, `local-timestamp-*`: millis, micros, nanos), `time-millis`, `time-micros` (and Debezium's times), `decimal`
- * (bytes, fixed), `uuid`, enums, `fixed`, nested records, arrays and maps of any of these, each maybe in a
- * union with null, each onto a column of the same name and its type.
+ * (`timestamp-*`, `local-timestamp-*`: millis, micros, nanos), `time-millis`, `time-micros` (and
+ * Debezium's times), `decimal` (bytes, fixed), `uuid`, enums, `fixed`, nested records, arrays and maps of
+ * any of these, each maybe in a union with null, and unions of several primitives or maps (a record of a
+ * column per branch), each onto a column of the same name and its type.
  * Any other schema is not compiled (undefined), and any value the path is not sure of (a long beyond ±2^52,
  * a timestamp outside about 1827 to 2112 (1684 to 2255 in milliseconds), text that is not
  * UTF-8, a null for a REQUIRED column, a map key JavaScript's objects would reorder or drop) makes it say
@@ -48,6 +49,22 @@ function writeRecord(w: ProtoWriter, payload: Buffer, start: number, plans: read
 function writeFields(w: ProtoWriter, payload: Buffer, plans: readonly Plan[]): boolean {
   for (let f = 0; f < plans.length; f++) {
     const plan = plans[f]!;
+    if (plan.kind === 'union') {
+      const branch = zigzag(payload);
+      if (at.bad) return false;
+      if (branch === plan.nullBranch) {
+        if (plan.required) return false;
+        continue;
+      }
+      // The branch's column alone in the union's record (the others are NULL: absent).
+      const taken = plan.branches[branch];
+      if (taken === undefined) return false;
+      w.varint(plan.tag);
+      const begun = w.begin();
+      if (!writeValue(w, payload, taken)) return false;
+      w.end(begun);
+      continue;
+    }
     if (plan.nullBranch >= 0) {
       const branch = zigzag(payload);
       if (at.bad) return false;
@@ -80,6 +97,8 @@ function writeValue(w: ProtoWriter, payload: Buffer, plan: Plan): boolean {
     case 'enum':
     case 'fixed':
       return writeNamed(w, payload, plan);
+    case 'union':
+      return false; // read by writeFields
     case 'boolean': {
       const byte = payload[at.pos++];
       if (byte !== 0 && byte !== 1) return false;

@@ -46,6 +46,25 @@ export function compileAvroText(schema: unknown, columns: readonly SchemaField[]
 function membersOf(payload: Buffer, plans: readonly Plan[], first: boolean): boolean {
   for (let f = 0; f < plans.length; f++) {
     const plan = plans[f]!;
+    if (plan.kind === 'union') {
+      const branch = zigzag(payload);
+      if (at.bad) return false;
+      if (branch === plan.nullBranch) {
+        if (plan.required) return false;
+        continue;
+      }
+      // The branch's member alone in the union's object (the others are NULL: left out).
+      const taken = plan.branches[branch];
+      if (taken === undefined) return false;
+      if (!first) out.byte(44);
+      first = false;
+      out.raw(plan.key!);
+      out.byte(123);
+      out.raw(taken.key!);
+      if (!textOf(payload, taken)) return false;
+      out.byte(125);
+      continue;
+    }
     if (plan.nullBranch >= 0) {
       const branch = zigzag(payload);
       if (at.bad) return false;
@@ -74,6 +93,8 @@ function textOf(payload: Buffer, plan: Plan): boolean {
       return arrayOf(payload, plan.item);
     case 'map':
       return mapOf(payload, plan);
+    case 'union':
+      return false; // read by membersOf
     case 'boolean': {
       const byte = payload[at.pos++];
       if (byte !== 0 && byte !== 1) return false;

@@ -488,6 +488,8 @@ describe('Avro straight to the rows and as row text (the compiled paths)', () =>
         debeziumField('d_t', 'int', 'io.debezium.time.Time'),
         debeziumField('d_nt', 'long', 'io.debezium.time.NanoTime'),
         debeziumField('d_z', 'string', 'io.debezium.time.ZonedTimestamp'),
+        // A union of several types: a record of a column per branch, the one taken set.
+        { name: 'u', type: ['null', 'string', 'long'], default: null },
         {
           name: 'ship',
           type: [
@@ -516,11 +518,11 @@ describe('Avro straight to the rows and as row text (the compiled paths)', () =>
                  "local": datetime(2024, 2, 29, 8, 0, 0, 1), "ns": 1733300000123456789,
                  "d_day": 19782, "d_ts": 1709209845123, "d_us": 1709209845123456, "d_time": 45296789012,
                  "d_uuid": "0b9f8a4e-2b9a-4a53-9d8e-3f8f3f3f3f3f", "d_ns": 1733300000123456999, "d_t": 45296789, "d_nt": 45296789012345,
-                 "d_z": "2024-02-29T12:30:45.123456789Z", "ship": {"city": "Köln", "zip": 50667}},
+                 "d_z": "2024-02-29T12:30:45.123456789Z", "u": "x", "ship": {"city": "Köln", "zip": 50667}},
                 {"id": -3, "price": Decimal("0.10"), "ratio": -0.5, "day": date(1, 1, 1), "seen": datetime(1970, 1, 1, tzinfo=timezone.utc),
                  "kind": "RETAIL", "blob": b"", "tags": [], "attrs": {}, "t_ms": time(0, 0), "t_us": time(0, 0, 0, 1),
                  "local": datetime(1970, 1, 1), "ns": -1, "d_day": -719162, "d_ts": 0, "d_us": -1, "d_time": 0, "d_uuid": "", "d_ns": -1,
-                 "d_t": 0, "d_nt": 999, "d_z": "1970-01-01T00:00:00Z"}]`,
+                 "d_t": 0, "d_nt": 999, "d_z": "1970-01-01T00:00:00Z", "u": 9007199254740993}]`,
     });
     const run = await runJob(pipeline.env);
 
@@ -537,7 +539,8 @@ describe('Avro straight to the rows and as row text (the compiled paths)', () =>
          CAST(d_day AS STRING) AS d_day, FORMAT_DATETIME('%Y-%m-%dT%H:%M:%E6S', d_ts) AS d_ts,
          FORMAT_DATETIME('%Y-%m-%dT%H:%M:%E6S', d_us) AS d_us, FORMAT_TIME('%H:%M:%E6S', d_time) AS d_time, d_uuid,
          FORMAT_DATETIME('%Y-%m-%dT%H:%M:%E6S', d_ns) AS d_ns, FORMAT_TIME('%H:%M:%E6S', d_t) AS d_t,
-         FORMAT_TIME('%H:%M:%E6S', d_nt) AS d_nt, FORMAT_TIMESTAMP('%Y-%m-%dT%H:%M:%E6S', d_z) AS d_z, ship`,
+         FORMAT_TIME('%H:%M:%E6S', d_nt) AS d_nt, FORMAT_TIMESTAMP('%Y-%m-%dT%H:%M:%E6S', d_z) AS d_z,
+         u.string AS u_string, CAST(u.long AS STRING) AS u_long, ship`,
       ),
     ).toEqual([
       {
@@ -564,6 +567,8 @@ describe('Avro straight to the rows and as row text (the compiled paths)', () =>
         d_t: '00:00:00.000000',
         d_nt: '00:00:00.000000',
         d_z: '1970-01-01T00:00:00.000000',
+        u_string: null,
+        u_long: '9007199254740993',
         ship: null,
       },
       {
@@ -594,6 +599,8 @@ describe('Avro straight to the rows and as row text (the compiled paths)', () =>
         d_t: '12:34:56.789000',
         d_nt: '12:34:56.789012',
         d_z: '2024-02-29T12:30:45.123456',
+        u_string: 'x',
+        u_long: null,
         ship: { city: 'Köln', zip: 50667 },
       },
     ]);
