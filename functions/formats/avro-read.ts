@@ -43,6 +43,19 @@ export function blockCount(payload: Buffer): number {
   return at.bad ? -1 : -count;
 }
 
+/** What `unionBranch` says of a null where the column is REQUIRED, or of an unreadable index. */
+export const refused = -2;
+/** What `unionBranch` says of a null the column may hold: nothing is written. */
+export const absent = -1;
+
+/** A union's branch index at `at.pos`: `absent` for its null branch (`refused` where null is not allowed). */
+export function unionBranch(payload: Buffer, nullBranch: number, required: boolean): number {
+  const branch = zigzag(payload);
+  if (at.bad) return refused;
+  if (branch === nullBranch) return required ? refused : absent;
+  return branch;
+}
+
 /** A map's key: its start (`at.pos` is then its end), or -1 where the general path would not keep it as it is. */
 export function mapKey(payload: Buffer, seen: Set<string>): number {
   const length = zigzag(payload);

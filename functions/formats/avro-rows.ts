@@ -17,13 +17,16 @@ import type { SchemaField } from '../schema/table-schema.js';
 import type { ProtoWriter } from '../sinks/proto-writer.js';
 import { fieldPlans, maxDays, minDays, type Plan } from './avro-plans.js';
 import {
+  absent,
   at,
   blockCount,
   isTimeOfDay,
   mapKey,
+  refused,
   type Temporal,
   temporal,
   timeDecimals,
+  unionBranch,
   zigzag,
 } from './avro-read.js';
 import { decimalOf as decimalText, isoMicros } from './avro-types.js';
@@ -49,27 +52,18 @@ function writeRecord(w: ProtoWriter, payload: Buffer, start: number, plans: read
 function writeFields(w: ProtoWriter, payload: Buffer, plans: readonly Plan[]): boolean {
   for (let f = 0; f < plans.length; f++) {
     const plan = plans[f]!;
-    if (plan.kind === 'union') {
-      const branch = zigzag(payload);
-      if (at.bad) return false;
-      if (branch === plan.nullBranch) {
-        if (plan.required) return false;
-        continue;
-      }
-      // The branch's column alone in the union's record (the others are NULL: absent).
-      const taken = plan.branches[branch];
-      if (taken === undefined) return false;
-      w.varint(plan.tag);
-      const begun = w.begin();
-      if (!writeValue(w, payload, taken)) return false;
-      w.end(begun);
-      continue;
-    }
-    if (plan.nullBranch >= 0) {
-      const branch = zigzag(payload);
-      if (at.bad) return false;
-      if (branch === plan.nullBranch) {
-        if (plan.required) return false;
+    if (plan.kind === 'union' || plan.nullBranch >= 0) {
+      const branch = unionBranch(payload, plan.nullBranch, plan.required);
+      if (branch === refused) return false;
+      if (branch === absent) continue;
+      if (plan.kind === 'union') {
+        // The branch's column alone in the union's record (the others are NULL: absent).
+        const taken = plan.branches[branch];
+        if (taken === undefined) return false;
+        w.varint(plan.tag);
+        const begun = w.begin();
+        if (!writeValue(w, payload, taken)) return false;
+        w.end(begun);
         continue;
       }
       if (branch !== 1 - plan.nullBranch) return false;

@@ -11,13 +11,16 @@ import { canonicalMicrosIn } from '../records/civil-time.js';
 import type { SchemaField } from '../schema/table-schema.js';
 import { fieldPlans, maxDays, minDays, type Plan } from './avro-plans.js';
 import {
+  absent,
   at,
   blockCount,
   isTimeOfDay,
   mapKey,
+  refused,
   type Temporal,
   temporal,
   timeDecimals,
+  unionBranch,
   zigzag,
 } from './avro-read.js';
 import { decimalOf as decimalText, isoMicros } from './avro-types.js';
@@ -46,30 +49,21 @@ export function compileAvroText(schema: unknown, columns: readonly SchemaField[]
 function membersOf(payload: Buffer, plans: readonly Plan[], first: boolean): boolean {
   for (let f = 0; f < plans.length; f++) {
     const plan = plans[f]!;
-    if (plan.kind === 'union') {
-      const branch = zigzag(payload);
-      if (at.bad) return false;
-      if (branch === plan.nullBranch) {
-        if (plan.required) return false;
-        continue;
-      }
-      // The branch's member alone in the union's object (the others are NULL: left out).
-      const taken = plan.branches[branch];
-      if (taken === undefined) return false;
-      if (!first) out.byte(44);
-      first = false;
-      out.raw(plan.key!);
-      out.byte(123);
-      out.raw(taken.key!);
-      if (!textOf(payload, taken)) return false;
-      out.byte(125);
-      continue;
-    }
-    if (plan.nullBranch >= 0) {
-      const branch = zigzag(payload);
-      if (at.bad) return false;
-      if (branch === plan.nullBranch) {
-        if (plan.required) return false;
+    if (plan.kind === 'union' || plan.nullBranch >= 0) {
+      const branch = unionBranch(payload, plan.nullBranch, plan.required);
+      if (branch === refused) return false;
+      if (branch === absent) continue;
+      if (plan.kind === 'union') {
+        // The branch's member alone in the union's object (the others are NULL: left out).
+        const taken = plan.branches[branch];
+        if (taken === undefined) return false;
+        if (!first) out.byte(44);
+        first = false;
+        out.raw(plan.key!);
+        out.byte(123);
+        out.raw(taken.key!);
+        if (!textOf(payload, taken)) return false;
+        out.byte(125);
         continue;
       }
       if (branch !== 1 - plan.nullBranch) return false;
