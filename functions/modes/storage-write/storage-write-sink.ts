@@ -1,10 +1,9 @@
 import { managedwriter } from '@google-cloud/bigquery-storage';
-import type { ValueFormat } from '../../formats/value-format.js';
 import { crashPoint } from '../../kernel/crash-points.js';
 import { DrainError } from '../../kernel/errors.js';
 import { onceUntilFailure } from '../../kernel/once.js';
 import type { DeadLetter, KafkaRecord, PartitionRef, Row } from '../../kernel/records.js';
-import { maxRecordBytes, type RowShape } from '../../records/records.js';
+import { maxRecordBytes } from '../../records/records.js';
 import {
   deadLetterRow,
   deadLetterTableName,
@@ -19,7 +18,7 @@ import {
 } from '../../sinks/append-rows.js';
 import { ensureTable } from '../../sinks/bigquery-tables.js';
 import type { StreamSink, StreamState } from '../../sinks/contracts.js';
-import { compileTranscoder, metadataWriter, type Transcode } from '../../sinks/json-transcoder.js';
+import { createDirectRows } from '../../sinks/direct-rows.js';
 import {
   clientOf,
   connectWriter,
@@ -45,36 +44,8 @@ export function createStorageWriteSink(options: StorageWriteSinkOptions): Stream
     }
     return format;
   };
-  // Per route shape: its records' JSON text straight to this table's messages, where that applies.
-  const transcoders = new WeakMap<RowShape, Transcode | null>();
-  const transcoderOf = (shape: RowShape): Transcode | undefined => {
-    let transcode = transcoders.get(shape);
-    if (transcode === undefined) {
-      transcode = compileTranscoder(shape, options.schema) ?? null;
-      transcoders.set(shape, transcode);
-    }
-    return transcode ?? undefined;
-  };
-  // Per value format and route shape: its records' bytes straight to this table's messages (#42).
-  const binary = new WeakMap<ValueFormat, WeakMap<RowShape, Transcode | null>>();
-  const binaryTranscoderOf = (format: ValueFormat, shape: RowShape): Transcode | undefined => {
-    let byShape = binary.get(format);
-    if (byShape === undefined) {
-      byShape = new WeakMap();
-      binary.set(format, byShape);
-    }
-    let transcode = byShape.get(shape);
-    if (transcode === undefined) {
-      const meta = metadataWriter(shape, options.schema);
-      const rows = format.directRows?.(options.schema);
-      transcode =
-        meta === undefined || rows === undefined
-          ? null
-          : (w, record, micros) => rows(w, record) && meta(w, record, micros);
-      byShape.set(shape, transcode);
-    }
-    return transcode ?? undefined;
-  };
+  // Per route shape (and value format): its records straight to this table's messages (#42).
+  const directRows = createDirectRows(options.schema);
   const errorTableReady = onceUntilFailure(() =>
     ensureTable(options.bigquery, options, errorTable, deadLetterTableSchema),
   );
@@ -150,12 +121,7 @@ export function createStorageWriteSink(options: StorageWriteSinkOptions): Stream
 
     async startEncoding(shape, format) {
       const encoding = formatOf(options.table, options.schema).encode.batch();
-      const transcode =
-        shape === undefined
-          ? undefined
-          : format === undefined
-            ? transcoderOf(shape)
-            : binaryTranscoderOf(format, shape);
+      const transcode = shape === undefined ? undefined : directRows(shape, format);
       const records: KafkaRecord[] = [];
       let stamped: Date | undefined;
       let micros = 0;

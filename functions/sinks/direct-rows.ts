@@ -1,0 +1,47 @@
+/**
+ * A table's rows written straight from the records' bytes where a compiled path applies (#42): JSON text
+ * through the route's shape (json-transcoder.ts), a registry format's binary through its `directRows`,
+ * each followed by the metadata columns. Compiled once per route shape (and value format), for the
+ * table's columns as given; undefined where no compiled path applies (the general path's records).
+ */
+import type { ValueFormat } from '../formats/value-format.js';
+import type { RowShape } from '../records/records.js';
+import type { SchemaField } from '../schema/table-schema.js';
+import { compileTranscoder, metadataWriter, type Transcode } from './json-transcoder.js';
+
+export type DirectRows = (shape: RowShape, format?: ValueFormat) => Transcode | undefined;
+
+export function createDirectRows(schema: readonly SchemaField[]): DirectRows {
+  // Per route shape: its records' JSON text straight to the table's messages.
+  const transcoders = new WeakMap<RowShape, Transcode | null>();
+  // Per value format and route shape: its records' bytes straight to the table's messages.
+  const binary = new WeakMap<ValueFormat, WeakMap<RowShape, Transcode | null>>();
+  const binaryOf = (format: ValueFormat, shape: RowShape): Transcode | null => {
+    const meta = metadataWriter(shape, schema);
+    const rows = format.directRows?.(schema);
+    return meta === undefined || rows === undefined
+      ? null
+      : (w, record, micros) => rows(w, record) && meta(w, record, micros);
+  };
+  return (shape, format) => {
+    if (format === undefined) {
+      let transcode = transcoders.get(shape);
+      if (transcode === undefined) {
+        transcode = compileTranscoder(shape, schema) ?? null;
+        transcoders.set(shape, transcode);
+      }
+      return transcode ?? undefined;
+    }
+    let byShape = binary.get(format);
+    if (byShape === undefined) {
+      byShape = new WeakMap();
+      binary.set(format, byShape);
+    }
+    let transcode = byShape.get(shape);
+    if (transcode === undefined) {
+      transcode = binaryOf(format, shape);
+      byShape.set(shape, transcode);
+    }
+    return transcode ?? undefined;
+  };
+}
