@@ -49,6 +49,8 @@ export async function classifyChanges(
   records: readonly KafkaRecord[],
   policy: ChangePolicy,
   ingestedAt: Date,
+  /** Takes an upsert's record straight from its bytes (true), or leaves it to the general path. */
+  direct?: (record: KafkaRecord) => boolean,
 ): Promise<ClassifiedChanges> {
   const rows: RowToWrite[] = [];
   const letters: DeadLetter[] = [];
@@ -67,6 +69,8 @@ export async function classifyChanges(
         continue;
       }
       change = keyDelete(record, policy.primaryKey);
+    } else if (direct?.(record)) {
+      continue;
     } else {
       // Debezium's JSON: its longs beyond 2^53 (nanosecond timestamps, large keys) kept exact.
       const decoded =

@@ -5,9 +5,11 @@
  * table's columns as given; undefined where no compiled path applies (the general path's records).
  */
 import type { ValueFormat } from '../formats/value-format.js';
+import type { KafkaRecord } from '../kernel/records.js';
 import type { RowShape } from '../records/records.js';
 import type { SchemaField } from '../schema/table-schema.js';
 import { compileTranscoder, metadataWriter, type Transcode } from './json-transcoder.js';
+import type { RowBatch } from './row-encoder.js';
 
 export type DirectRows = (shape: RowShape, format?: ValueFormat) => Transcode | undefined;
 
@@ -43,5 +45,28 @@ export function createDirectRows(schema: readonly SchemaField[]): DirectRows {
       byShape.set(shape, transcode);
     }
     return transcode ?? undefined;
+  };
+}
+
+/**
+ * A batch's records added to its encoding by a direct path (false: left to the general path), each one
+ * taken pushed onto `records` beside its row; the batch's ingestion time in microseconds made once.
+ */
+export function directAdder(
+  encoding: RowBatch,
+  records: KafkaRecord[],
+  transcode: Transcode,
+): (record: KafkaRecord, ingestedAt: Date) => boolean {
+  let stamped: Date | undefined;
+  let micros = 0;
+  return (record, ingestedAt) => {
+    // One time for the batch: its microseconds (a double, never a small integer) made once.
+    if (ingestedAt !== stamped) {
+      stamped = ingestedAt;
+      micros = ingestedAt.getTime() * 1000;
+    }
+    if (!encoding.addWith(transcode, record, micros)) return false;
+    records.push(record);
+    return true;
   };
 }

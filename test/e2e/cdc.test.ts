@@ -390,4 +390,77 @@ describe('cdc mode: keyed upserts and tombstones', () => {
       },
     ]);
   }, 120_000);
+
+  test("keyed Avro upserts through the registry (Python's serializer): straight from their bytes, exact", async () => {
+    const pipeline = await cdcPipeline(1, upsertSchema, {
+      CHANGE_FORMAT: 'upsert',
+      BQ_PRIMARY_KEY: 'id',
+      VALUE_FORMAT: 'avro',
+    });
+    delete pipeline.env.BQ_SCHEMA_FILE; // the columns come from the subject's latest version
+    const schema = {
+      type: 'record',
+      name: 'Customer',
+      fields: [
+        { name: 'id', type: 'long' },
+        { name: 'name', type: ['null', 'string'], default: null },
+        { name: 'balance', type: { type: 'bytes', logicalType: 'decimal', precision: 12, scale: 2 } },
+        { name: 'seen', type: { type: 'long', logicalType: 'timestamp-micros' } },
+        { name: 'tags', type: { type: 'array', items: 'string' } },
+        { name: 'u', type: ['null', 'string', 'long'], default: null },
+      ],
+    };
+    const row = (id: number, name: string, u: string) =>
+      `{"id": ${id}, "name": ${name}, "balance": Decimal("${id}.25"), "seen": datetime(2024, 5, 1, 9, 0, 0, ${id}, tzinfo=timezone.utc), ` +
+      `"tags": ["t${id}", ""], "u": ${u}}`;
+    await pythonProduce({
+      topic: pipeline.topic,
+      format: 'avro',
+      schema: JSON.stringify(schema),
+      partition: 0,
+      values: `[${[
+        row(1, '"ann"', '"x"'),
+        row(2, '"bob"', '9007199254740993'),
+        row(1, '"ann v2"', 'None'),
+        row(3, 'None', '-1'),
+      ].join(', ')}]`,
+    });
+    const run = await runJob(pipeline.env);
+    expect(run.code, JSON.stringify(run.summary)).toBe(0);
+    expect(run.summary).toMatchObject({ rowsWritten: 4, deadLettered: 0 });
+    const [rows] = await clients.bigquery.query(
+      `SELECT id, name, CAST(balance AS STRING) AS balance, FORMAT_TIMESTAMP('%Y-%m-%dT%H:%M:%E6S', seen) AS seen, tags,
+              u.string AS u_string, CAST(u.long AS STRING) AS u_long
+         FROM \`${pipeline.dataset}.${pipeline.table}\` ORDER BY id`,
+    );
+    expect(rows).toEqual([
+      {
+        id: 1,
+        name: 'ann v2',
+        balance: '1.25',
+        seen: '2024-05-01T09:00:00.000001',
+        tags: ['t1', ''],
+        u_string: null,
+        u_long: null,
+      },
+      {
+        id: 2,
+        name: 'bob',
+        balance: '2.25',
+        seen: '2024-05-01T09:00:00.000002',
+        tags: ['t2', ''],
+        u_string: null,
+        u_long: '9007199254740993',
+      },
+      {
+        id: 3,
+        name: null,
+        balance: '3.25',
+        seen: '2024-05-01T09:00:00.000003',
+        tags: ['t3', ''],
+        u_string: null,
+        u_long: '-1',
+      },
+    ]);
+  }, 120_000);
 });

@@ -103,6 +103,7 @@ describe('the cdc writer', () => {
       ports: {
         ready: async (key: readonly string[]) => void readyFor.push([...key]),
         changes: {
+          startEncoding: async () => undefined, // every record the general path's
           async apply(rows: readonly RowToWrite[], letters: readonly DeadLetter[]) {
             const rejected: DeadLetter[] = [];
             for (const r of rows) {

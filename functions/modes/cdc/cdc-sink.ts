@@ -9,12 +9,13 @@
  */
 import type { BigQuery, TableMetadata } from '@google-cloud/bigquery';
 import type { managedwriter } from '@google-cloud/bigquery-storage';
+import type { ValueFormat } from '../../formats/value-format.js';
 import { crashPoint } from '../../kernel/crash-points.js';
 import { DrainError } from '../../kernel/errors.js';
 import { onceUntilFailure } from '../../kernel/once.js';
-import type { DeadLetter, Row, RowToWrite } from '../../kernel/records.js';
+import type { DeadLetter, KafkaRecord, Row, RowToWrite } from '../../kernel/records.js';
 import { changeSequenceColumn, changeTypeColumn, sequenceNumber } from '../../records/changes.js';
-import { maxRecordBytes } from '../../records/records.js';
+import { maxRecordBytes, type RowShape } from '../../records/records.js';
 import {
   deadLetterKey,
   deadLetterRow,
@@ -29,6 +30,10 @@ import {
   storageWriteError,
 } from '../../sinks/append-rows.js';
 import { bigQueryError, createTableIfMissing } from '../../sinks/bigquery-tables.js';
+import type { EncodedRow } from '../../sinks/contracts.js';
+import { createDirectRows, type DirectRows, directAdder } from '../../sinks/direct-rows.js';
+import type { Transcode } from '../../sinks/json-transcoder.js';
+import type { ProtoWriter } from '../../sinks/proto-writer.js';
 import {
   clientOf,
   connectWriter,
@@ -48,10 +53,32 @@ export interface ChangeSink {
   /**
    * Applies the changes to the target table and the dead letters to the error table. A row BigQuery
    * refuses is left out and becomes a `rejected` dead letter with BigQuery's message. Resolves once
-   * every append is acknowledged.
+   * every append is acknowledged. `encoded`: upserts written straight from their records (`startEncoding`).
    */
-  apply(rows: readonly RowToWrite[], letters: readonly DeadLetter[], ingestedAt: Date): Promise<DeadLetter[]>;
+  apply(
+    rows: readonly RowToWrite[],
+    letters: readonly DeadLetter[],
+    ingestedAt: Date,
+    encoded?: readonly EncodedRow[],
+  ): Promise<DeadLetter[]>;
+  /**
+   * A batch's upserts written straight from their records' bytes (JSON text, a registry format's binary:
+   * the compiled paths of #42) into the table's messages with their change columns, where that applies
+   * to the route (undefined: every record takes the general path). A record whose primary key is null or
+   * missing, or that the compiled path is not sure of, is left to the general path (false).
+   */
+  startEncoding(
+    shape: RowShape,
+    format: ValueFormat | undefined,
+    primaryKey: readonly string[],
+  ): Promise<ChangeEncoding | undefined>;
   close(): void;
+}
+
+/** A batch's upserts encoded as they come; `finish` gives them in the order they were taken. */
+export interface ChangeEncoding {
+  addRecord(record: KafkaRecord, ingestedAt: Date): boolean;
+  finish(): EncodedRow[];
 }
 
 export interface CdcTableOptions {
@@ -119,6 +146,33 @@ export function createCdcSink(options: CdcSinkOptions): ChangeSink {
     [options.table]: formatOf(options.schema),
     [errorTable]: formatOf(deadLetterTableSchema),
   };
+  // Per primary key: the compiled paths, for the table's columns with the key's made REQUIRED (a record
+  // with a null or missing key column is the general path's: a dead letter).
+  const directs = new Map<string, { shapes: WeakMap<RowShape, RowShape>; rows: DirectRows }>();
+  const directOf = (shape: RowShape, format: ValueFormat | undefined, primaryKey: readonly string[]) => {
+    const key = primaryKey.join(',');
+    let direct = directs.get(key);
+    if (direct === undefined) {
+      direct = { shapes: new WeakMap(), rows: createDirectRows(keyRequired(options.schema, primaryKey)) };
+      directs.set(key, direct);
+    }
+    let keyed = direct.shapes.get(shape);
+    if (keyed === undefined) {
+      keyed = { ...shape, fields: keyRequired(shape.fields, primaryKey) };
+      direct.shapes.set(shape, keyed);
+    }
+    return direct.rows(keyed, format);
+  };
+  // The change columns follow the table's (formatOf): every direct row is an upsert at its offset.
+  const changeTypeTag = ((options.schema.length + 1) << 3) | 2;
+  const sequenceTag = ((options.schema.length + 2) << 3) | 2;
+  const upsertColumns = (w: ProtoWriter, record: KafkaRecord) => {
+    w.varint(changeTypeTag);
+    w.string('UPSERT');
+    w.varint(sequenceTag);
+    w.string(sequenceNumber(record.offset));
+    return true;
+  };
   const errorTableReady = onceUntilFailure(() =>
     ensureCdcTable(options.bigquery, options, errorTable, deadLetterTableSchema, {
       primaryKey: deadLetterKey,
@@ -146,8 +200,12 @@ export function createCdcSink(options: CdcSinkOptions): ChangeSink {
     return made;
   }
 
-  async function append(table: string, rows: readonly Row[]): Promise<Map<number, string>> {
-    const encoded = formats[table]!.encode.many(rows);
+  async function append(
+    table: string,
+    rows: readonly Row[],
+    direct: readonly EncodedRow[] = [],
+  ): Promise<Map<number, string>> {
+    const encoded = [...formats[table]!.encode.many(rows), ...direct.map((e) => e.bytes)];
     const writer = await connectionTo(table);
     try {
       const { refused } = await appendRefusing(writer, encoded, table, {
@@ -164,15 +222,29 @@ export function createCdcSink(options: CdcSinkOptions): ChangeSink {
   }
 
   return {
-    async apply(rows, letters, ingestedAt) {
+    async startEncoding(shape, format, primaryKey) {
+      const transcode = primaryKey.length === 0 ? undefined : directOf(shape, format, primaryKey);
+      if (transcode === undefined) return undefined;
+      const encoding = formats[options.table]!.encode.batch();
+      const records: KafkaRecord[] = [];
+      const upsert: Transcode = (w, record, micros) =>
+        transcode(w, record, micros) && upsertColumns(w, record);
+      return {
+        addRecord: directAdder(encoding, records, upsert),
+        finish: () => encoding.finish().map((bytes, i) => ({ record: records[i]!, bytes })),
+      };
+    },
+
+    async apply(rows, letters, ingestedAt, encoded = []) {
       const rejected: DeadLetter[] = [];
-      if (rows.length > 0) {
+      if (rows.length + encoded.length > 0) {
         const refused = await append(
           options.table,
           rows.map((r) => r.row),
+          encoded,
         );
         crashPoint('after-append');
-        rejected.push(...rejectedLetters(rows, refused));
+        rejected.push(...rejectedLetters([...rows, ...encoded], refused));
       }
       const toErrorTable = [...letters, ...rejected];
       if (toErrorTable.length > 0) {
@@ -194,4 +266,9 @@ export function createCdcSink(options: CdcSinkOptions): ChangeSink {
       client.close();
     },
   };
+}
+
+/** The columns with those of the primary key made REQUIRED (what the compiled paths then insist on). */
+function keyRequired(fields: readonly SchemaField[], primaryKey: readonly string[]): SchemaField[] {
+  return fields.map((f) => (primaryKey.includes(f.name) ? { ...f, mode: 'REQUIRED' as const } : f));
 }

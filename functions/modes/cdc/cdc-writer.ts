@@ -4,6 +4,7 @@ import type { Logger } from '../../kernel/logger.js';
 import type { DeadLetters, Writer } from '../../kernel/ports.js';
 import { defaultRetryPolicy, type RetryPolicy, withRetry } from '../../kernel/retry.js';
 import { type ChangePolicy, classifyChanges, primaryKeyOfKey } from '../../records/changes.js';
+import type { RowShape } from '../../records/records.js';
 import { publishDeadLetters } from '../dead-letters.js';
 import type { ChangeSink } from './cdc-sink.js';
 
@@ -52,15 +53,29 @@ export function createCdcWriter(options: CdcWriterOptions): Writer {
       if (primaryKey.length > 0)
         await withRetry(retry, () => options.ready(primaryKey), again('making the cdc table ready'), signal);
       const ingestedAt = new Date(options.now());
+      const policy = { ...options.policy, primaryKey };
+      // Upserts straight from their bytes where a compiled path applies (#42); the rest as they were.
+      const shape = directUpserts(policy);
+      const encoding =
+        shape === undefined
+          ? undefined
+          : await withRetry(
+              retry,
+              () => options.changes.startEncoding(shape, policy.valueFormat, primaryKey),
+              again('encoding the batch'),
+              signal,
+            );
       const { rows, letters, tombstones } = await classifyChanges(
         batch.records,
-        { ...options.policy, primaryKey },
+        policy,
         ingestedAt,
+        encoding === undefined ? undefined : (record) => encoding.addRecord(record, ingestedAt),
       );
+      const encoded = encoding?.finish() ?? [];
       // Applying again is harmless: the same changes with the same sequence numbers, letters keyed by origin.
       const rejected = await withRetry(
         retry,
-        () => options.changes.apply(rows, letters, ingestedAt),
+        () => options.changes.apply(rows, letters, ingestedAt, encoded),
         again('applying the changes'),
         signal,
       );
@@ -68,7 +83,23 @@ export function createCdcWriter(options: CdcWriterOptions): Writer {
       crashPoint('after-error-table');
       await publishDeadLetters(all, options.deadLetters);
       crashPoint('after-dead-letter-before-commit');
-      return { rows: rows.length - rejected.length, deadLetters: all.length, tombstones };
+      return { rows: rows.length + encoded.length - rejected.length, deadLetters: all.length, tombstones };
     },
   };
+}
+
+/**
+ * The shape a route's upserts may be written by straight from their bytes: keyed values (not Debezium's
+ * envelopes, which are unwrapped), without business rules, source columns or sanitized names.
+ */
+function directUpserts(policy: ChangePolicy): RowShape | undefined {
+  const { shape } = policy;
+  return policy.format === 'upsert' &&
+    shape !== undefined &&
+    policy.primaryKey.length > 0 &&
+    policy.rules === undefined &&
+    policy.sourceColumns !== true &&
+    shape.fieldNames !== 'sanitize'
+    ? shape
+    : undefined;
 }

@@ -38,7 +38,7 @@ export const cdcMode: WriteModeDefinition<CdcSinks> = {
     const cdc = options.cdc!;
     const { records } = options;
     const changes: ChangeSink = {
-      ...lazyPort(async () => (await made()).changes, ['apply']),
+      ...lazyPort(async () => (await made()).changes, ['apply', 'startEncoding']),
       close: () => {},
     };
     return createCdcWriter({

@@ -18,7 +18,7 @@ import {
 } from '../../sinks/append-rows.js';
 import { ensureTable } from '../../sinks/bigquery-tables.js';
 import type { StreamSink, StreamState } from '../../sinks/contracts.js';
-import { createDirectRows } from '../../sinks/direct-rows.js';
+import { createDirectRows, directAdder } from '../../sinks/direct-rows.js';
 import {
   clientOf,
   connectWriter,
@@ -123,27 +123,12 @@ export function createStorageWriteSink(options: StorageWriteSinkOptions): Stream
       const encoding = formatOf(options.table, options.schema).encode.batch();
       const transcode = shape === undefined ? undefined : directRows(shape, format);
       const records: KafkaRecord[] = [];
-      let stamped: Date | undefined;
-      let micros = 0;
       return {
         add(row) {
           encoding.add(row.row);
           records.push(row.record);
         },
-        ...(transcode === undefined
-          ? {}
-          : {
-              addRecord(record, ingestedAt) {
-                // One time for the batch: its microseconds (a double, never a small integer) made once.
-                if (ingestedAt !== stamped) {
-                  stamped = ingestedAt;
-                  micros = ingestedAt.getTime() * 1000;
-                }
-                if (!encoding.addWith(transcode, record, micros)) return false;
-                records.push(record);
-                return true;
-              },
-            }),
+        ...(transcode === undefined ? {} : { addRecord: directAdder(encoding, records, transcode) }),
         finish: () => encoding.finish().map((bytes, i) => ({ record: records[i]!, bytes })),
       };
     },

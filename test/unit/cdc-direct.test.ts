@@ -1,0 +1,208 @@
+/**
+ * cdc mode's upserts written straight from their bytes (the compiled paths of #42, cdc-sink.ts's
+ * `startEncoding`) against the general path (classifyChanges, then the cdc table's message): every record
+ * the direct path takes gets the general path's message byte for byte, change columns included; a record
+ * whose primary key is null or missing, or that the path is not sure of, is left to the general path.
+ * Nothing here reaches a service: encoding is pure.
+ */
+import type { BigQuery } from '@google-cloud/bigquery';
+import { describe, expect, test } from 'vitest';
+import { compileAvro } from '../../functions/formats/avro.js';
+import { createRawAvroFormat, type ValueFormat } from '../../functions/formats/value-format.js';
+import { createMemoryLogger } from '../../functions/kernel/logger.js';
+import type { KafkaRecord } from '../../functions/kernel/records.js';
+import { createCdcSink } from '../../functions/modes/cdc/cdc-sink.js';
+import {
+  type ChangePolicy,
+  changeSequenceColumn,
+  changeTypeColumn,
+  classifyChanges,
+} from '../../functions/records/changes.js';
+import type { RowShape } from '../../functions/records/records.js';
+import { type SchemaField, targetTableSchema } from '../../functions/schema/table-schema.js';
+import { messageFormat } from '../../functions/sinks/storage-write-streams.js';
+import { pick, random } from '../support/differential.js';
+
+const ingestedAt = new Date(1733300001000);
+
+/** The cdc table's message as BigQuery's CDC is sent it: every column NULLABLE, then the change columns. */
+function cdcMessage(target: readonly SchemaField[]) {
+  return messageFormat(
+    [
+      ...target,
+      { name: changeTypeColumn, type: 'STRING' },
+      { name: changeSequenceColumn, type: 'STRING' },
+    ].map((f) => (f.mode === 'REQUIRED' ? { ...f, mode: 'NULLABLE' as const } : f)),
+  );
+}
+
+function sinkFor(target: readonly SchemaField[]) {
+  return createCdcSink({
+    bigquery: {} as BigQuery, // never reached: encoding makes no call
+    writer: () => {
+      throw new Error('no call is made while encoding');
+    },
+    project: 'p',
+    dataset: 'd',
+    table: 't',
+    location: null,
+    schema: target,
+    maxStaleness: null,
+    logger: createMemoryLogger(),
+  });
+}
+
+function recordOf(value: Buffer | null, offset: number): KafkaRecord {
+  return {
+    topic: 't',
+    partition: 0,
+    offset,
+    timestamp: 1733300000123,
+    key: Buffer.from('k'),
+    value,
+    headers: {},
+  };
+}
+
+/**
+ * Each record through the direct path and the general one: where the direct path takes it, the same
+ * message as the general row's (which must be an upsert). Returns how many each path took.
+ */
+async function compare(
+  records: readonly KafkaRecord[],
+  shape: RowShape,
+  format: ValueFormat | undefined,
+  primaryKey: readonly string[],
+) {
+  const target = targetTableSchema(shape.fields, shape.metadata!);
+  const sink = sinkFor(target);
+  const encode = cdcMessage(target).encode;
+  const policy: ChangePolicy = {
+    format: 'upsert',
+    primaryKey,
+    shape,
+    ...(format === undefined ? {} : { valueFormat: format }),
+  };
+  const tally = { direct: 0, general: 0 };
+  for (const record of records) {
+    const encoding = await sink.startEncoding(shape, format, primaryKey);
+    if (encoding === undefined) throw new Error('no direct path for this route');
+    const took = encoding.addRecord(record, ingestedAt);
+    const general = await classifyChanges([record], policy, ingestedAt);
+    if (!took) {
+      tally.general++;
+      continue;
+    }
+    tally.direct++;
+    const [encoded] = encoding.finish();
+    expect(general.letters, `offset ${record.offset}: the general path refuses it`).toEqual([]);
+    const row = general.rows[0]!.row;
+    expect(row[changeTypeColumn]).toBe('UPSERT');
+    expect(
+      Buffer.from(encoded!.bytes).equals(Buffer.from(encode.many([row])[0]!)),
+      `offset ${record.offset}`,
+    ).toBe(true);
+  }
+  return tally;
+}
+
+describe('cdc upserts straight from their bytes', () => {
+  test('JSON: 1,500 randomized records, the general message wherever the direct path writes', async () => {
+    const fields: SchemaField[] = [
+      { name: 'id', type: 'STRING' },
+      { name: 'n', type: 'INT64' },
+      { name: 'price', type: 'NUMERIC' },
+      { name: 'seen', type: 'TIMESTAMP' },
+      { name: 'tags', type: 'STRING', mode: 'REPEATED' },
+      { name: 'note', type: 'STRING', mode: 'REQUIRED' },
+    ];
+    const shape: RowShape = { fields, unknownFields: 'reject', metadata: { headers: false, keyText: true } };
+    const next = random(7);
+    const values: Record<string, readonly unknown[]> = {
+      id: ['a', 'ü', '', null, 5, undefined, 'x'.repeat(300)],
+      n: [0, -1, 9007199254740991, '12', 1.5, null, undefined, 'x'],
+      price: ['1.10', '-0.5', 12, '1e3', null, 'x'],
+      seen: ['2024-12-04T08:13:20.123456Z', '2024-12-04 08:13:20Z', '2024-12-04T09:13:20+01:00', 0, null],
+      tags: [[], ['a', 'b'], null, ['a', null], 'a'],
+      note: ['n', '', null, undefined],
+    };
+    const records: KafkaRecord[] = [];
+    for (let i = 0; i < 1500; i++) {
+      const value: Record<string, unknown> = {};
+      for (const [name, choices] of Object.entries(values)) {
+        // Mostly the first (usual) values; one field in eight anything on its list.
+        const v = next() < 7 / 8 ? choices[Math.floor(next() * 2)] : pick(next, choices);
+        if (v !== undefined) value[name] = v;
+      }
+      if (next() < 0.03) value.extra = 1; // a field the table lacks: the general path's rules
+      const text =
+        next() < 0.01 ? pick(next, ['[1]', '5', 'not json', '{"id":"a",}']) : JSON.stringify(value);
+      records.push(recordOf(Buffer.from(text), i));
+    }
+    const tally = await compare(records, shape, undefined, ['id']);
+    expect(tally.direct).toBeGreaterThan(500);
+    expect(tally.general).toBeGreaterThan(100);
+  });
+
+  test('Avro: the compiled path, a null key left to the general path (a dead letter there)', async () => {
+    const schema = {
+      type: 'record',
+      name: 'Row',
+      fields: [
+        { name: 'id', type: ['null', 'string'], default: null },
+        { name: 'n', type: 'long' },
+        { name: 'u', type: ['null', 'string', 'long'], default: null },
+      ],
+    };
+    const text = JSON.stringify(schema);
+    const compiled = compileAvro(text);
+    const format: ValueFormat = {
+      ...createRawAvroFormat(text),
+      directRows(target) {
+        const rows = compiled.rows?.(target);
+        return (w, record) => rows !== undefined && record.value !== null && rows(w, record.value, 0);
+      },
+    };
+    const shape: RowShape = {
+      fields: compiled.fields,
+      unknownFields: 'reject',
+      metadata: { headers: false, keyText: true },
+    };
+    const zigzag = (n: number) => {
+      const out: number[] = [];
+      let v = n >= 0 ? n * 2 : -n * 2 - 1;
+      while (v >= 0x80) {
+        out.push((v & 0x7f) | 0x80);
+        v = Math.floor(v / 128);
+      }
+      out.push(v);
+      return Buffer.from(out);
+    };
+    const str = (s: string) => Buffer.concat([zigzag(Buffer.byteLength(s)), Buffer.from(s)]);
+    const payloads = [
+      Buffer.concat([zigzag(1), str('a'), zigzag(7), zigzag(1), str('x')]),
+      Buffer.concat([zigzag(1), str('ü'), zigzag(-70000), zigzag(2), zigzag(-3)]),
+      Buffer.concat([zigzag(1), str(''), zigzag(0), zigzag(0)]),
+      Buffer.concat([zigzag(0), zigzag(5), zigzag(0)]), // a null key: the general path's dead letter
+      Buffer.concat([zigzag(1), str('b'), zigzag(1)]), // cut short
+    ];
+    const records = payloads.map((p, i) => recordOf(p, 1000 + i));
+    const tally = await compare(records, shape, format, ['id']);
+    expect(tally).toEqual({ direct: 3, general: 2 });
+    const general = await classifyChanges(
+      [records[3]!],
+      { format: 'upsert', primaryKey: ['id'], shape, valueFormat: format },
+      ingestedAt,
+    );
+    expect(general.letters.map((l) => l.message)).toEqual(['primary key column(s) id missing']);
+  });
+
+  test('no direct path without a primary key, nor where the table lacks the metadata columns', async () => {
+    const fields: SchemaField[] = [{ name: 'id', type: 'STRING' }];
+    const shape: RowShape = { fields, unknownFields: 'reject', metadata: { headers: false, keyText: true } };
+    const sink = sinkFor(targetTableSchema(fields, shape.metadata!));
+    expect(await sink.startEncoding(shape, undefined, [])).toBeUndefined();
+    expect(await sink.startEncoding(shape, undefined, ['id'])).toBeDefined();
+    expect(await sinkFor(fields).startEncoding(shape, undefined, ['id'])).toBeUndefined();
+  });
+});
