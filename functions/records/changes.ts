@@ -8,7 +8,7 @@
 
 import { parseConnectJson } from '../formats/connect.js';
 import type { ValueFormat } from '../formats/value-format.js';
-import type { DeadLetter, JsonValue, KafkaRecord, RowToWrite } from '../kernel/records.js';
+import type { DeadLetter, JsonValue, KafkaRecord, Row, RowToWrite } from '../kernel/records.js';
 import { type Change, debeziumChange } from './debezium.js';
 import { decodeValue, finishRow, isDeadLetter, type RowShape } from './records.js';
 import type { Rules } from './rules.js';
@@ -118,15 +118,19 @@ export async function classifyChanges(
     }
     made.row[changeTypeColumn] = change.kind === 'upsert' ? 'UPSERT' : 'DELETE';
     made.row[changeSequenceColumn] = sequenceNumber(record.offset);
-    if (policy.sourceColumns && 'event' in change) {
-      made.row._cdc_op = change.event.op;
-      made.row._cdc_source_ts =
-        change.event.sourceTsMs === null ? null : new Date(change.event.sourceTsMs).toISOString();
-      made.row._cdc_source_position = change.event.position;
-    }
+    if (policy.sourceColumns) withSourceColumns(made.row, change);
     rows.push(made);
   }
   return { rows, letters, tombstones };
+}
+
+/** CDC_SOURCE_COLUMNS: the event's op, source time and position, where the change has an event. */
+function withSourceColumns(row: Row, change: Change): void {
+  if (!('event' in change)) return;
+  row._cdc_op = change.event.op;
+  row._cdc_source_ts =
+    change.event.sourceTsMs === null ? null : new Date(change.event.sourceTsMs).toISOString();
+  row._cdc_source_position = change.event.position;
 }
 
 function upsertOf(value: JsonValue): Change {
