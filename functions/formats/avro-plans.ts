@@ -4,6 +4,7 @@
  */
 import { metadataColumns, type SchemaField } from '../schema/table-schema.js';
 import { columnTypes, primitives, type Scalar, scalarOf, wireOf } from './avro-scalars.js';
+import { type AvroSchema, branchKey } from './avro-types.js';
 import { columnName } from './mapped.js';
 
 /** How one value is read and written: its tag, whether null is refused, and what it is. */
@@ -161,12 +162,10 @@ function unionPlan(types: readonly unknown[], column: SchemaField, number: numbe
   };
 }
 
-/** The key avsc gives a union's branch that is not a named type (avro.ts's branchKey), or undefined. */
+/** A union branch's key (avro.ts's column name for it) where it is a primitive or a map: no namespace in it. */
 function unnamedBranch(type: unknown): string | undefined {
-  const base = typeof type === 'string' ? type : (type as { type?: unknown } | null)?.type;
-  if (typeof base !== 'string') return undefined;
-  if (typeof type === 'string') return primitives.includes(base) ? base : undefined;
-  return primitives.includes(base) || base === 'map' ? base : undefined;
+  const key = branchKey(type as AvroSchema, '');
+  return primitives.includes(key) || key === 'map' ? key : undefined;
 }
 
 /**

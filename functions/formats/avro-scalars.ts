@@ -3,6 +3,7 @@
  * Debezium's semantic types, each with the column types it goes onto and its wire type in the row.
  */
 import type { Temporal } from './avro-read.js';
+import { primitives as primitiveMappings } from './avro-types.js';
 
 export type Scalar =
   | 'boolean'
@@ -18,7 +19,7 @@ export type Scalar =
   | Temporal;
 
 /** Avro's primitive types but null. */
-export const primitives = ['boolean', 'int', 'long', 'float', 'double', 'string', 'bytes'];
+export const primitives = Object.keys(primitiveMappings);
 
 export const columnTypes: Record<Scalar, readonly string[]> = {
   boolean: ['BOOL', 'BOOLEAN'],

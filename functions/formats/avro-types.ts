@@ -201,3 +201,18 @@ function uuidText(bytes: Buffer): string {
   const hex = bytes.toString('hex');
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
+
+/** The key avsc's wrapped unions give a branch: the primitive's name or the named type's full name. */
+export function branchKey(schema: AvroSchema, namespace: string): string {
+  if (typeof schema === 'string') {
+    if (primitives[schema] !== undefined || schema.includes('.') || namespace === '') return schema;
+    return `${namespace}.${schema}`;
+  }
+  if (Array.isArray(schema)) return 'union';
+  const kind = schema.type;
+  if (typeof schema.name === 'string' && ['record', 'error', 'enum', 'fixed'].includes(kind as string)) {
+    const ns = typeof schema.namespace === 'string' ? schema.namespace : namespace;
+    return schema.name.includes('.') || ns === '' ? schema.name : `${ns}.${schema.name}`;
+  }
+  return typeof kind === 'string' ? kind : 'union';
+}

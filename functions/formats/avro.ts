@@ -6,6 +6,7 @@ import { compileAvroRows } from './avro-rows.js';
 import { compileAvroText } from './avro-text.js';
 import {
   type AvroSchema,
+  branchKey,
   bytesMapping,
   connectMapping,
   logicalMapping,
@@ -253,21 +254,6 @@ class AvroMapper {
       },
     };
   }
-}
-
-/** The key avsc's wrapped unions give a branch: the primitive's name or the named type's full name. */
-function branchKey(schema: AvroSchema, namespace: string): string {
-  if (typeof schema === 'string') {
-    if (primitives[schema] !== undefined || schema.includes('.') || namespace === '') return schema;
-    return `${namespace}.${schema}`;
-  }
-  if (Array.isArray(schema)) return 'union';
-  const kind = schema.type;
-  if (typeof schema.name === 'string' && ['record', 'error', 'enum', 'fixed'].includes(kind as string)) {
-    const ns = typeof schema.namespace === 'string' ? schema.namespace : namespace;
-    return schema.name.includes('.') || ns === '' ? schema.name : `${ns}.${schema.name}`;
-  }
-  return typeof kind === 'string' ? kind : 'union';
 }
 
 function fieldOf(name: string, mapping: Mapping): SchemaField {
