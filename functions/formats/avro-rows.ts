@@ -49,7 +49,8 @@ function writeRecord(w: ProtoWriter, payload: Buffer, start: number, plans: read
   return writeFields(w, payload, plans) && at.pos === payload.length;
 }
 
-function writeFields(w: ProtoWriter, payload: Buffer, plans: readonly Plan[]): boolean {
+/** A record's fields at `at.pos`, each by its plan (a Debezium envelope's `after` row too: avro-envelope.ts). */
+export function writeFields(w: ProtoWriter, payload: Buffer, plans: readonly Plan[]): boolean {
   for (let f = 0; f < plans.length; f++) {
     const plan = plans[f]!;
     if (plan.kind === 'union' || plan.nullBranch >= 0) {

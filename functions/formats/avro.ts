@@ -1,6 +1,7 @@
 import avro from 'avsc';
 import type { JsonValue } from '../kernel/records.js';
 import type { SchemaField } from '../schema/table-schema.js';
+import { compileEnvelopeRows } from './avro-envelope.js';
 import { exactLong } from './avro-long.js';
 import { compileAvroRows } from './avro-rows.js';
 import { compileAvroText } from './avro-text.js';
@@ -64,6 +65,7 @@ export function compileAvro(schemaText: string): AvroCompiled {
     decode: (payload) => convert(readAvro(() => type.fromBuffer(payload), name)),
     recordName: () => type.name,
     rows: (target) => compileAvroRows(schema, target),
+    envelopeRows: (target) => compileEnvelopeRows(schema, target),
     membersText: (columns) => compileAvroText(schema, columns),
   };
 }

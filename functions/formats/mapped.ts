@@ -21,6 +21,11 @@ export interface CompiledSchema {
    */
   rows?(target: readonly SchemaField[]): CompiledRows | undefined;
   /**
+   * Where the payload is a Debezium envelope (cdc mode), its `after` row written straight into the cdc
+   * table's message, for the events that upsert it (avro-envelope.ts); undefined: never.
+   */
+  envelopeRows?(target: readonly SchemaField[]): CompiledRows | undefined;
+  /**
    * Where the payload is JSON text whose fields are the columns as they are (JSON Schema without JSON
    * columns or renamed properties), those columns: the modes that send rows as JSON text (insert-all,
    * merge, load) may send the payload's own text, read as JSON records are (row-text.ts).

@@ -183,11 +183,14 @@ async function compileLatest(
   }
 }
 
-/** A compiler whose columns are those of the envelope's `after` row (decoding still gives the envelope). */
+/**
+ * A compiler whose columns are those of the envelope's `after` row (decoding still gives the envelope),
+ * and whose rows straight from the bytes are the envelopes' (the upserts), where the format has them.
+ */
 function afterRow(compile: SchemaCompiler): SchemaCompiler {
   return async (schema, registry) => {
-    const compiled = await compile(schema, registry);
-    return { ...compiled, fields: afterFields(compiled.fields) };
+    const { textFields: _, membersText: __, envelopeRows, ...compiled } = await compile(schema, registry);
+    return { ...compiled, fields: afterFields(compiled.fields), rows: envelopeRows };
   };
 }
 

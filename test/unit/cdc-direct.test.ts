@@ -6,8 +6,10 @@
  * Nothing here reaches a service: encoding is pure.
  */
 import type { BigQuery } from '@google-cloud/bigquery';
+import avro from 'avsc';
 import { describe, expect, test } from 'vitest';
 import { compileAvro } from '../../functions/formats/avro.js';
+import { afterFields } from '../../functions/formats/route-values.js';
 import { createRawAvroFormat, type ValueFormat } from '../../functions/formats/value-format.js';
 import { createMemoryLogger } from '../../functions/kernel/logger.js';
 import type { KafkaRecord } from '../../functions/kernel/records.js';
@@ -73,17 +75,18 @@ async function compare(
   shape: RowShape,
   format: ValueFormat | undefined,
   primaryKey: readonly string[],
+  changes: ChangePolicy['format'] = 'upsert',
 ) {
   const target = targetTableSchema(shape.fields, shape.metadata!);
   const sink = sinkFor(target);
   const encode = cdcMessage(target).encode;
   const policy: ChangePolicy = {
-    format: 'upsert',
+    format: changes,
     primaryKey,
     shape,
     ...(format === undefined ? {} : { valueFormat: format }),
   };
-  const tally = { direct: 0, general: 0 };
+  const tally = { direct: 0, general: 0, generalUpserts: 0 };
   for (const record of records) {
     const encoding = await sink.startEncoding(shape, format, primaryKey);
     if (encoding === undefined) throw new Error('no direct path for this route');
@@ -91,6 +94,7 @@ async function compare(
     const general = await classifyChanges([record], policy, ingestedAt);
     if (!took) {
       tally.general++;
+      if (general.rows[0]?.row[changeTypeColumn] === 'UPSERT') tally.generalUpserts++;
       continue;
     }
     tally.direct++;
@@ -188,13 +192,178 @@ describe('cdc upserts straight from their bytes', () => {
     ];
     const records = payloads.map((p, i) => recordOf(p, 1000 + i));
     const tally = await compare(records, shape, format, ['id']);
-    expect(tally).toEqual({ direct: 3, general: 2 });
+    expect(tally).toEqual({ direct: 3, general: 2, generalUpserts: 0 });
     const general = await classifyChanges(
       [records[3]!],
       { format: 'upsert', primaryKey: ['id'], shape, valueFormat: format },
       ingestedAt,
     );
     expect(general.letters.map((l) => l.message)).toEqual(['primary key column(s) id missing']);
+  });
+
+  test('Debezium envelopes in Avro: 2,000 randomized events, the general message wherever the direct path writes', async () => {
+    // Debezium's PostgreSQL connector through Confluent's Avro converter: the row's record defined in
+    // `before` and named in `after`, Kafka Connect's logical types, the source block, the transaction.
+    const ns = 'dbserver1.inventory.orders';
+    const connect = (name: string, type: string, extra: Record<string, unknown> = {}) => ({
+      type,
+      'connect.version': 1,
+      'connect.name': name,
+      ...extra,
+    });
+    const value = {
+      type: 'record',
+      name: 'Value',
+      namespace: ns,
+      fields: [
+        { name: 'id', type: 'int' },
+        { name: 'note', type: ['null', 'string'], default: null },
+        {
+          name: 'price',
+          type: {
+            ...connect('org.apache.kafka.connect.data.Decimal', 'bytes', {
+              'connect.parameters': { scale: '2', 'connect.decimal.precision': '10' },
+            }),
+            logicalType: 'decimal',
+            precision: 10,
+            scale: 2,
+          },
+        },
+        { name: 'placed', type: ['null', connect('io.debezium.time.MicroTimestamp', 'long')], default: null },
+        { name: 'at', type: ['null', connect('io.debezium.time.MicroTime', 'long')], default: null },
+        { name: 'qty', type: ['null', 'long'], default: null },
+      ],
+      'connect.name': `${ns}.Value`,
+    };
+    const source = {
+      type: 'record',
+      name: 'Source',
+      namespace: 'io.debezium.connector.postgresql',
+      fields: [
+        { name: 'version', type: 'string' },
+        { name: 'connector', type: 'string' },
+        { name: 'name', type: 'string' },
+        { name: 'ts_ms', type: 'long' },
+        {
+          name: 'snapshot',
+          type: [
+            connect('io.debezium.data.Enum', 'string', {
+              'connect.parameters': { allowed: 'true,last,false,incremental' },
+              'connect.default': 'false',
+            }),
+            'null',
+          ],
+          default: 'false',
+        },
+        { name: 'db', type: 'string' },
+        { name: 'sequence', type: ['null', 'string'], default: null },
+        { name: 'schema', type: 'string' },
+        { name: 'table', type: 'string' },
+        { name: 'txId', type: ['null', 'long'], default: null },
+        { name: 'lsn', type: ['null', 'long'], default: null },
+        { name: 'xmin', type: ['null', 'long'], default: null },
+      ],
+      'connect.name': 'io.debezium.connector.postgresql.Source',
+    };
+    const envelope = {
+      type: 'record',
+      name: 'Envelope',
+      namespace: ns,
+      fields: [
+        { name: 'before', type: ['null', value], default: null },
+        // Named by its short name in the envelope's namespace, as the converter writes it.
+        { name: 'after', type: ['null', 'Value'], default: null },
+        { name: 'source', type: source },
+        { name: 'op', type: 'string' },
+        { name: 'ts_ms', type: ['null', 'long'], default: null },
+        {
+          name: 'transaction',
+          type: [
+            'null',
+            {
+              type: 'record',
+              name: 'block',
+              namespace: 'event',
+              fields: [
+                { name: 'id', type: 'string' },
+                { name: 'total_order', type: 'long' },
+                { name: 'data_collection_order', type: 'long' },
+              ],
+            },
+          ],
+          default: null,
+        },
+      ],
+    };
+    const text = JSON.stringify(envelope);
+    const compiled = compileAvro(text);
+    const format: ValueFormat = {
+      ...createRawAvroFormat(text),
+      directRows(target) {
+        const rows = compiled.envelopeRows?.(target);
+        return (w, record) => rows !== undefined && record.value !== null && rows(w, record.value, 0);
+      },
+    };
+    const shape: RowShape = {
+      fields: afterFields(compiled.fields),
+      unknownFields: 'reject',
+      metadata: { headers: false, keyText: true },
+    };
+    // Encoded by avsc, as Confluent's serializers write Avro (the wire format's header aside).
+    const type = avro.Type.forSchema(envelope as avro.Schema, { wrapUnions: true });
+    const next = random(42);
+    const usual = () => next() < 0.9;
+    const row = () => ({
+      id: usual() ? Math.floor(next() * 1e6) : pick(next, [0, -1, 2 ** 31 - 1, -(2 ** 31)]),
+      note: usual() ? { string: 'ok' } : pick(next, [null, { string: '' }, { string: 'ü'.repeat(500) }]),
+      price: usual()
+        ? Buffer.from([0x30, 0x39])
+        : pick(next, [Buffer.alloc(0), Buffer.from([0xff]), Buffer.from('7fffffffff', 'hex')]),
+      placed: usual()
+        ? { long: 1733300000123456 }
+        : pick(next, [null, { long: 0 }, { long: -(2 ** 52) }, { long: 2 ** 52 }]),
+      at: usual()
+        ? { long: 3600000000 }
+        : pick(next, [null, { long: 0 }, { long: -1 }, { long: 86400000000 }]),
+      qty: usual() ? { long: 3 } : pick(next, [null, { long: 2 ** 52 + 1 }, { long: -(2 ** 52) }]),
+    });
+    const records: KafkaRecord[] = [];
+    for (let i = 0; i < 2000; i++) {
+      const op = usual() ? pick(next, ['c', 'r', 'u']) : pick(next, ['d', 't', 'm', 'cu', '']);
+      const event = {
+        before: next() < 0.9 ? null : { [`${ns}.Value`]: row() },
+        after: next() < 0.95 ? { [`${ns}.Value`]: row() } : null,
+        source: {
+          version: '2.7.3.Final',
+          connector: 'postgresql',
+          name: 'dbserver1',
+          ts_ms: 1733300000000 + i,
+          snapshot: usual() ? { string: 'false' } : null,
+          db: 'inventory',
+          sequence: usual() ? { string: `["${i}","${i + 1}"]` } : null,
+          schema: 'inventory',
+          table: 'orders',
+          txId: usual() ? { long: 700 + i } : null,
+          lsn: { long: 34000000 + i },
+          xmin: null,
+        },
+        op,
+        ts_ms: usual() ? { long: 1733300000999 } : null,
+        transaction:
+          next() < 0.8 ? null : { 'event.block': { id: `t${i}`, total_order: i, data_collection_order: 1 } },
+      };
+      let payload = type.toBuffer(event);
+      const damage = next();
+      if (damage < 0.01)
+        payload = payload.subarray(0, Math.floor(next() * payload.length)); // cut short
+      else if (damage < 0.02) payload = Buffer.concat([payload, Buffer.from([0])]); // a byte too many
+      records.push(recordOf(payload, 5000 + i));
+    }
+    const tally = await compare(records, shape, format, ['id'], 'debezium');
+    expect(tally.direct).toBeGreaterThan(1000);
+    // Deletes, events with a `before` row, cut values: the general path's, as upserts or not.
+    expect(tally.general).toBeGreaterThan(300);
+    expect(tally.generalUpserts).toBeGreaterThan(50);
   });
 
   test('no direct path without a primary key, nor where the table lacks the metadata columns', async () => {

@@ -89,12 +89,14 @@ export function createCdcWriter(options: CdcWriterOptions): Writer {
 }
 
 /**
- * The shape a route's upserts may be written by straight from their bytes: keyed values (not Debezium's
- * envelopes, which are unwrapped), without business rules, source columns or sanitized names.
+ * The shape a route's upserts may be written by straight from their bytes: keyed values, and Debezium's
+ * envelopes in a registry format (their compiled rows are the `after` row's: route-values.ts's
+ * `afterRow`; Debezium's JSON is unwrapped on the general path), without business rules, source columns
+ * or sanitized names.
  */
 function directUpserts(policy: ChangePolicy): RowShape | undefined {
   const { shape } = policy;
-  return policy.format === 'upsert' &&
+  return (policy.format === 'upsert' || policy.valueFormat !== undefined) &&
     shape !== undefined &&
     policy.primaryKey.length > 0 &&
     policy.rules === undefined &&

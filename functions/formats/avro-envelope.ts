@@ -1,0 +1,240 @@
+/**
+ * Debezium's change events in Avro (the Confluent converter's envelope: `before`, `after`, `source`, `op`,
+ * `ts_ms`, `transaction`), straight to the cdc table's row: the `after` record's fields are written as a
+ * record's are (avro-rows.ts), the rest of the envelope is read past, and `op` must say the row was
+ * created, read or updated (#42). Compiled once per writer schema and table. A record the path is not sure
+ * of takes the general path (debezium.ts), which then gives it its fate: a delete, an event whose `before`
+ * is not null (its conversion there may refuse it), an event without `after`, a value the `after` plans
+ * refuse, an envelope part of a type whose conversion could fail.
+ */
+import type { SchemaField } from '../schema/table-schema.js';
+import type { ProtoWriter } from '../sinks/proto-writer.js';
+import { fieldPlans, type Plan } from './avro-plans.js';
+import { at, blockCount, zigzag } from './avro-read.js';
+import { writeFields } from './avro-rows.js';
+import { connectMapping } from './avro-types.js';
+import type { CompiledRows } from './mapped.js';
+
+/** Reads past one value at `at.pos`; false where it cannot be read. */
+type Skip = (payload: Buffer) => boolean;
+
+/** One envelope field: read past, the `after` row written, or `op` checked. */
+type Step =
+  | { readonly kind: 'skip'; readonly skip: Skip }
+  | { readonly kind: 'null'; readonly nullBranch: number }
+  | { readonly kind: 'after'; readonly nullBranch: number; readonly plans: readonly Plan[] }
+  | { readonly kind: 'op' };
+
+/** Ops that upsert the `after` row: create, snapshot read, update (as `c`, `r`, `u` in UTF-8). */
+const upsertOps = new Set([0x63, 0x72, 0x75]);
+
+/**
+ * The compiled rows of a Debezium envelope's writer schema into the cdc table (`target`: its columns,
+ * metadata included, the `after` record's fields among them), or undefined where this path does not apply.
+ */
+export function compileEnvelopeRows(
+  schema: unknown,
+  target: readonly SchemaField[],
+): CompiledRows | undefined {
+  if (!isRecord(schema) || !Array.isArray(schema.fields)) return undefined;
+  const names = new Map<string, Record<string, unknown>>();
+  collectNames(schema, '', names);
+  const namespace = namespaceOf(schema, '');
+  const steps: Step[] = [];
+  for (const field of schema.fields as { name?: unknown; type?: unknown }[]) {
+    const step = stepOf(field.name, field.type, namespace, target, names);
+    if (step === undefined) return undefined;
+    steps.push(step);
+  }
+  if (
+    steps.filter((s) => s.kind === 'after').length !== 1 ||
+    steps.filter((s) => s.kind === 'op').length !== 1
+  )
+    return undefined;
+  return (w, payload, start) => writeEnvelope(w, payload, start, steps);
+}
+
+function writeEnvelope(w: ProtoWriter, payload: Buffer, start: number, steps: readonly Step[]): boolean {
+  at.pos = start;
+  at.bad = false;
+  for (const step of steps) {
+    switch (step.kind) {
+      case 'skip':
+        if (!step.skip(payload)) return false;
+        break;
+      case 'null':
+        if (zigzag(payload) !== step.nullBranch || at.bad) return false;
+        break;
+      case 'after':
+        if (zigzag(payload) !== 1 - step.nullBranch || at.bad) return false;
+        if (!writeFields(w, payload, step.plans)) return false;
+        break;
+      case 'op': {
+        const length = zigzag(payload);
+        if (at.bad || length !== 1 || at.pos >= payload.length) return false;
+        if (!upsertOps.has(payload[at.pos++]!)) return false;
+        break;
+      }
+    }
+  }
+  return at.pos === payload.length;
+}
+
+function stepOf(
+  name: unknown,
+  type: unknown,
+  namespace: string,
+  target: readonly SchemaField[],
+  names: ReadonlyMap<string, Record<string, unknown>>,
+): Step | undefined {
+  if (name === 'op') return type === 'string' ? { kind: 'op' } : undefined;
+  if (name === 'before' || name === 'after') {
+    // A union of null and the row's record (defined here, or named: Debezium defines it in `before`).
+    if (!Array.isArray(type) || type.length !== 2) return undefined;
+    const nullBranch = type.indexOf('null');
+    if (nullBranch < 0) return undefined;
+    if (name === 'before') return { kind: 'null', nullBranch };
+    const plans = fieldPlans(resolve(type[1 - nullBranch], namespace, names), target, true);
+    return plans === undefined ? undefined : { kind: 'after', nullBranch, plans };
+  }
+  const skip = skipOf(type, names, 0);
+  return skip === undefined ? undefined : { kind: 'skip', skip };
+}
+
+/** A reader past values of a type whose conversion on the general path cannot fail; else undefined. */
+function skipOf(
+  type: unknown,
+  names: ReadonlyMap<string, Record<string, unknown>>,
+  depth: number,
+): Skip | undefined {
+  if (depth > 16) return undefined;
+  if (Array.isArray(type)) {
+    const branches = type.map((t) => skipOf(t, names, depth + 1));
+    if (branches.some((b) => b === undefined)) return undefined;
+    return (payload) => {
+      const branch = zigzag(payload);
+      return !at.bad && branch >= 0 && branch < branches.length && branches[branch]!(payload);
+    };
+  }
+  if (typeof type === 'string') {
+    const primitive = primitiveSkips[type];
+    if (primitive !== undefined) return primitive;
+    const named = names.get(type);
+    return named === undefined ? undefined : skipOf(named, names, depth + 1);
+  }
+  if (!isRecord(type)) return undefined;
+  // Logical types and Debezium's semantic types (times, decimals, ...) are converted there: their
+  // conversion may refuse a value, so they are not read past here.
+  if (type.logicalType !== undefined) return undefined;
+  if (
+    typeof type['connect.name'] === 'string' &&
+    connectMapping(type as Parameters<typeof connectMapping>[0])
+  )
+    return undefined;
+  switch (type.type) {
+    case 'record': {
+      const fields = Array.isArray(type.fields) ? (type.fields as { type?: unknown }[]) : undefined;
+      const skips = fields?.map((f) => skipOf(f.type, names, depth + 1));
+      if (skips === undefined || skips.some((s) => s === undefined)) return undefined;
+      return (payload) => skips.every((s) => s!(payload));
+    }
+    case 'enum': {
+      const count = Array.isArray(type.symbols) ? type.symbols.length : 0;
+      return (payload) => {
+        const index = zigzag(payload);
+        return !at.bad && index >= 0 && index < count;
+      };
+    }
+    case 'fixed':
+      return Number.isInteger(type.size) ? sized(type.size as number) : undefined;
+    case 'array': {
+      // An array's null item is refused by the general path's conversion: arrays of unions are not read past.
+      const item = Array.isArray(type.items) ? undefined : skipOf(type.items, names, depth + 1);
+      return item === undefined ? undefined : (payload) => blocks(payload, item);
+    }
+    default:
+      return typeof type.type === 'string' ? primitiveSkips[type.type] : undefined;
+  }
+}
+
+/** Each block's items read past (a map's keys and values, an array's items). */
+function blocks(payload: Buffer, item: Skip): boolean {
+  for (;;) {
+    const count = blockCount(payload);
+    if (count < 0) return false;
+    if (count === 0) return true;
+    for (let i = 0; i < count; i++) if (!item(payload)) return false;
+  }
+}
+
+function sized(size: number): Skip {
+  return (payload) => {
+    at.pos += size;
+    return at.pos <= payload.length;
+  };
+}
+
+/** A string's or bytes' length, then its bytes. */
+const counted: Skip = (payload) => {
+  const length = zigzag(payload);
+  if (at.bad || length < 0) return false;
+  at.pos += length;
+  return at.pos <= payload.length;
+};
+
+const primitiveSkips: Record<string, Skip> = {
+  null: () => true,
+  boolean: sized(1),
+  int: (payload) => {
+    zigzag(payload);
+    return !at.bad;
+  },
+  long: (payload) => {
+    zigzag(payload);
+    return !at.bad;
+  },
+  float: sized(4),
+  double: sized(8),
+  string: counted,
+  bytes: counted,
+};
+
+/** Every named type the schema defines, by full name (its namespace, the enclosing one, or none). */
+function collectNames(type: unknown, namespace: string, names: Map<string, Record<string, unknown>>): void {
+  if (Array.isArray(type)) {
+    for (const t of type) collectNames(t, namespace, names);
+    return;
+  }
+  if (!isRecord(type)) return;
+  let inner = namespace;
+  if (typeof type.name === 'string' && ['record', 'enum', 'fixed'].includes(type.type as string)) {
+    inner = namespaceOf(type, namespace);
+    const short = type.name.slice(type.name.lastIndexOf('.') + 1);
+    names.set(inner === '' ? short : `${inner}.${short}`, type);
+  }
+  if (Array.isArray(type.fields))
+    for (const f of type.fields as { type?: unknown }[]) collectNames(f.type, inner, names);
+  collectNames(type.items, inner, names);
+  collectNames(type.values, inner, names);
+}
+
+/** A named type's namespace: its full name's, its own, or the enclosing one. */
+function namespaceOf(type: Record<string, unknown>, enclosing: string): string {
+  const name = typeof type.name === 'string' ? type.name : '';
+  if (name.includes('.')) return name.slice(0, name.lastIndexOf('.'));
+  return typeof type.namespace === 'string' ? type.namespace : enclosing;
+}
+
+/** A type named by its full name, or by its name in the envelope's namespace, resolved to its definition. */
+function resolve(
+  type: unknown,
+  namespace: string,
+  names: ReadonlyMap<string, Record<string, unknown>>,
+): unknown {
+  if (typeof type !== 'string') return type;
+  return names.get(type) ?? (type.includes('.') ? undefined : names.get(`${namespace}.${type}`)) ?? type;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
