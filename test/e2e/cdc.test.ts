@@ -307,7 +307,10 @@ describe('cdc mode: keyed upserts and tombstones', () => {
         key: '1733300000123456790',
         value: event('c', 'null', '{"id":1733300000123456790,"ts":-1000,"n":-9223372036854775808}'),
       },
-      { key: '9223372036854775807', value: event('c', 'null', '{"id":9223372036854775807,"ts":null,"n":1}') },
+      {
+        key: '9223372036854775807',
+        value: event('c', 'null', '{"id":9223372036854775807,"ts":null,"n":1}'),
+      },
       {
         key: '9223372036854775807',
         value: event('d', '{"id":9223372036854775807,"ts":null,"n":null}', 'null'),
@@ -339,22 +342,17 @@ describe('cdc mode: keyed upserts and tombstones', () => {
       'utf8',
     );
     const row = (id: number, name: string) =>
-      `{'id': ${id}, 'name': '${name}', 'balance': Decimal('${id}.25'), 'born': 7306, 'created': 1583020859654321, ` +
-      `'seen_at': '2024-05-01T09:00:00.123456Z', 'alarm': 45296789012, 'meta': '{"n": ${id}}', ` +
-      `'uid': 'c4ca4238-a0b9-2382-0dcc-509a6f75849b', 'ratio': {'scale': 3, 'value': b'09'}, 'active': True}`;
-    const source = `{'version': '3.6.1.Final', 'connector': 'postgresql', 'name': 'dbserver1', 'ts_ms': 1700000000000, 'db': 'd', 'schema': 'public', 'table': 'customers', 'txId': 7, 'lsn': 99}`;
-    const event = (op: string, before: string, after: string) =>
-      `{'before': ${before}, 'after': ${after}, 'source': ${source}, 'op': '${op}', 'ts_ms': 1}`;
+      customer(id, name, `'meta': '{"n": ${id}}', 'ratio': {'scale': 3, 'value': b'09'}`);
     await pythonProduce({
       topic: pipeline.topic,
       format: 'avro',
       schema,
       values: `[${[
-        event('r', 'None', row(1, 'ann')),
-        event('c', 'None', row(2, 'bob')),
-        event('u', row(1, 'ann'), row(1, 'ann v2')),
-        event('d', row(2, 'bob'), 'None'),
-        event('c', 'None', row(3, 'cy')),
+        debeziumEvent('r', 'None', row(1, 'ann')),
+        debeziumEvent('c', 'None', row(2, 'bob')),
+        debeziumEvent('u', row(1, 'ann'), row(1, 'ann v2')),
+        debeziumEvent('d', row(2, 'bob'), 'None'),
+        debeziumEvent('c', 'None', row(3, 'cy')),
       ].join(', ')}]`,
     });
     const run = await runJob(pipeline.env);
@@ -405,24 +403,19 @@ describe('cdc mode: keyed upserts and tombstones', () => {
     );
     const value = envelope.fields[0].type[1];
     value.fields = value.fields.filter((f: { name: string }) => f.name !== 'meta' && f.name !== 'ratio');
-    const row = (id: number, name: string) =>
-      `{'id': ${id}, 'name': '${name}', 'balance': Decimal('${id}.25'), 'born': 7306, 'created': 1583020859654321, ` +
-      `'seen_at': '2024-05-01T09:00:00.123456Z', 'alarm': 45296789012, 'uid': 'c4ca4238-a0b9-2382-0dcc-509a6f75849b', 'active': True}`;
-    const source = `{'version': '3.6.1.Final', 'connector': 'postgresql', 'name': 'dbserver1', 'ts_ms': 1700000000000, 'db': 'd', 'schema': 'public', 'table': 'customers', 'txId': 7, 'lsn': 99}`;
-    const event = (op: string, before: string, after: string) =>
-      `{'before': ${before}, 'after': ${after}, 'source': ${source}, 'op': '${op}', 'ts_ms': 1}`;
+    const row = (id: number, name: string) => customer(id, name);
     await pythonProduce({
       topic: pipeline.topic,
       format: 'avro',
       schema: JSON.stringify(envelope),
       values: `[${[
-        event('r', 'None', row(1, 'ann')),
-        event('c', 'None', row(2, 'bob')),
-        event('u', 'None', row(1, 'ann v2')),
-        event('c', 'None', row(4, 'dee')),
-        event('d', row(2, 'bob'), 'None'),
-        event('u', row(4, 'dee'), row(4, 'dee v2')),
-        event('c', 'None', row(3, 'cy')),
+        debeziumEvent('r', 'None', row(1, 'ann')),
+        debeziumEvent('c', 'None', row(2, 'bob')),
+        debeziumEvent('u', 'None', row(1, 'ann v2')),
+        debeziumEvent('c', 'None', row(4, 'dee')),
+        debeziumEvent('d', row(2, 'bob'), 'None'),
+        debeziumEvent('u', row(4, 'dee'), row(4, 'dee v2')),
+        debeziumEvent('c', 'None', row(3, 'cy')),
       ].join(', ')}]`,
     });
     const run = await runJob(pipeline.env);
@@ -522,3 +515,18 @@ describe('cdc mode: keyed upserts and tombstones', () => {
     ]);
   }, 120_000);
 });
+
+/** A row of the customers envelope (test/fixtures/debezium), as Python literal text; `more`: more fields. */
+function customer(id: number, name: string, more = ''): string {
+  return (
+    `{'id': ${id}, 'name': '${name}', 'balance': Decimal('${id}.25'), 'born': 7306, 'created': 1583020859654321, ` +
+    `'seen_at': '2024-05-01T09:00:00.123456Z', 'alarm': 45296789012, ` +
+    `'uid': 'c4ca4238-a0b9-2382-0dcc-509a6f75849b', 'active': True${more === '' ? '' : `, ${more}`}}`
+  );
+}
+
+/** A Debezium event of the customers table from PostgreSQL, as Python literal text. */
+function debeziumEvent(op: string, before: string, after: string): string {
+  const source = `{'version': '3.6.1.Final', 'connector': 'postgresql', 'name': 'dbserver1', 'ts_ms': 1700000000000, 'db': 'd', 'schema': 'public', 'table': 'customers', 'txId': 7, 'lsn': 99}`;
+  return `{'before': ${before}, 'after': ${after}, 'source': ${source}, 'op': '${op}', 'ts_ms': 1}`;
+}
