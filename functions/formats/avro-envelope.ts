@@ -3,9 +3,9 @@
  * `ts_ms`, `transaction`), straight to the cdc table's row: the `after` record's fields are written as a
  * record's are (avro-rows.ts), the rest of the envelope is read past, and `op` must say the row was
  * created, read or updated (#42). Compiled once per writer schema and table. A record the path is not sure
- * of takes the general path (debezium.ts), which then gives it its fate: a delete, an event whose `before`
- * is not null (its conversion there may refuse it), an event without `after`, a value the `after` plans
- * refuse, an envelope part of a type whose conversion could fail.
+ * of takes the general path (debezium.ts), which then gives it its fate: a delete, an event without
+ * `after`, a value the row's plans refuse in `after` or in `before` (read by them and not kept: its
+ * conversion there may refuse it), an envelope part of a type whose conversion could fail.
  */
 import type { SchemaField } from '../schema/table-schema.js';
 import type { ProtoWriter } from '../sinks/proto-writer.js';
@@ -18,11 +18,10 @@ import type { CompiledRows } from './mapped.js';
 /** Reads past one value at `at.pos`; false where it cannot be read. */
 type Skip = (payload: Buffer) => boolean;
 
-/** One envelope field: read past, the `after` row written, or `op` checked. */
+/** One envelope field: read past, the `before` row read (and not kept) or the `after` row written, `op` checked. */
 type Step =
   | { readonly kind: 'skip'; readonly skip: Skip }
-  | { readonly kind: 'null'; readonly nullBranch: number }
-  | { readonly kind: 'after'; readonly nullBranch: number; readonly plans: readonly Plan[] }
+  | { readonly kind: 'before' | 'after'; readonly nullBranch: number; readonly plans: readonly Plan[] }
   | { readonly kind: 'op' };
 
 /** Ops that upsert the `after` row: create, snapshot read, update (as `c`, `r`, `u` in UTF-8). */
@@ -62,9 +61,17 @@ function writeEnvelope(w: ProtoWriter, payload: Buffer, start: number, steps: re
       case 'skip':
         if (!step.skip(payload)) return false;
         break;
-      case 'null':
-        if (zigzag(payload) !== step.nullBranch || at.bad) return false;
+      case 'before': {
+        const branch = zigzag(payload);
+        if (at.bad) return false;
+        if (branch === step.nullBranch) break;
+        // The row as it was, read by the row's plans (which refuse whatever the general path might) and
+        // written where the next field's bytes then go: nothing of it is kept.
+        const mark = w.position;
+        if (!writeFields(w, payload, step.plans)) return false;
+        w.position = mark;
         break;
+      }
       case 'after':
         if (zigzag(payload) !== 1 - step.nullBranch || at.bad) return false;
         if (!writeFields(w, payload, step.plans)) return false;
@@ -93,9 +100,8 @@ function stepOf(
     if (!Array.isArray(type) || type.length !== 2) return undefined;
     const nullBranch = type.indexOf('null');
     if (nullBranch < 0) return undefined;
-    if (name === 'before') return { kind: 'null', nullBranch };
     const plans = fieldPlans(resolve(type[1 - nullBranch], namespace, names), target, true);
-    return plans === undefined ? undefined : { kind: 'after', nullBranch, plans };
+    return plans === undefined ? undefined : { kind: name, nullBranch, plans };
   }
   const skip = skipOf(type, names, 0);
   return skip === undefined ? undefined : { kind: 'skip', skip };

@@ -397,7 +397,7 @@ describe('cdc mode: keyed upserts and tombstones', () => {
     });
     delete pipeline.env.BQ_SCHEMA_FILE; // the columns come from the subject's latest version
     // The connector's envelope without the two columns no compiled path reads (Json, VariableScaleDecimal):
-    // the rest of its events (creates, reads, updates without a `before` row) take the compiled path.
+    // the rest of its events (creates, reads, updates) take the compiled path, deletes the general one.
     const envelope = JSON.parse(
       readFileSync(join(root, 'test', 'fixtures', 'debezium', 'customers-envelope.avsc'), 'utf8'),
     );

@@ -327,6 +327,20 @@ describe('cdc upserts straight from their bytes', () => {
         : pick(next, [null, { long: 0 }, { long: -1 }, { long: 86400000000 }]),
       qty: usual() ? { long: 3 } : pick(next, [null, { long: 2 ** 52 + 1 }, { long: -(2 ** 52) }]),
     });
+    const source0 = {
+      version: '2.7.3.Final',
+      connector: 'postgresql',
+      name: 'dbserver1',
+      ts_ms: 1733300000000,
+      snapshot: null,
+      db: 'inventory',
+      sequence: null,
+      schema: 'inventory',
+      table: 'orders',
+      txId: null,
+      lsn: null,
+      xmin: null,
+    };
     const records: KafkaRecord[] = [];
     for (let i = 0; i < 2000; i++) {
       const op = usual() ? pick(next, ['c', 'r', 'u']) : pick(next, ['d', 't', 'm', 'cu', '']);
@@ -364,6 +378,39 @@ describe('cdc upserts straight from their bytes', () => {
     // Deletes, events with a `before` row, cut values: the general path's, as upserts or not.
     expect(tally.general).toBeGreaterThan(300);
     expect(tally.generalUpserts).toBeGreaterThan(50);
+    // An update with the row as it was: taken where the row's plans read its `before` as they would an
+    // `after`; one they are not sure of (a time of day out of range) goes the general way, which judges
+    // only `after` and upserts it.
+    const plain = {
+      id: 9,
+      note: { string: 'ok' },
+      price: Buffer.from([0x30, 0x39]),
+      placed: { long: 1733300000123456 },
+      at: { long: 3600000000 },
+      qty: { long: 3 },
+    };
+    const update = (at: number) =>
+      recordOf(
+        type.toBuffer({
+          before: { [`${ns}.Value`]: { ...plain, at: { long: at } } },
+          after: { [`${ns}.Value`]: plain },
+          source: { ...source0, ts_ms: 1 },
+          op: 'u',
+          ts_ms: null,
+          transaction: null,
+        }),
+        9000 + at,
+      );
+    expect(await compare([update(5)], shape, format, ['id'], 'debezium')).toEqual({
+      direct: 1,
+      general: 0,
+      generalUpserts: 0,
+    });
+    expect(await compare([update(-1)], shape, format, ['id'], 'debezium')).toEqual({
+      direct: 0,
+      general: 1,
+      generalUpserts: 1,
+    });
   });
 
   test('no direct path without a primary key, nor where the table lacks the metadata columns', async () => {
