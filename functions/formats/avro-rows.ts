@@ -14,6 +14,7 @@
  * gives it (`test/unit/avro-rows.test.ts` compares them on randomized records). */
 import { canonicalMicrosIn } from '../records/civil-time.js';
 import type { SchemaField } from '../schema/table-schema.js';
+import { isJsonText } from '../sinks/json-cursor.js';
 import type { ProtoWriter } from '../sinks/proto-writer.js';
 import { fieldPlans, maxDays, minDays, type Plan } from './avro-plans.js';
 import {
@@ -139,12 +140,14 @@ function writeValue(w: ProtoWriter, payload: Buffer, plan: Plan): boolean {
       return true;
     }
     case 'string':
+    case 'json':
     case 'bytes': {
-      // A length, then the bytes, then the bytes, copied as they are (a string's must be UTF-8).
+      // A length, then the bytes, copied as they are (a string's must be UTF-8, JSON's text parse).
       const length = zigzag(payload);
       const end = at.pos + length;
       if (at.bad || length < 0 || end > payload.length) return false;
-      if (plan.kind === 'string' && !isUtf8At(payload, at.pos, end)) return false;
+      if (plan.kind !== 'bytes' && !isUtf8At(payload, at.pos, end)) return false;
+      if (plan.kind === 'json' && !isJsonText(payload, at.pos, end)) return false;
       w.varint(plan.tag);
       w.delimitedFrom(payload, at.pos, end);
       at.pos = end;

@@ -16,6 +16,8 @@ export type Scalar =
   | 'date'
   /** Debezium's `ZonedTimestamp`: ISO-8601 text; compiled where it is canonical UTC (`…Z`), as JSON's is. */
   | 'zoned'
+  /** Debezium's `Json`: JSON text onto a JSON column, copied as it is where it parses. */
+  | 'json'
   | Temporal;
 
 /** Avro's primitive types but null. */
@@ -31,6 +33,7 @@ export const columnTypes: Record<Scalar, readonly string[]> = {
   bytes: ['BYTES'],
   date: ['DATE'],
   zoned: ['TIMESTAMP'],
+  json: ['JSON'],
   millis: ['TIMESTAMP'],
   micros: ['TIMESTAMP'],
   nanos: ['TIMESTAMP'],
@@ -53,6 +56,7 @@ export const wireOf: Record<Scalar, number> = {
   bytes: 2,
   date: 0,
   zoned: 0,
+  json: 2,
   millis: 0,
   micros: 0,
   nanos: 0,
@@ -88,8 +92,8 @@ export function scalarOf(type: unknown): Scalar | undefined {
  * Debezium's semantic types (a plain Avro type and a `connect.name`, avro-types.ts's connectMapping) whose
  * values the general path writes as one of the kinds above writes them: days, epoch milliseconds and
  * microseconds as DATETIME, milli-, micro- and nanoseconds of the day (`Time`'s text with six decimals
- * where Avro's `time-millis` has three), a `ZonedTimestamp` in UTC, a UUID's text. The rest of Debezium's
- * names (`Json`, `VariableScaleDecimal`) take the general path.
+ * where Avro's `time-millis` has three), a `ZonedTimestamp` in UTC, a UUID's text, `Json`'s text. The
+ * rest of Debezium's names (`VariableScaleDecimal`) take the general path.
  */
 const debeziumKinds: Record<string, Scalar> = {
   'io.debezium.time.Date int': 'date',
@@ -101,6 +105,7 @@ const debeziumKinds: Record<string, Scalar> = {
   'io.debezium.time.NanoTime long': 'time-nanos',
   'io.debezium.time.ZonedTimestamp string': 'zoned',
   'io.debezium.data.Uuid string': 'string',
+  'io.debezium.data.Json string': 'json',
 };
 
 /** The timestamps on a long beyond the two above. */

@@ -9,6 +9,7 @@
  */
 import { canonicalMicrosIn } from '../records/civil-time.js';
 import type { SchemaField } from '../schema/table-schema.js';
+import { isJsonText } from '../sinks/json-cursor.js';
 import { fieldPlans, maxDays, minDays, type Plan } from './avro-plans.js';
 import {
   absent,
@@ -114,6 +115,7 @@ function textOf(payload: Buffer, plan: Plan): boolean {
       return plan.kind === 'fixed' ||
         plan.kind === 'decimal' ||
         plan.kind === 'string' ||
+        plan.kind === 'json' ||
         plan.kind === 'zoned' ||
         plan.kind === 'bytes'
         ? bytesOf(payload, plan)
@@ -156,7 +158,10 @@ function bytesOf(payload: Buffer, plan: Plan): boolean {
   at.pos = end;
   switch (plan.kind) {
     case 'string':
+    case 'json':
+      // JSON's text as a string, as the general path's row holds it, where it parses.
       if (!isUtf8At(payload, start, end)) return false;
+      if (plan.kind === 'json' && !isJsonText(payload, start, end)) return false;
       out.stringFrom(payload, start, end);
       return true;
     case 'zoned':

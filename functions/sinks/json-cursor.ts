@@ -217,3 +217,17 @@ export function topLevelFields(bytes: Buffer): Map<string, string> | undefined {
     return c.take(125) ? fields : undefined;
   }
 }
+
+/**
+ * Whether bytes [start, end) are one JSON value this cursor reads whole (surrounding whitespace allowed),
+ * as `JSON.parse` would accept it: a JSON column's text (Debezium's `Json`) taken as it is. False also
+ * for text it does not read (an escape, deeper than 64), which then takes the general path.
+ */
+export function isJsonText(bytes: Buffer, start: number, end: number): boolean {
+  const c = new JsonCursor();
+  c.reset(bytes.subarray(start, end));
+  c.space();
+  if (!c.skip()) return false;
+  c.space();
+  return c.at === c.end;
+}
