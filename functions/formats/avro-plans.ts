@@ -25,6 +25,8 @@ export type Plan = {
       /** A `fixed` decimal's size; -1: `bytes`, its length first. */
       readonly size: number;
     }
+  /** Debezium's `VariableScaleDecimal`: its scale, then its unscaled bytes, as exact decimal text. */
+  | { readonly kind: 'variable-scale'; readonly plain: RegExp }
   | { readonly kind: 'enum'; readonly symbols: readonly Buffer[]; readonly texts: readonly string[] }
   | { readonly kind: 'fixed'; readonly size: number }
   | { readonly kind: 'record'; readonly fields: readonly Plan[] }
@@ -110,6 +112,12 @@ function planOf(type: unknown, column: SchemaField, number: number): Plan | unde
   if (inner !== null && typeof inner === 'object' && (inner as { type?: unknown }).type === 'map')
     return mapPlan((inner as { values?: unknown }).values, column, number, nullBranch);
   if (column.mode === 'REPEATED') return undefined;
+  if (isVariableScale(inner)) {
+    const plain = plainText[column.type];
+    return plain === undefined
+      ? undefined
+      : { tag: (number << 3) | 2, nullBranch, required, kind: 'variable-scale', plain };
+  }
   if (inner !== null && typeof inner === 'object' && (inner as { type?: unknown }).type === 'record') {
     if (column.type !== 'RECORD' && column.type !== 'STRUCT') return undefined;
     const fields = fieldPlans(inner, column.fields ?? [], false);
@@ -191,6 +199,21 @@ function mapPlan(values: unknown, column: SchemaField, number: number, nullBranc
     value: [{ ...value, key: '"value":' }],
   };
 }
+
+/** Debezium's `VariableScaleDecimal` record as its connector defines it: an int `scale`, the bytes `value`. */
+function isVariableScale(type: unknown): boolean {
+  if (type === null || typeof type !== 'object') return false;
+  const { type: base, fields } = type as { type?: unknown; fields?: unknown };
+  if (base !== 'record' || (type as Record<string, unknown>)['connect.name'] !== variableScaleName)
+    return false;
+  if (!Array.isArray(fields) || fields.length !== 2) return false;
+  const [scale, value] = fields as { name?: unknown; type?: unknown }[];
+  return (
+    scale!.name === 'scale' && scale!.type === 'int' && value!.name === 'value' && value!.type === 'bytes'
+  );
+}
+
+const variableScaleName = 'io.debezium.data.VariableScaleDecimal';
 
 /**
  * A decimal's scale and size (Avro bytes, or fixed of a size, with logicalType decimal and a valid

@@ -4,6 +4,7 @@
  * says "not sure" (`at.bad`, -1 or NaN) wherever the general path's reading could differ, and the record
  * then takes the general path.
  */
+import { decimalOf as decimalText } from './avro-types.js';
 import { keepsPlace } from './mapped.js';
 import { varint, at as wide } from './protobuf-scalars.js';
 
@@ -137,4 +138,20 @@ function nanosAsMicros(payload: Buffer): number {
   // |hi| below 2^30 (about ±146 years of nanoseconds): every product and sum below is exact.
   if (hi >= 2 ** 30 || hi < -(2 ** 30)) return Number.NaN;
   return hi * 4_294_967 + Math.floor((hi * 296 + lo) / 1000);
+}
+
+/**
+ * Debezium's `VariableScaleDecimal` (a record of its `scale`, an int, and its unscaled `value`'s bytes) as
+ * the general path's exact text, where it is plain text within the column's digits (`plain`); undefined
+ * otherwise (a scale below 0 or above 38 too).
+ */
+export function variableScaleText(payload: Buffer, plain: RegExp): string | undefined {
+  const scale = zigzag(payload);
+  if (at.bad || scale < 0 || scale > 38) return undefined;
+  const length = zigzag(payload);
+  const end = at.pos + length;
+  if (at.bad || length < 0 || end > payload.length) return undefined;
+  const text = decimalText(payload.subarray(at.pos, end), scale);
+  at.pos = end;
+  return plain.test(text) ? text : undefined;
 }

@@ -28,6 +28,7 @@ import {
   temporal,
   timeDecimals,
   unionBranch,
+  variableScaleText,
   zigzag,
 } from './avro-read.js';
 import { decimalOf as decimalText, isoMicros } from './avro-types.js';
@@ -90,6 +91,13 @@ function writeValue(w: ProtoWriter, payload: Buffer, plan: Plan): boolean {
       return writeMap(w, payload, plan);
     case 'decimal':
       return writeDecimal(w, payload, plan);
+    case 'variable-scale': {
+      const text = variableScaleText(payload, plan.plain);
+      if (text === undefined) return false;
+      w.varint(plan.tag);
+      w.string(text);
+      return true;
+    }
     case 'enum':
     case 'fixed':
       return writeNamed(w, payload, plan);

@@ -22,6 +22,7 @@ import {
   temporal,
   timeDecimals,
   unionBranch,
+  variableScaleText,
   zigzag,
 } from './avro-read.js';
 import { decimalOf as decimalText, isoMicros } from './avro-types.js';
@@ -103,6 +104,12 @@ function textOf(payload: Buffer, plan: Plan): boolean {
       const value = size === 4 ? payload.readFloatLE(at.pos) : payload.readDoubleLE(at.pos);
       at.pos += size;
       out.raw(JSON.stringify(floatValue(value)));
+      return true;
+    }
+    case 'variable-scale': {
+      const text = variableScaleText(payload, plan.plain);
+      if (text === undefined) return false;
+      out.quoted(text);
       return true;
     }
     case 'enum': {
