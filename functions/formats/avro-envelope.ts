@@ -9,6 +9,7 @@
  */
 import type { SchemaField } from '../schema/table-schema.js';
 import type { ProtoWriter } from '../sinks/proto-writer.js';
+import { inside, resolve, type Scope, scopeOf } from './avro-names.js';
 import { fieldPlans, type Plan } from './avro-plans.js';
 import { at, blockCount, zigzag } from './avro-read.js';
 import { writeFields } from './avro-rows.js';
@@ -36,12 +37,10 @@ export function compileEnvelopeRows(
   target: readonly SchemaField[],
 ): CompiledRows | undefined {
   if (!isRecord(schema) || !Array.isArray(schema.fields)) return undefined;
-  const names = new Map<string, Record<string, unknown>>();
-  collectNames(schema, '', names);
-  const namespace = namespaceOf(schema, '');
+  const scope = scopeOf(schema);
   const steps: Step[] = [];
   for (const field of schema.fields as { name?: unknown; type?: unknown }[]) {
-    const step = stepOf(field.name, field.type, namespace, target, names);
+    const step = stepOf(field.name, field.type, target, scope);
     if (step === undefined) return undefined;
     steps.push(step);
   }
@@ -90,9 +89,8 @@ function writeEnvelope(w: ProtoWriter, payload: Buffer, start: number, steps: re
 function stepOf(
   name: unknown,
   type: unknown,
-  namespace: string,
   target: readonly SchemaField[],
-  names: ReadonlyMap<string, Record<string, unknown>>,
+  scope: Scope,
 ): Step | undefined {
   if (name === 'op') return type === 'string' ? { kind: 'op' } : undefined;
   if (name === 'before' || name === 'after') {
@@ -100,22 +98,20 @@ function stepOf(
     if (!Array.isArray(type) || type.length !== 2) return undefined;
     const nullBranch = type.indexOf('null');
     if (nullBranch < 0) return undefined;
-    const plans = fieldPlans(resolve(type[1 - nullBranch], namespace, names), target, true);
+    const row = resolve(type[1 - nullBranch], scope);
+    const within = inside(row, scope);
+    const plans = within && fieldPlans(row, target, true, within);
     return plans === undefined ? undefined : { kind: name, nullBranch, plans };
   }
-  const skip = skipOf(type, names, 0);
+  const skip = skipOf(type, scope);
   return skip === undefined ? undefined : { kind: 'skip', skip };
 }
 
 /** A reader past values of a type whose conversion on the general path cannot fail; else undefined. */
-function skipOf(
-  type: unknown,
-  names: ReadonlyMap<string, Record<string, unknown>>,
-  depth: number,
-): Skip | undefined {
-  if (depth > 16) return undefined;
+function skipOf(type: unknown, scope: Scope): Skip | undefined {
+  if (scope.depth > 16) return undefined;
   if (Array.isArray(type)) {
-    const branches = type.map((t) => skipOf(t, names, depth + 1));
+    const branches = type.map((t) => skipOf(t, scope));
     if (branches.some((b) => b === undefined)) return undefined;
     return (payload) => {
       const branch = zigzag(payload);
@@ -125,8 +121,9 @@ function skipOf(
   if (typeof type === 'string') {
     const primitive = primitiveSkips[type];
     if (primitive !== undefined) return primitive;
-    const named = names.get(type);
-    return named === undefined ? undefined : skipOf(named, names, depth + 1);
+    const named = resolve(type, scope);
+    const within = inside(named, scope);
+    return named === undefined || within === undefined ? undefined : skipOf(named, within);
   }
   if (!isRecord(type)) return undefined;
   // Logical types and Debezium's semantic types (times, decimals, ...) are converted there: their
@@ -140,7 +137,8 @@ function skipOf(
   switch (type.type) {
     case 'record': {
       const fields = Array.isArray(type.fields) ? (type.fields as { type?: unknown }[]) : undefined;
-      const skips = fields?.map((f) => skipOf(f.type, names, depth + 1));
+      const within = inside(type, scope);
+      const skips = within && fields?.map((f) => skipOf(f.type, within));
       if (skips === undefined || skips.some((s) => s === undefined)) return undefined;
       return (payload) => skips.every((s) => s!(payload));
     }
@@ -155,7 +153,7 @@ function skipOf(
       return Number.isInteger(type.size) ? sized(type.size as number) : undefined;
     case 'array': {
       // An array's null item is refused by the general path's conversion: arrays of unions are not read past.
-      const item = Array.isArray(type.items) ? undefined : skipOf(type.items, names, depth + 1);
+      const item = Array.isArray(type.items) ? undefined : skipOf(type.items, scope);
       return item === undefined ? undefined : (payload) => blocks(payload, item);
     }
     default:
@@ -204,42 +202,6 @@ const primitiveSkips: Record<string, Skip> = {
   string: counted,
   bytes: counted,
 };
-
-/** Every named type the schema defines, by full name (its namespace, the enclosing one, or none). */
-function collectNames(type: unknown, namespace: string, names: Map<string, Record<string, unknown>>): void {
-  if (Array.isArray(type)) {
-    for (const t of type) collectNames(t, namespace, names);
-    return;
-  }
-  if (!isRecord(type)) return;
-  let inner = namespace;
-  if (typeof type.name === 'string' && ['record', 'enum', 'fixed'].includes(type.type as string)) {
-    inner = namespaceOf(type, namespace);
-    const short = type.name.slice(type.name.lastIndexOf('.') + 1);
-    names.set(inner === '' ? short : `${inner}.${short}`, type);
-  }
-  if (Array.isArray(type.fields))
-    for (const f of type.fields as { type?: unknown }[]) collectNames(f.type, inner, names);
-  collectNames(type.items, inner, names);
-  collectNames(type.values, inner, names);
-}
-
-/** A named type's namespace: its full name's, its own, or the enclosing one. */
-function namespaceOf(type: Record<string, unknown>, enclosing: string): string {
-  const name = typeof type.name === 'string' ? type.name : '';
-  if (name.includes('.')) return name.slice(0, name.lastIndexOf('.'));
-  return typeof type.namespace === 'string' ? type.namespace : enclosing;
-}
-
-/** A type named by its full name, or by its name in the envelope's namespace, resolved to its definition. */
-function resolve(
-  type: unknown,
-  namespace: string,
-  names: ReadonlyMap<string, Record<string, unknown>>,
-): unknown {
-  if (typeof type !== 'string') return type;
-  return names.get(type) ?? (type.includes('.') ? undefined : names.get(`${namespace}.${type}`)) ?? type;
-}
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === 'object' && !Array.isArray(value);

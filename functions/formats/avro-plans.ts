@@ -3,6 +3,7 @@
  * written into the table's message, decided once per schema and table.
  */
 import { metadataColumns, type SchemaField } from '../schema/table-schema.js';
+import { inside, resolve, type Scope, scopeOf } from './avro-names.js';
 import { columnTypes, primitives, type Scalar, scalarOf, wireOf } from './avro-scalars.js';
 import { type AvroSchema, branchKey } from './avro-types.js';
 import { columnName } from './mapped.js';
@@ -61,11 +62,15 @@ const reserved = new Set<string>(metadataColumns);
 export const minDays = -719_162;
 export const maxDays = 2_932_896;
 
-/** A record's fields onto the columns of the same names (the top level: not the metadata columns). */
+/**
+ * A record's fields onto the columns of the same names (the top level: not the metadata columns); `scope`:
+ * the named types it may use by name (by default, those the record itself defines).
+ */
 export function fieldPlans(
   schema: unknown,
   columns: readonly SchemaField[],
   top: boolean,
+  scope: Scope = scopeOf(schema),
 ): Plan[] | undefined {
   if (schema === null || typeof schema !== 'object' || (schema as { type?: unknown }).type !== 'record')
     return undefined;
@@ -79,7 +84,7 @@ export function fieldPlans(
     if (index < 0) return undefined; // a field the table lacks: the general path's rules
     const column = columns[index]!;
     if (top && reserved.has(column.name)) return undefined; // a metadata column's name: refused there
-    const plan = planOf(field.type, column, index + 1);
+    const plan = planOf(field.type, column, index + 1, scope);
     if (plan === undefined) return undefined;
     seen.add(column.name);
     plans.push({ ...plan, key: `${JSON.stringify(column.name)}:` });
@@ -91,26 +96,29 @@ export function fieldPlans(
 }
 
 /** How a field's values are written into its column (field number `number`), or undefined. */
-function planOf(type: unknown, column: SchemaField, number: number): Plan | undefined {
+function planOf(type: unknown, column: SchemaField, number: number, scope: Scope): Plan | undefined {
   let nullBranch = -1;
   let inner = type;
   if (Array.isArray(type)) {
-    if (type.filter((t) => t !== 'null').length >= 2) return unionPlan(type, column, number);
+    if (type.filter((t) => t !== 'null').length >= 2) return unionPlan(type, column, number, scope);
     if (type.length !== 2) return undefined;
     nullBranch = type.indexOf('null');
     if (nullBranch < 0) return undefined;
     inner = type[1 - nullBranch];
     if (Array.isArray(inner) || inner === 'null') return undefined;
   }
+  // A named type used by name: its definition.
+  inner = resolve(inner, scope);
+  if (inner === undefined) return undefined;
   const required = column.mode === 'REQUIRED';
   if (inner !== null && typeof inner === 'object' && (inner as { type?: unknown }).type === 'array') {
     if (column.mode !== 'REPEATED') return undefined;
-    const item = planOf((inner as { items?: unknown }).items, { ...column, mode: 'REQUIRED' }, number);
+    const item = planOf((inner as { items?: unknown }).items, { ...column, mode: 'REQUIRED' }, number, scope);
     if (item === undefined || item.nullBranch >= 0 || item.kind === 'union') return undefined;
     return { tag: item.tag, nullBranch, required: false, kind: 'array', item };
   }
   if (inner !== null && typeof inner === 'object' && (inner as { type?: unknown }).type === 'map')
-    return mapPlan((inner as { values?: unknown }).values, column, number, nullBranch);
+    return mapPlan((inner as { values?: unknown }).values, column, number, nullBranch, scope);
   if (column.mode === 'REPEATED') return undefined;
   if (isVariableScale(inner)) {
     const plain = plainText[column.type];
@@ -120,7 +128,8 @@ function planOf(type: unknown, column: SchemaField, number: number): Plan | unde
   }
   if (inner !== null && typeof inner === 'object' && (inner as { type?: unknown }).type === 'record') {
     if (column.type !== 'RECORD' && column.type !== 'STRUCT') return undefined;
-    const fields = fieldPlans(inner, column.fields ?? [], false);
+    const within = inside(inner, scope);
+    const fields = within && fieldPlans(inner, column.fields ?? [], false, within);
     return fields === undefined
       ? undefined
       : { tag: (number << 3) | 2, nullBranch, required, kind: 'record', fields };
@@ -144,7 +153,12 @@ function planOf(type: unknown, column: SchemaField, number: number): Plan | unde
  * of a NULLABLE column per branch, named after the branch's type. Compiled where every branch is a
  * primitive (logical types included) or a map: their columns' names need no namespace.
  */
-function unionPlan(types: readonly unknown[], column: SchemaField, number: number): Plan | undefined {
+function unionPlan(
+  types: readonly unknown[],
+  column: SchemaField,
+  number: number,
+  scope: Scope,
+): Plan | undefined {
   if (column.mode === 'REPEATED' || (column.type !== 'RECORD' && column.type !== 'STRUCT')) return undefined;
   const columns = column.fields ?? [];
   if (columns.some((c) => c.mode === 'REQUIRED')) return undefined;
@@ -157,7 +171,7 @@ function unionPlan(types: readonly unknown[], column: SchemaField, number: numbe
     const name = unnamedBranch(type);
     const index = name === undefined ? -1 : columns.findIndex((c) => c.name === columnName(name));
     if (index < 0) return undefined;
-    const plan = planOf(type, columns[index]!, index + 1);
+    const plan = planOf(type, columns[index]!, index + 1, scope);
     if (plan === undefined || plan.nullBranch >= 0 || plan.kind === 'union') return undefined;
     branches.push({ ...plan, key: `${JSON.stringify(columns[index]!.name)}:` });
   }
@@ -180,14 +194,20 @@ function unnamedBranch(type: unknown): string | undefined {
  * A map onto the general path's column for it: REPEATED records of a STRING `key` and a `value` (no other
  * REQUIRED field), each entry written as the key, then the value.
  */
-function mapPlan(values: unknown, column: SchemaField, number: number, nullBranch: number): Plan | undefined {
+function mapPlan(
+  values: unknown,
+  column: SchemaField,
+  number: number,
+  nullBranch: number,
+  scope: Scope,
+): Plan | undefined {
   if (column.mode !== 'REPEATED' || (column.type !== 'RECORD' && column.type !== 'STRUCT')) return undefined;
   const fields = column.fields ?? [];
   const k = fields.findIndex((f) => f.name === 'key');
   const v = fields.findIndex((f) => f.name === 'value');
   if (k < 0 || v < 0 || fields[k]!.type !== 'STRING' || fields[k]!.mode === 'REPEATED') return undefined;
   if (fields.some((f, i) => i !== k && i !== v && f.mode === 'REQUIRED')) return undefined;
-  const value = planOf(values, fields[v]!, v + 1);
+  const value = planOf(values, fields[v]!, v + 1, scope);
   if (value === undefined || value.kind === 'union') return undefined;
   return {
     tag: (number << 3) | 2,

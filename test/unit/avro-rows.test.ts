@@ -4,6 +4,7 @@
  * values: where the compiled path writes a
  * row, its bytes are the general path's, byte for byte; where it says false, the general path decides.
  */
+import avro from 'avsc';
 import { describe, expect, test } from 'vitest';
 import { wideAvroSchema, wideAvroValue } from '../../bench/avro-shape.js';
 import { compileAvro } from '../../functions/formats/avro.js';
@@ -652,6 +653,75 @@ describe('the compiled Avro path on nested records, arrays and decimals', { time
         `record ${i}`,
       ).toBe(true);
     }
+  });
+
+  test("named types used again by name (full or short, Debezium decimals, enums, records, fixed): the general path's bytes", () => {
+    const schema = {
+      type: 'record',
+      name: 'Order',
+      namespace: 'shop',
+      fields: [
+        { name: 'price', type: kinds.dbzvsd },
+        { name: 'cost', type: ['null', 'io.debezium.data.VariableScaleDecimal'] },
+        { name: 'color', type: { type: 'enum', name: 'Color', symbols: ['RED', 'GREEN'] } },
+        { name: 'again', type: 'Color' },
+        { name: 'full', type: ['null', 'shop.Color'] },
+        {
+          name: 'home',
+          type: { type: 'record', name: 'Address', fields: [{ name: 'city', type: 'string' }] },
+        },
+        { name: 'work', type: ['null', 'Address'] },
+        { name: 'hash', type: { type: 'fixed', name: 'H', size: 2 } },
+        { name: 'hashes', type: { type: 'array', items: 'H' } },
+      ],
+    };
+    const text = JSON.stringify(schema);
+    const compiled = compileAvro(text);
+    const format = createRawAvroFormat(text);
+    const shape: RowShape = {
+      fields: compiled.fields,
+      unknownFields: 'reject',
+      metadata: { headers: false, keyText: false },
+    };
+    const target = targetTableSchema(compiled.fields, shape.metadata!);
+    const rows = compiled.rows!(target);
+    expect(rows).toBeDefined();
+    const meta = metadataWriter(shape, target)!;
+    const encode = compileRowEncoder(target);
+    const ingestedAt = new Date(1733300001000);
+    const type = avro.Type.forSchema(schema as avro.Schema);
+    const next = random(11);
+    let written = 0;
+    for (let i = 0; i < 300; i++) {
+      const vsd = () => ({
+        scale: pick(next, [0, 2, 38, 40]),
+        value: Buffer.from([Math.floor(next() * 256), 7]),
+      });
+      const value = {
+        price: vsd(),
+        cost: next() < 0.3 ? null : vsd(),
+        color: pick(next, ['RED', 'GREEN']),
+        again: pick(next, ['RED', 'GREEN']),
+        full: next() < 0.3 ? null : pick(next, ['RED', 'GREEN']),
+        home: { city: pick(next, ['Oslo', 'Zürich', '']) },
+        work: next() < 0.3 ? null : { city: 'Lyon' },
+        hash: Buffer.from([i & 255, 1]),
+        hashes: next() < 0.5 ? [] : [Buffer.from([1, 2]), Buffer.from([3, 4])],
+      };
+      const payload = type.toBuffer(value);
+      const record = recordOf(payload, i);
+      const w = new ProtoWriter();
+      const made = toRow(record, ingestedAt, shape, format);
+      if (!rows!(w, payload, 0) || !meta(w, record, ingestedAt.getTime() * 1000)) continue;
+      written++;
+      if (isDeadLetter(made)) throw new Error(`record ${i}: ${made.message}`);
+      expect(
+        Buffer.from(w.buffer.subarray(0, w.position)).equals(Buffer.from(encode(made.row))),
+        `record ${i}`,
+      ).toBe(true);
+    }
+    // A scale of 40 (one value in four) is the general path's: the rest are written here.
+    expect(written).toBeGreaterThan(100);
   });
 
   test('decimals of every size and sign, empty and blocked arrays, a null nested record', () => {
