@@ -618,23 +618,32 @@ describe('the compiled Avro path', { timeout: 60_000 }, () => {
   });
 });
 
+/** A schema's compiled rows beside the general path's pieces: its format, shape, metadata and encoder. */
+function pathsOf(schema: unknown) {
+  const text = JSON.stringify(schema);
+  const compiled = compileAvro(text);
+  const shape: RowShape = {
+    fields: compiled.fields,
+    unknownFields: 'reject',
+    metadata: { headers: false, keyText: false },
+  };
+  const target = targetTableSchema(compiled.fields, shape.metadata!);
+  return {
+    compiled,
+    format: createRawAvroFormat(text),
+    shape,
+    rows: compiled.rows!(target),
+    meta: metadataWriter(shape, target)!,
+    encode: compileRowEncoder(target),
+  };
+}
+
 describe('the compiled Avro path on nested records, arrays and decimals', { timeout: 60_000 }, () => {
   test("the bench's wide records (nested shipping, arrays of lines and tags, decimals): the general path's bytes", () => {
-    const text = JSON.stringify(wideAvroSchema);
-    const compiled = compileAvro(text);
-    const format = createRawAvroFormat(text);
-    const shape: RowShape = {
-      fields: compiled.fields,
-      unknownFields: 'reject',
-      metadata: { headers: false, keyText: false },
-    };
-    const target = targetTableSchema(compiled.fields, shape.metadata!);
-    const rows = compiled.rows!(target);
+    const { compiled, format, shape, rows, meta, encode } = pathsOf(wideAvroSchema);
     expect(rows).toBeDefined();
     const members = compiled.membersText!(shape.fields)!;
     const head = metadataText(false);
-    const meta = metadataWriter(shape, target)!;
-    const encode = compileRowEncoder(target);
     const ingestedAt = new Date(1733300001000);
     for (let i = 0; i < 500; i++) {
       const payload = wideAvroValue(i, 1).subarray(5);
@@ -675,19 +684,8 @@ describe('the compiled Avro path on nested records, arrays and decimals', { time
         { name: 'hashes', type: { type: 'array', items: 'H' } },
       ],
     };
-    const text = JSON.stringify(schema);
-    const compiled = compileAvro(text);
-    const format = createRawAvroFormat(text);
-    const shape: RowShape = {
-      fields: compiled.fields,
-      unknownFields: 'reject',
-      metadata: { headers: false, keyText: false },
-    };
-    const target = targetTableSchema(compiled.fields, shape.metadata!);
-    const rows = compiled.rows!(target);
+    const { format, shape, rows, meta, encode } = pathsOf(schema);
     expect(rows).toBeDefined();
-    const meta = metadataWriter(shape, target)!;
-    const encode = compileRowEncoder(target);
     const ingestedAt = new Date(1733300001000);
     const type = avro.Type.forSchema(schema as avro.Schema);
     const next = random(11);
@@ -739,18 +737,8 @@ describe('the compiled Avro path on nested records, arrays and decimals', { time
         },
       ],
     };
-    const text = JSON.stringify(schema);
-    const compiled = compileAvro(text);
-    const format = createRawAvroFormat(text);
-    const shape: RowShape = {
-      fields: compiled.fields,
-      unknownFields: 'reject',
-      metadata: { headers: false, keyText: false },
-    };
-    const target = targetTableSchema(compiled.fields, shape.metadata!);
-    const rows = compiled.rows!(target)!;
-    const meta = metadataWriter(shape, target)!;
-    const encode = compileRowEncoder(target);
+    const { format, shape, meta, encode, ...paths } = pathsOf(schema);
+    const rows = paths.rows!;
     const twos = (n: bigint, size: number) => {
       const out = Buffer.alloc(size);
       let v = BigInt.asUintN(size * 8, n);
