@@ -4,7 +4,7 @@
  */
 import { metadataColumns, type SchemaField } from '../schema/table-schema.js';
 import { inside, resolve, type Scope, scopeOf } from './avro-names.js';
-import { columnTypes, primitives, type Scalar, scalarOf, wireOf } from './avro-scalars.js';
+import { columnTypes, type Scalar, scalarOf, wireOf } from './avro-scalars.js';
 import { type AvroSchema, branchKey } from './avro-types.js';
 import { columnName } from './mapped.js';
 
@@ -150,8 +150,8 @@ function planOf(type: unknown, column: SchemaField, number: number, scope: Scope
 
 /**
  * A union of two types or more besides null onto the general path's column for it (avro.ts): a record
- * of a NULLABLE column per branch, named after the branch's type. Compiled where every branch is a
- * primitive (logical types included) or a map: their columns' names need no namespace.
+ * of a NULLABLE column per branch, named after the branch's type (a named type's name, or its full name
+ * where two branches share a name). Compiled where no branch is an array (a REPEATED column there).
  */
 function unionPlan(
   types: readonly unknown[],
@@ -162,14 +162,15 @@ function unionPlan(
   if (column.mode === 'REPEATED' || (column.type !== 'RECORD' && column.type !== 'STRUCT')) return undefined;
   const columns = column.fields ?? [];
   if (columns.some((c) => c.mode === 'REQUIRED')) return undefined;
+  const names = branchColumns(types, scope.namespace);
   const branches: (Plan | undefined)[] = [];
   for (const type of types) {
     if (type === 'null') {
       branches.push(undefined);
       continue;
     }
-    const name = unnamedBranch(type);
-    const index = name === undefined ? -1 : columns.findIndex((c) => c.name === columnName(name));
+    const name = names.get(branchKey(type as AvroSchema, scope.namespace));
+    const index = name === undefined ? -1 : columns.findIndex((c) => c.name === name);
     if (index < 0) return undefined;
     const plan = planOf(type, columns[index]!, index + 1, scope);
     if (plan === undefined || plan.nullBranch >= 0 || plan.kind === 'union') return undefined;
@@ -184,10 +185,21 @@ function unionPlan(
   };
 }
 
-/** A union branch's key (avro.ts's column name for it) where it is a primitive or a map: no namespace in it. */
-function unnamedBranch(type: unknown): string | undefined {
-  const key = branchKey(type as AvroSchema, '');
-  return primitives.includes(key) || key === 'map' ? key : undefined;
+/**
+ * Each branch's column name by its key, as avro.ts names them: the key's last part, or the whole key
+ * where an earlier branch took that name; no name for an array branch (or a union in a union).
+ */
+function branchColumns(types: readonly unknown[], namespace: string): Map<string, string> {
+  const columns = new Map<string, string>();
+  for (const type of types) {
+    if (type === 'null') continue;
+    const key = branchKey(type as AvroSchema, namespace);
+    let column = columnName(key.slice(key.lastIndexOf('.') + 1));
+    if ([...columns.values()].includes(column)) column = columnName(key);
+    columns.set(key, column);
+  }
+  for (const key of ['array', 'union']) columns.delete(key);
+  return columns;
 }
 
 /**

@@ -4,9 +4,10 @@
  * encode it (#42). Compiled once per writer schema and table, for the records of the common kind: a
  * record of primitives (boolean, int, long, float, double, string, bytes), `date`, the timestamps
  * (`timestamp-*`, `local-timestamp-*`: millis, micros, nanos), `time-millis`, `time-micros` (and
- * Debezium's times), `decimal` (bytes, fixed), `uuid`, enums, `fixed`, nested records, arrays and maps of
- * any of these, each maybe in a union with null, and unions of several primitives or maps (a record of a
- * column per branch), each onto a column of the same name and its type.
+ * Debezium's times, `Json`, `VariableScaleDecimal`), `decimal` (bytes, fixed), `uuid`, enums, `fixed`,
+ * nested records, arrays and maps of any of these, each maybe in a union with null, unions of several of
+ * them but arrays (a record of a column per branch), named types used again by name, each onto a column
+ * of the same name and its type.
  * Any other schema is not compiled (undefined), and any value the path is not sure of (a long beyond ±2^52,
  * a timestamp outside about 1827 to 2112 (1684 to 2255 in milliseconds), text that is not
  * UTF-8, a null for a REQUIRED column, a map key JavaScript's objects would reorder or drop) makes it say
