@@ -136,35 +136,43 @@ function writeValue(w: ProtoWriter, payload: Buffer, plan: Plan): boolean {
       w.double(value);
       return true;
     }
-    case 'zoned': {
-      // Text read where it stands: microseconds where it is canonical UTC, else the general path's.
-      const length = zigzag(payload);
-      const end = at.pos + length;
-      if (at.bad || length < 0 || end > payload.length) return false;
-      const micros = canonicalMicrosIn(payload, at.pos, end);
-      if (Number.isNaN(micros)) return false;
-      w.varint(plan.tag);
-      w.integer(micros);
-      at.pos = end;
-      return true;
-    }
+    case 'zoned':
     case 'string':
     case 'json':
-    case 'bytes': {
-      // A length, then the bytes, copied as they are (a string's must be UTF-8, JSON's text parse).
-      const length = zigzag(payload);
-      const end = at.pos + length;
-      if (at.bad || length < 0 || end > payload.length) return false;
-      if (plan.kind !== 'bytes' && !isUtf8At(payload, at.pos, end)) return false;
-      if (plan.kind === 'json' && !isJsonText(payload, at.pos, end)) return false;
-      w.varint(plan.tag);
-      w.delimitedFrom(payload, at.pos, end);
-      at.pos = end;
-      return true;
-    }
+    case 'bytes':
+      return writeCounted(w, payload, plan.tag, plan.kind);
     default:
       return writeTemporal(w, payload, plan.tag, plan.kind);
   }
+}
+
+/**
+ * A length, then the bytes: copied as they are (a string's must be UTF-8, JSON's text parse whole), or a
+ * `ZonedTimestamp`'s text read where it stands, as microseconds where it is canonical UTC.
+ */
+function writeCounted(
+  w: ProtoWriter,
+  payload: Buffer,
+  tag: number,
+  kind: 'zoned' | 'string' | 'json' | 'bytes',
+): boolean {
+  const length = zigzag(payload);
+  const start = at.pos;
+  const end = start + length;
+  if (at.bad || length < 0 || end > payload.length) return false;
+  if (kind === 'zoned') {
+    const micros = canonicalMicrosIn(payload, start, end);
+    if (Number.isNaN(micros)) return false;
+    w.varint(tag);
+    w.integer(micros);
+  } else {
+    if (kind !== 'bytes' && !isUtf8At(payload, start, end)) return false;
+    if (kind === 'json' && !isJsonText(payload, start, end)) return false;
+    w.varint(tag);
+    w.delimitedFrom(payload, start, end);
+  }
+  at.pos = end;
+  return true;
 }
 
 /** Timestamps as microseconds; DATETIME and TIME as the Storage Write API's civil text. */
