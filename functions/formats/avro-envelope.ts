@@ -9,7 +9,7 @@
  */
 import type { SchemaField } from '../schema/table-schema.js';
 import type { ProtoWriter } from '../sinks/proto-writer.js';
-import { inside, resolve, type Scope, scopeOf } from './avro-names.js';
+import { inside, isObject, resolve, type Scope, scopeOf } from './avro-names.js';
 import { fieldPlans, type Plan } from './avro-plans.js';
 import { at, blockCount, zigzag } from './avro-read.js';
 import { writeFields } from './avro-rows.js';
@@ -36,7 +36,7 @@ export function compileEnvelopeRows(
   schema: unknown,
   target: readonly SchemaField[],
 ): CompiledRows | undefined {
-  if (!isRecord(schema) || !Array.isArray(schema.fields)) return undefined;
+  if (!isObject(schema) || !Array.isArray(schema.fields)) return undefined;
   const scope = scopeOf(schema);
   const steps: Step[] = [];
   for (const field of schema.fields as { name?: unknown; type?: unknown }[]) {
@@ -119,13 +119,13 @@ function skipOf(type: unknown, scope: Scope): Skip | undefined {
     };
   }
   if (typeof type === 'string') {
-    const primitive = primitiveSkips[type];
+    const primitive = Object.hasOwn(primitiveSkips, type) ? primitiveSkips[type] : undefined;
     if (primitive !== undefined) return primitive;
     const named = resolve(type, scope);
     const within = inside(named, scope);
     return named === undefined || within === undefined ? undefined : skipOf(named, within);
   }
-  if (!isRecord(type)) return undefined;
+  if (!isObject(type)) return undefined;
   // Logical types and Debezium's semantic types (times, decimals, ...) are converted there: their
   // conversion may refuse a value, so they are not read past here.
   if (type.logicalType !== undefined) return undefined;
@@ -157,11 +157,13 @@ function skipOf(type: unknown, scope: Scope): Skip | undefined {
       return item === undefined ? undefined : (payload) => blocks(payload, item);
     }
     default:
-      return typeof type.type === 'string' ? primitiveSkips[type.type] : undefined;
+      return typeof type.type === 'string' && Object.hasOwn(primitiveSkips, type.type)
+        ? primitiveSkips[type.type]
+        : undefined;
   }
 }
 
-/** Each block's items read past (a map's keys and values, an array's items). */
+/** An array's blocks of items read past. */
 function blocks(payload: Buffer, item: Skip): boolean {
   for (;;) {
     const count = blockCount(payload);
@@ -178,6 +180,12 @@ function sized(size: number): Skip {
   };
 }
 
+/** An int's or a long's zigzag varint. */
+function varint(payload: Buffer): boolean {
+  zigzag(payload);
+  return !at.bad;
+}
+
 /** A string's or bytes' length, then its bytes. */
 const counted: Skip = (payload) => {
   const length = zigzag(payload);
@@ -189,20 +197,10 @@ const counted: Skip = (payload) => {
 const primitiveSkips: Record<string, Skip> = {
   null: () => true,
   boolean: sized(1),
-  int: (payload) => {
-    zigzag(payload);
-    return !at.bad;
-  },
-  long: (payload) => {
-    zigzag(payload);
-    return !at.bad;
-  },
+  int: varint,
+  long: varint,
   float: sized(4),
   double: sized(8),
   string: counted,
   bytes: counted,
 };
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
-}

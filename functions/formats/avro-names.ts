@@ -71,6 +71,6 @@ function collectNames(type: unknown, namespace: string, names: Map<string, Recor
   collectNames(type.values, inner, names);
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
+export function isObject(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
