@@ -81,6 +81,7 @@ test("a day too short for the schedule is refused; the day's loads spent: record
     BQ_WRITE_MODE: 'load',
     ALERT_TOPIC: alertTopic,
     LOAD_JOBS_PER_TABLE_PER_DAY: '40',
+    SCHEDULE_PERIOD_SECONDS: '300',
   });
   await produce(pipeline.topic, values(2, 25));
   // 40 loads a day cannot serve a run every 5 minutes: refused at start, naming the variables.
