@@ -1,6 +1,6 @@
 import { Timestamp } from '@google-cloud/firestore';
 import type { CheckpointControls } from '../kernel/ports.js';
-import type { CheckpointStore } from './compare-and-swap.js';
+import type { CheckpointStore } from './checkpoint-store.js';
 import { assertHeld, ledgerEntryDoc } from './partition-doc.js';
 
 /** What operators do on purpose (the CLI's seek, pause, resume), each with an audit record. */

@@ -8,7 +8,7 @@ import {
   firestoreError,
   refused,
   type Version,
-} from './compare-and-swap.js';
+} from './checkpoint-store.js';
 import { assertHeld, leaseHeld, leaseOf, partitionStateOf } from './partition-doc.js';
 
 /** Leases: read without taking (peek), taken, renewed, released; and a flush's intents, recorded under them. */

@@ -2,7 +2,7 @@ import { FieldValue, Timestamp } from '@google-cloud/firestore';
 import { FencedError } from '../kernel/errors.js';
 import type { CheckpointCommit, Lease } from '../kernel/ports.js';
 import { partitionId } from '../kernel/records.js';
-import type { CheckpointStore, Decision } from './compare-and-swap.js';
+import type { CheckpointStore, Decision } from './checkpoint-store.js';
 import { ledgerEntryOf, rollUpLedger } from './ledger-entry.js';
 import { assertHeld, ledgerEntryDoc, ledgerId, type PartitionDoc } from './partition-doc.js';
 

@@ -1,6 +1,6 @@
 import { Timestamp } from '@google-cloud/firestore';
 import type { RunSummary } from '../kernel/summary.js';
-import { type CheckpointStore, firestoreError } from './compare-and-swap.js';
+import { type CheckpointStore, firestoreError } from './checkpoint-store.js';
 
 /**
  * Run summaries under `pipelines/{pipeline}/runs/{runId}`: the totals in the run's document, every

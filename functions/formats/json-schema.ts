@@ -2,7 +2,8 @@ import { isUtf8 } from 'node:buffer';
 import type { JsonValue } from '../kernel/records.js';
 import type { SchemaField } from '../schema/table-schema.js';
 import { JsonCursor } from '../sinks/json-cursor.js';
-import { readingOf, readRecord } from '../sinks/json-reader.js';
+import { readingOf } from '../sinks/json-plans.js';
+import { readRecord } from '../sinks/json-reader.js';
 import { type CompiledSchema, columnName, joinPath, UnmappableSchemaError, ValueError } from './mapped.js';
 
 /**

@@ -1,9 +1,20 @@
 import { isUtf8 } from 'node:buffer';
 import { canonicalMicrosIn, dateDaysIn } from '../records/civil-time.js';
-import { maxRecordBytes, type RowShape } from '../records/records.js';
-import type { SchemaField } from '../schema/table-schema.js';
-import { metadataColumns } from '../schema/table-schema.js';
+import { maxRecordBytes } from '../records/records.js';
 import { doubleOf, FALSE, type JsonCursor, NULL, plainDecimal, TRUE } from './json-cursor.js';
+import {
+  BOOL,
+  DATE,
+  DECIMAL,
+  type FieldPlan,
+  FLOAT64,
+  INT64,
+  type MessagePlan,
+  RECORD,
+  type Reading,
+  STRING,
+  TIMESTAMP,
+} from './json-plans.js';
 import type { ProtoWriter } from './proto-writer.js';
 
 /**
@@ -18,91 +29,8 @@ import type { ProtoWriter } from './proto-writer.js';
 /** What a record is read into: a row's protocol buffer writer, or nothing (a record only checked). */
 export type Out = Pick<ProtoWriter, 'varint' | 'integer' | 'double' | 'delimitedFrom' | 'begin' | 'end'>;
 
-const STRING = 1;
-const INT64 = 2;
-const FLOAT64 = 3;
-const BOOL = 4;
-const DECIMAL = 5;
-const DATE = 6;
-const TIMESTAMP = 7;
-const RECORD = 8;
-/** Any other type: a record with a value for it takes the general path. */
-const OTHER = 9;
-
-interface FieldPlan {
-  readonly key: Buffer;
-  readonly tag: number;
-  readonly kind: number;
-  readonly repeated: boolean;
-  readonly required: boolean;
-  /** DECIMAL: digits before and after the point, at most (NUMERIC 29 and 9, BIGNUMERIC 38 and 38). */
-  readonly maxInteger: number;
-  readonly maxScale: number;
-  readonly nested: MessagePlan | undefined;
-}
-
-interface MessagePlan {
-  readonly fields: readonly FieldPlan[];
-  readonly byName: ReadonlyMap<string, number>;
-  readonly required: readonly number[];
-  /** Per field, the object it was last seen in (a duplicate key is the general path's to judge). */
-  readonly seen: Float64Array;
-  stamp: number;
-}
-
-const kinds: Record<string, number> = {
-  STRING,
-  INTEGER: INT64,
-  INT64,
-  FLOAT: FLOAT64,
-  FLOAT64,
-  BOOLEAN: BOOL,
-  BOOL,
-  NUMERIC: DECIMAL,
-  BIGNUMERIC: DECIMAL,
-  DATE,
-  TIMESTAMP,
-  RECORD,
-  STRUCT: RECORD,
-};
-
-const sameType = (a: string, b: string) =>
-  (kinds[a.toUpperCase()] ?? a.toUpperCase()) === (kinds[b.toUpperCase()] ?? b.toUpperCase());
-
-/** What a route's reading needs besides the plans: whether unknown fields are skipped, and which are not. */
-export interface Reading {
-  readonly root: MessagePlan;
-  readonly ignoreUnknown: boolean;
-  readonly reserved: ReadonlySet<string>;
-  /**
-   * The record's text goes out as the row's JSON (insert-all, merge): a value whose text BigQuery would
-   * read otherwise than the general path's row (a REPEATED null, which that path sends as [], a FLOAT64
-   * too large for a double, which it sends as "Infinity", and -0, which it sends as 0) is left to that path.
-   */
-  readonly asText: boolean;
-}
-
 /** Kafka timestamps whose microseconds are exact as a number (years 1685 to 2255); others take the general path. */
 export const maxMs = 9e12;
-
-/**
- * How a route's records are read against `target` (whose field numbers the written fields use), or
- * undefined where this path does not apply: no shape to check against, headers as a column, a field
- * named as a metadata column, or a table whose columns differ from the shape's.
- */
-export function readingOf(
-  shape: RowShape | undefined,
-  target: readonly SchemaField[],
-  asText: boolean,
-): Reading | undefined {
-  if (shape === undefined || shape.metadata?.headers === true) return undefined;
-  const reserved = new Set<string>(metadataColumns);
-  if (shape.fields.some((f) => reserved.has(f.name))) return undefined;
-  const root = planMessage(shape.fields, target);
-  if (root === undefined) return undefined;
-  // As text, a field the table does not have would go to BigQuery with the row: never skipped.
-  return { root, ignoreUnknown: !asText && shape.unknownFields === 'ignore', reserved, asText };
-}
 
 /**
  * Reads a record's value (one record at a time, on one thread: the cursor is the caller's), writing its
@@ -275,40 +203,4 @@ function civil(c: JsonCursor, f: FieldPlan, w: Out): boolean {
   w.integer(n);
   c.at = q + 1;
   return true;
-}
-
-function planMessage(shape: readonly SchemaField[], target: readonly SchemaField[]): MessagePlan | undefined {
-  const fields: FieldPlan[] = [];
-  for (const field of shape) {
-    const index = target.findIndex((t) => t.name === field.name);
-    const to = target[index];
-    const mode = field.mode ?? 'NULLABLE';
-    if (to === undefined || !sameType(to.type, field.type) || (to.mode ?? 'NULLABLE') !== mode)
-      return undefined;
-    const type = field.type.toUpperCase();
-    const kind = kinds[type] ?? OTHER;
-    let nested: MessagePlan | undefined;
-    if (kind === RECORD) {
-      nested = planMessage(field.fields ?? [], to.fields ?? []);
-      if (nested === undefined) return undefined;
-    }
-    const wire = kind === FLOAT64 ? 1 : kind === STRING || kind === DECIMAL || kind === RECORD ? 2 : 0;
-    fields.push({
-      key: Buffer.from(field.name, 'utf8'),
-      tag: ((index + 1) << 3) | wire,
-      kind,
-      repeated: mode === 'REPEATED',
-      required: mode === 'REQUIRED',
-      maxInteger: type === 'NUMERIC' ? 29 : 38,
-      maxScale: type === 'NUMERIC' ? 9 : 38,
-      nested,
-    });
-  }
-  return {
-    fields,
-    byName: new Map(shape.map((f, i) => [f.name, i])),
-    required: fields.flatMap((f, i) => (f.required ? [i] : [])),
-    seen: new Float64Array(fields.length),
-    stamp: 0,
-  };
 }

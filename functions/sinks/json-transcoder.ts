@@ -3,7 +3,8 @@ import type { KafkaRecord } from '../kernel/records.js';
 import type { RowShape } from '../records/records.js';
 import type { SchemaField } from '../schema/table-schema.js';
 import { JsonCursor } from './json-cursor.js';
-import { maxMs, readingOf, readRecord } from './json-reader.js';
+import { readingOf } from './json-plans.js';
+import { maxMs, readRecord } from './json-reader.js';
 import type { ProtoWriter } from './proto-writer.js';
 
 /**

@@ -1,4 +1,5 @@
-import kafkajs, { type Admin, type Consumer, type Kafka } from 'kafkajs';
+import type kafkajs from 'kafkajs';
+import type { Admin, Consumer, Kafka } from 'kafkajs';
 import { DrainError } from '../kernel/errors.js';
 import type { Logger } from '../kernel/logger.js';
 import type { Source, SourceReader } from '../kernel/ports.js';
@@ -7,10 +8,9 @@ import { backoffDelay, type RetryPolicy } from '../kernel/retry.js';
 import { sleep } from '../kernel/timers.js';
 import { createBatchQueue } from './batch-queue.js';
 import { registerCompressionCodecs } from './codecs.js';
+import { explicitAssigner } from './explicit-assigner.js';
 import { headTimestamps } from './head-probe.js';
 import { kafkaError } from './kafka-client.js';
-
-const { AssignerProtocol } = kafkajs;
 
 /**
  * Reads exact offset ranges with kafkajs, which has no `assign()`. Each reader joins a consumer group of
@@ -243,38 +243,6 @@ async function openReader(
       }
     },
   };
-}
-
-/** An assigner that gives the (only) member of the group exactly the partitions this run leased. */
-function explicitAssigner(positions: readonly Position[]) {
-  const assignment: Record<string, number[]> = {};
-  for (const [topic, ps] of groupByTopic(positions)) assignment[topic] = ps.map((p) => p.partition);
-  return () => ({
-    name: 'KafkaBigQueryDrainExplicit',
-    version: 1,
-    async assign({ members }: { members: { memberId: string }[] }) {
-      return members.map((member, i) => ({
-        memberId: member.memberId,
-        memberAssignment: AssignerProtocol.MemberAssignment.encode({
-          version: 1,
-          assignment: i === 0 ? assignment : {},
-          userData: Buffer.alloc(0),
-        }),
-      }));
-    },
-    protocol({ topics }: { topics: string[] }) {
-      return {
-        name: 'KafkaBigQueryDrainExplicit',
-        metadata: AssignerProtocol.MemberMetadata.encode({ version: 1, topics, userData: Buffer.alloc(0) }),
-      };
-    },
-  });
-}
-
-function groupByTopic(positions: readonly Position[]): Map<string, Position[]> {
-  const byTopic = new Map<string, Position[]>();
-  for (const p of positions) byTopic.set(p.topic, [...(byTopic.get(p.topic) ?? []), p]);
-  return byTopic;
 }
 
 /** Most records carry no headers: they share these (read-only) instead of two new objects each. */
