@@ -37,12 +37,10 @@ function counterOf(pipeline: { id: string; dataset: string; table: string }) {
 
 test('a flush is one load job for all its partitions: counted for the day, named in the ledger, done in BigQuery', async () => {
   const partitions = 3;
-  // Hourly runs with the whole day's loads: a run may take 62, whatever the hour (the pacing allows its share).
+  // createPipeline's hourly runs with the whole day's loads: a run may take 62, whatever the hour.
   const pipeline = await createPipeline(clients, partitions, {
     BQ_WRITE_MODE: 'load',
     BATCH_MAX_RECORDS: '40',
-    LOAD_JOBS_PER_TABLE_PER_DAY: '1500',
-    SCHEDULE_PERIOD_SECONDS: '3600',
   });
   await produce(pipeline.topic, values(partitions, 100));
   const drained = await runJob(pipeline.env);

@@ -42,8 +42,6 @@ describe.each(['storage-write', 'load'])('%s mode', (mode) => {
     const pipeline = await createPipeline(clients, 1, {
       BQ_WRITE_MODE: mode,
       TRANSFORM_MODULE: transformModule,
-      LOAD_JOBS_PER_TABLE_PER_DAY: '1500',
-      SCHEDULE_PERIOD_SECONDS: '3600',
     });
     const kcat = (key: string, headers: string[], value: object) =>
       run(
