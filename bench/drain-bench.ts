@@ -18,7 +18,8 @@
  * - 1,000 partitions (10 topics x 100, 3 records each): a run that drains them all, then an idle run;
  * - the same wide records as Avro, Protobuf and JSON Schema through the registry: storage-write at N (three
  *   rounds) and 4N, insert-all and load at N, and the null sink, beside JSON's; and the record path alone
- *   in this process, per format, the general path against the compiled one (record-path.ts).
+ *   in this process, per format, the general path against the compiled one (record-path.ts), and cdc
+ *   mode's on Debezium's Avro change events (debezium-path.ts).
  * Firestore reads and writes are counted for every drain. Results are printed and written to
  * `bench/results/<run>.json` so that runs can be compared. Timing goals live here, never in tests.
  */

@@ -3,7 +3,8 @@
  * JSON Schema (values as their producers frame them), each through the general path (decode, convert,
  * validate, encode the row) and through the compiled path (the bytes straight to the row's message, the
  * metadata columns included), rounds alternating, the median round standing. No Kafka, no BigQuery: what
- * a record costs between its bytes and its row, before and after the compiled paths (#42).
+ * a record costs between its bytes and its row, before and after the compiled paths (#42). And cdc
+ * mode's: Debezium's Avro change events to the upsert's message (debezium-path.ts).
  */
 import { compileAvro } from '../functions/formats/avro.js';
 import { compileJsonSchema } from '../functions/formats/json-schema.js';
@@ -18,6 +19,7 @@ import { ProtoWriter } from '../functions/sinks/proto-writer.js';
 import { compileRowEncoder } from '../functions/sinks/row-encoder.js';
 import { generalFormat } from '../test/support/differential.js';
 import { wideAvroSchema, wideAvroValue } from './avro-shape.js';
+import { debeziumPathFigures } from './debezium-path.js';
 import { wideJsonSchema, wideJsonSchemaValue, wideProto, wideProtobufValue } from './registry-shapes.js';
 import { wide } from './shapes.js';
 
@@ -98,7 +100,10 @@ function measure(subject: Subject, rounds: number): PathFigures {
   };
 }
 
-/** The four formats' figures on `count` wide records, `rounds` alternating rounds each. */
+/**
+ * The four formats' figures on `count` wide records, `rounds` alternating rounds each; then cdc mode's on
+ * as many Debezium Avro events (debezium-path.ts).
+ */
 export async function recordPathFigures(count: number, rounds = 5): Promise<PathFigures[]> {
   const indexes = Array.from({ length: count }, (_, i) => i);
   const subjects: Subject[] = [];
@@ -155,7 +160,7 @@ export async function recordPathFigures(count: number, rounds = 5): Promise<Path
       direct: (w, record, micros) => rows(w, record.value!, header) && meta(w, record, micros),
     });
   }
-  return subjects.map((s) => measure(s, rounds));
+  return [...subjects.map((s) => measure(s, rounds)), await debeziumPathFigures(count, rounds)];
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
