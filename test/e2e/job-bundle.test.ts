@@ -54,7 +54,7 @@ function runBundle(env: Record<string, string>, args = ['run']) {
   }>((resolve, reject) => {
     execFile(
       process.execPath,
-      ['--require', hook, '--max-old-space-size=192', '--initial-old-space-size=96', bundle, ...args],
+      ['--require', hook, ...imageNodeFlags(root), bundle, ...args],
       {
         env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env, KBD_LOADED: loadedFile },
         maxBuffer: 16 * 1024 * 1024,
