@@ -8,23 +8,11 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { BigQuery } from '@google-cloud/bigquery';
 import avro from 'avsc';
-import { compileAvro } from '../functions/formats/avro.js';
-import { afterFields } from '../functions/formats/route-values.js';
-import { createRawAvroFormat, type ValueFormat } from '../functions/formats/value-format.js';
-import { createMemoryLogger } from '../functions/kernel/logger.js';
 import type { KafkaRecord } from '../functions/kernel/records.js';
-import { createCdcSink } from '../functions/modes/cdc/cdc-sink.js';
-import {
-  type ChangePolicy,
-  changeSequenceColumn,
-  changeTypeColumn,
-  classifyChanges,
-} from '../functions/records/changes.js';
-import type { RowShape } from '../functions/records/records.js';
+import { type ChangePolicy, classifyChanges } from '../functions/records/changes.js';
 import { targetTableSchema } from '../functions/schema/table-schema.js';
-import { messageFormat } from '../functions/sinks/storage-write-streams.js';
+import { cdcMessage, debeziumAvro, encodingCdcSink } from '../test/support/cdc-encoding.js';
 import type { PathFigures } from './record-path.js';
 
 const envelopeSchema = readFileSync(
@@ -90,42 +78,12 @@ function cpuUsOf(started: NodeJS.CpuUsage): number {
 
 /** The general path against the compiled one on `count` events, `rounds` alternating rounds. */
 export async function debeziumPathFigures(count: number, rounds = 5): Promise<PathFigures> {
-  const compiled = compileAvro(envelopeSchema);
-  const format: ValueFormat = {
-    ...createRawAvroFormat(envelopeSchema),
-    directRows(target) {
-      const rows = compiled.envelopeRows?.(target);
-      return (w, record) => rows !== undefined && record.value !== null && rows(w, record.value, 0);
-    },
-  };
-  const shape: RowShape = {
-    fields: afterFields(compiled.fields),
-    unknownFields: 'reject',
-    metadata: { headers: false, keyText: true },
-  };
+  const { format, shape } = debeziumAvro(envelopeSchema);
   const primaryKey = ['id'];
   const target = targetTableSchema(shape.fields, shape.metadata!);
-  const sink = createCdcSink({
-    bigquery: {} as BigQuery, // never reached: encoding makes no call
-    writer: () => {
-      throw new Error('no call is made while encoding');
-    },
-    project: 'p',
-    dataset: 'd',
-    table: 't',
-    location: null,
-    schema: target,
-    maxStaleness: null,
-    logger: createMemoryLogger(),
-  });
-  // The general path's rows become the message the cdc sink sends: every column NULLABLE, then the change columns.
-  const message = messageFormat(
-    [
-      ...target,
-      { name: changeTypeColumn, type: 'STRING' as const },
-      { name: changeSequenceColumn, type: 'STRING' as const },
-    ].map((f) => (f.mode === 'REQUIRED' ? { ...f, mode: 'NULLABLE' as const } : f)),
-  );
+  const sink = encodingCdcSink(target);
+  // The general path's rows become the message the cdc sink sends them as.
+  const message = cdcMessage(target);
   const policy: ChangePolicy = { format: 'debezium', primaryKey, shape, valueFormat: format };
   const records = events(count);
   const ingestedAt = new Date();

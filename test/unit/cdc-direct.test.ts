@@ -5,54 +5,18 @@
  * whose primary key is null or missing, or that the path is not sure of, is left to the general path.
  * Nothing here reaches a service: encoding is pure.
  */
-import type { BigQuery } from '@google-cloud/bigquery';
 import avro from 'avsc';
 import { describe, expect, test } from 'vitest';
 import { compileAvro } from '../../functions/formats/avro.js';
-import { afterFields } from '../../functions/formats/route-values.js';
 import { createRawAvroFormat, type ValueFormat } from '../../functions/formats/value-format.js';
-import { createMemoryLogger } from '../../functions/kernel/logger.js';
 import type { KafkaRecord } from '../../functions/kernel/records.js';
-import { createCdcSink } from '../../functions/modes/cdc/cdc-sink.js';
-import {
-  type ChangePolicy,
-  changeSequenceColumn,
-  changeTypeColumn,
-  classifyChanges,
-} from '../../functions/records/changes.js';
+import { type ChangePolicy, changeTypeColumn, classifyChanges } from '../../functions/records/changes.js';
 import type { RowShape } from '../../functions/records/records.js';
 import { type SchemaField, targetTableSchema } from '../../functions/schema/table-schema.js';
-import { messageFormat } from '../../functions/sinks/storage-write-streams.js';
+import { cdcMessage, debeziumAvro, encodingCdcSink } from '../support/cdc-encoding.js';
 import { pick, random } from '../support/differential.js';
 
 const ingestedAt = new Date(1733300001000);
-
-/** The cdc table's message as BigQuery's CDC is sent it: every column NULLABLE, then the change columns. */
-function cdcMessage(target: readonly SchemaField[]) {
-  return messageFormat(
-    [
-      ...target,
-      { name: changeTypeColumn, type: 'STRING' },
-      { name: changeSequenceColumn, type: 'STRING' },
-    ].map((f) => (f.mode === 'REQUIRED' ? { ...f, mode: 'NULLABLE' as const } : f)),
-  );
-}
-
-function sinkFor(target: readonly SchemaField[]) {
-  return createCdcSink({
-    bigquery: {} as BigQuery, // never reached: encoding makes no call
-    writer: () => {
-      throw new Error('no call is made while encoding');
-    },
-    project: 'p',
-    dataset: 'd',
-    table: 't',
-    location: null,
-    schema: target,
-    maxStaleness: null,
-    logger: createMemoryLogger(),
-  });
-}
 
 function recordOf(value: Buffer | null, offset: number): KafkaRecord {
   return {
@@ -78,7 +42,7 @@ async function compare(
   changes: ChangePolicy['format'] = 'upsert',
 ) {
   const target = targetTableSchema(shape.fields, shape.metadata!);
-  const sink = sinkFor(target);
+  const sink = encodingCdcSink(target);
   const encode = cdcMessage(target).encode;
   const policy: ChangePolicy = {
     format: changes,
@@ -295,20 +259,7 @@ describe('cdc upserts straight from their bytes', () => {
         },
       ],
     };
-    const text = JSON.stringify(envelope);
-    const compiled = compileAvro(text);
-    const format: ValueFormat = {
-      ...createRawAvroFormat(text),
-      directRows(target) {
-        const rows = compiled.envelopeRows?.(target);
-        return (w, record) => rows !== undefined && record.value !== null && rows(w, record.value, 0);
-      },
-    };
-    const shape: RowShape = {
-      fields: afterFields(compiled.fields),
-      unknownFields: 'reject',
-      metadata: { headers: false, keyText: true },
-    };
+    const { format, shape } = debeziumAvro(JSON.stringify(envelope));
     // Encoded by avsc, as Confluent's serializers write Avro (the wire format's header aside).
     const type = avro.Type.forSchema(envelope as avro.Schema, { wrapUnions: true });
     const next = random(42);
@@ -416,9 +367,9 @@ describe('cdc upserts straight from their bytes', () => {
   test('no direct path without a primary key, nor where the table lacks the metadata columns', async () => {
     const fields: SchemaField[] = [{ name: 'id', type: 'STRING' }];
     const shape: RowShape = { fields, unknownFields: 'reject', metadata: { headers: false, keyText: true } };
-    const sink = sinkFor(targetTableSchema(fields, shape.metadata!));
+    const sink = encodingCdcSink(targetTableSchema(fields, shape.metadata!));
     expect(await sink.startEncoding(shape, undefined, [])).toBeUndefined();
     expect(await sink.startEncoding(shape, undefined, ['id'])).toBeDefined();
-    expect(await sinkFor(fields).startEncoding(shape, undefined, ['id'])).toBeUndefined();
+    expect(await encodingCdcSink(fields).startEncoding(shape, undefined, ['id'])).toBeUndefined();
   });
 });
