@@ -1,10 +1,10 @@
 /**
  * cdc mode's record path alone, in this process: Debezium's PostgreSQL change events through Confluent's
- * Avro converter (the connector's customers envelope, test/fixtures/debezium), creates and updates as a
- * table's stream mostly carries them, each through the general path (decode the envelope, unwrap its
- * `after`, convert, validate, then the cdc table's message with its change columns) and through the
- * compiled one (the cdc sink's `startEncoding`: the bytes straight to the upsert's message), rounds
- * alternating, the median round standing. No Kafka, no BigQuery (#42).
+ * Avro converter (the connector's customers envelope, test/fixtures/debezium), creates, updates and deletes
+ * as a table's stream mostly carries them, each through the general path (decode the envelope, unwrap its
+ * `after` or its `before`'s key, convert, validate, then the cdc table's message with its change columns)
+ * and through the compiled one (the cdc sink's `startEncoding`: the bytes straight to the change's
+ * message), rounds alternating, the median round standing. No Kafka, no BigQuery (#42).
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -37,14 +37,17 @@ function customer(i: number) {
   };
 }
 
-/** `count` events: creates, updates carrying the row as it was (one in four), as Confluent frames Avro. */
+/**
+ * `count` events as Confluent frames Avro: creates, updates carrying the row as it was (one in four), and
+ * deletes carrying it (one in ten).
+ */
 function events(count: number): KafkaRecord[] {
   const type = avro.Type.forSchema(JSON.parse(envelopeSchema) as avro.Schema);
   return Array.from({ length: count }, (_, i) => {
-    const update = i % 4 === 3;
+    const op = i % 10 === 5 ? 'd' : i % 4 === 3 ? 'u' : 'c';
     const payload = type.toBuffer({
-      before: update ? { ...customer(i), name: `earlier ${i}` } : null,
-      after: customer(i),
+      before: op === 'c' ? null : op === 'u' ? { ...customer(i), name: `earlier ${i}` } : customer(i),
+      after: op === 'd' ? null : customer(i),
       source: {
         version: '3.0.0.Final',
         connector: 'postgresql',
@@ -56,7 +59,7 @@ function events(count: number): KafkaRecord[] {
         txId: 700 + i,
         lsn: 34000000 + i * 8,
       },
-      op: update ? 'u' : 'c',
+      op,
       ts_ms: 1733300000999 + i,
     });
     return {
@@ -107,7 +110,8 @@ export async function debeziumPathFigures(count: number, rounds = 5): Promise<Pa
     encoding.finish();
     return cpuUsOf(started) / records.length;
   };
-  // The figures stand for the same messages: the first events (creates and an update) checked byte for byte.
+  // The figures stand for the same messages: the first events (creates, an update, a delete) checked byte
+  // for byte.
   const sample = records.slice(0, 8);
   const check = await sink.startEncoding(shape, format, primaryKey);
   for (const record of sample) check?.addRecord(record, ingestedAt);

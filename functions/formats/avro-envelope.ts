@@ -1,11 +1,13 @@
 /**
  * Debezium's change events in Avro (the Confluent converter's envelope: `before`, `after`, `source`, `op`,
- * `ts_ms`, `transaction`), straight to the cdc table's row: the `after` record's fields are written as a
- * record's are (avro-rows.ts), the rest of the envelope is read past, and `op` must say the row was
- * created, read or updated (#42). Compiled once per writer schema and table. A record the path is not sure
- * of takes the general path (debezium.ts), which then gives it its fate: a delete, an event without
- * `after`, a value the row's plans refuse in `after` or in `before` (read by them and not kept: its
- * conversion there may refuse it), an envelope part of a type whose conversion could fail.
+ * `ts_ms`, `transaction`), straight to the cdc table's row (#42): for a row created, read or updated (`op`
+ * `c`, `r`, `u`), the `after` record's fields written as a record's are (avro-rows.ts); for a row deleted
+ * (`d`, `after` null), the primary key's columns of its `before` record, and `envelopeChange` says so. The
+ * rest of the envelope is read past. Compiled once per writer schema, table and primary key. A record the
+ * path is not sure of takes the general path (debezium.ts), which then gives it its fate: an event without
+ * the row its op needs, a value the row's plans refuse in `after` or in `before` (read by them, its
+ * columns beyond the key not kept: their conversion there may refuse it), an envelope part of a type whose
+ * conversion could fail.
  */
 import type { SchemaField } from '../schema/table-schema.js';
 import type { ProtoWriter } from '../sinks/proto-writer.js';
@@ -14,7 +16,7 @@ import { fieldPlans, type Plan } from './avro-plans.js';
 import { at, blockCount, zigzag } from './avro-read.js';
 import { writeFields } from './avro-rows.js';
 import { connectMapping } from './avro-types.js';
-import type { CompiledRows } from './mapped.js';
+import { type CompiledRows, envelopeChange } from './mapped.js';
 
 /** Reads past one value at `at.pos`; false where it cannot be read. */
 type Skip = (payload: Buffer) => boolean;
@@ -22,25 +24,35 @@ type Skip = (payload: Buffer) => boolean;
 /** One envelope field: read past, the `before` row read (and not kept) or the `after` row written, `op` checked. */
 type Step =
   | { readonly kind: 'skip'; readonly skip: Skip }
-  | { readonly kind: 'before' | 'after'; readonly nullBranch: number; readonly plans: readonly Plan[] }
+  | {
+      readonly kind: 'before' | 'after';
+      readonly nullBranch: number;
+      readonly plans: readonly Plan[];
+      /** Per plan, whether its column is the primary key's (what a delete's row keeps of `before`). */
+      readonly key: readonly boolean[];
+    }
   | { readonly kind: 'op' };
 
 /** Ops that upsert the `after` row: create, snapshot read, update (as `c`, `r`, `u` in UTF-8). */
 const upsertOps = new Set([0x63, 0x72, 0x75]);
+/** The op that deletes the `before` row's key (`d`). */
+const deleteOp = 0x64;
 
 /**
  * The compiled rows of a Debezium envelope's writer schema into the cdc table (`target`: its columns,
  * metadata included, the `after` record's fields among them), or undefined where this path does not apply.
+ * Deletes are taken only when the table's primary key is given (its columns REQUIRED in `target`).
  */
 export function compileEnvelopeRows(
   schema: unknown,
   target: readonly SchemaField[],
+  primaryKey?: readonly string[],
 ): CompiledRows | undefined {
   if (!isObject(schema) || !Array.isArray(schema.fields)) return undefined;
   const scope = scopeOf(schema);
   const steps: Step[] = [];
   for (const field of schema.fields as { name?: unknown; type?: unknown }[]) {
-    const step = stepOf(field.name, field.type, target, scope);
+    const step = stepOf(field.name, field.type, target, scope, primaryKey ?? []);
     if (step === undefined) return undefined;
     steps.push(step);
   }
@@ -49,12 +61,23 @@ export function compileEnvelopeRows(
     steps.filter((s) => s.kind === 'op').length !== 1
   )
     return undefined;
-  return (w, payload, start) => writeEnvelope(w, payload, start, steps);
+  const deletes = primaryKey !== undefined && primaryKey.length > 0;
+  return (w, payload, start) => writeEnvelope(w, payload, start, steps, deletes);
 }
 
-function writeEnvelope(w: ProtoWriter, payload: Buffer, start: number, steps: readonly Step[]): boolean {
+function writeEnvelope(
+  w: ProtoWriter,
+  payload: Buffer,
+  start: number,
+  steps: readonly Step[],
+  deletes: boolean,
+): boolean {
   at.pos = start;
   at.bad = false;
+  envelopeChange.deleted = false;
+  // Where the `before` row's key columns stand in the message (-1: none written), and whether `after` was.
+  let keyAt = -1;
+  let after = false;
   for (const step of steps) {
     switch (step.kind) {
       case 'skip':
@@ -64,26 +87,39 @@ function writeEnvelope(w: ProtoWriter, payload: Buffer, start: number, steps: re
         const branch = zigzag(payload);
         if (at.bad) return false;
         if (branch === step.nullBranch) break;
-        // The row as it was, read by the row's plans (which refuse whatever the general path might) and
-        // written where the next field's bytes then go: nothing of it is kept.
+        // The row as it was, read by the row's plans (which refuse whatever the general path might), its
+        // key's columns kept in the message for a delete; an `after` row written takes their place.
         const mark = w.position;
-        if (!writeFields(w, payload, step.plans)) return false;
-        w.position = mark;
+        if (!writeFields(w, payload, step.plans, step.key)) return false;
+        if (after || !deletes) w.position = mark;
+        else keyAt = mark;
         break;
       }
-      case 'after':
-        if (zigzag(payload) !== 1 - step.nullBranch || at.bad) return false;
+      case 'after': {
+        const branch = zigzag(payload);
+        if (at.bad) return false;
+        if (branch === step.nullBranch) break;
+        if (branch !== 1 - step.nullBranch) return false;
+        if (keyAt >= 0) w.position = keyAt;
+        keyAt = -1;
+        after = true;
         if (!writeFields(w, payload, step.plans)) return false;
         break;
+      }
       case 'op': {
         const length = zigzag(payload);
         if (at.bad || length !== 1 || at.pos >= payload.length) return false;
-        if (!upsertOps.has(payload[at.pos++]!)) return false;
+        const op = payload[at.pos++]!;
+        if (op === deleteOp) envelopeChange.deleted = true;
+        else if (!upsertOps.has(op)) return false;
         break;
       }
     }
   }
-  return at.pos === payload.length;
+  if (at.pos !== payload.length) return false;
+  // A delete: its `before` row's key alone (an `after` row with it: the general path's); an upsert: its `after`.
+  if (envelopeChange.deleted) return keyAt >= 0 && !after;
+  return after;
 }
 
 function stepOf(
@@ -91,6 +127,7 @@ function stepOf(
   type: unknown,
   target: readonly SchemaField[],
   scope: Scope,
+  primaryKey: readonly string[],
 ): Step | undefined {
   if (name === 'op') return type === 'string' ? { kind: 'op' } : undefined;
   if (name === 'before' || name === 'after') {
@@ -101,7 +138,10 @@ function stepOf(
     const row = resolve(type[1 - nullBranch], scope);
     const within = inside(row, scope);
     const plans = within && fieldPlans(row, target, true, within);
-    return plans === undefined ? undefined : { kind: name, nullBranch, plans };
+    if (plans === undefined) return undefined;
+    // fieldPlans makes one plan per field of the record, in its order.
+    const fields = (row as { fields: { name: string }[] }).fields;
+    return { kind: name, nullBranch, plans, key: fields.map((f) => primaryKey.includes(f.name)) };
   }
   const skip = skipOf(type, scope);
   return skip === undefined ? undefined : { kind: 'skip', skip };

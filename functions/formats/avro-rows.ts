@@ -52,29 +52,43 @@ function writeRecord(w: ProtoWriter, payload: Buffer, start: number, plans: read
   return writeFields(w, payload, plans) && at.pos === payload.length;
 }
 
-/** A record's fields at `at.pos`, each by its plan (a Debezium envelope's `after` row too: avro-envelope.ts). */
-export function writeFields(w: ProtoWriter, payload: Buffer, plans: readonly Plan[]): boolean {
+/**
+ * A record's fields at `at.pos`, each by its plan (a Debezium envelope's rows too: avro-envelope.ts); with
+ * `keep`, only the fields it marks stay in the message (the others are read, checked, and written over).
+ */
+export function writeFields(
+  w: ProtoWriter,
+  payload: Buffer,
+  plans: readonly Plan[],
+  keep?: readonly boolean[],
+): boolean {
   for (let f = 0; f < plans.length; f++) {
-    const plan = plans[f]!;
-    if (plan.kind === 'union' || plan.nullBranch >= 0) {
-      const branch = unionBranch(payload, plan.nullBranch, plan.required);
-      if (branch === refused) return false;
-      if (branch === absent) continue;
-      if (plan.kind === 'union') {
-        // The branch's column alone in the union's record (the others are NULL: absent).
-        const taken = plan.branches[branch];
-        if (taken === undefined) return false;
-        w.varint(plan.tag);
-        const begun = w.begin();
-        if (!writeValue(w, payload, taken)) return false;
-        w.end(begun);
-        continue;
-      }
-      if (branch !== 1 - plan.nullBranch) return false;
-    }
-    if (!writeValue(w, payload, plan)) return false;
+    const mark = w.position;
+    if (!writeField(w, payload, plans[f]!)) return false;
+    if (keep !== undefined && !keep[f]) w.position = mark;
   }
   return true;
+}
+
+/** One field's value (nothing where it is null and may be). */
+function writeField(w: ProtoWriter, payload: Buffer, plan: Plan): boolean {
+  if (plan.kind === 'union' || plan.nullBranch >= 0) {
+    const branch = unionBranch(payload, plan.nullBranch, plan.required);
+    if (branch === refused) return false;
+    if (branch === absent) return true;
+    if (plan.kind === 'union') {
+      // The branch's column alone in the union's record (the others are NULL: absent).
+      const taken = plan.branches[branch];
+      if (taken === undefined) return false;
+      w.varint(plan.tag);
+      const begun = w.begin();
+      if (!writeValue(w, payload, taken)) return false;
+      w.end(begun);
+      return true;
+    }
+    if (branch !== 1 - plan.nullBranch) return false;
+  }
+  return writeValue(w, payload, plan);
 }
 
 function writeValue(w: ProtoWriter, payload: Buffer, plan: Plan): boolean {

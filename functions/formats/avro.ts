@@ -65,7 +65,7 @@ export function compileAvro(schemaText: string): AvroCompiled {
     decode: (payload) => convert(readAvro(() => type.fromBuffer(payload), name)),
     recordName: () => type.name,
     rows: (target) => compileAvroRows(schema, target),
-    envelopeRows: (target) => compileEnvelopeRows(schema, target),
+    envelopeRows: (target, primaryKey) => compileEnvelopeRows(schema, target, primaryKey),
     membersText: (columns) => compileAvroText(schema, columns),
   };
 }

@@ -19,12 +19,13 @@ export interface CompiledSchema {
    * The payload's row written straight into the table's message (`target`: its columns, metadata included),
    * where the format compiles such a path for this schema (avro-rows.ts); undefined: never.
    */
-  rows?(target: readonly SchemaField[]): CompiledRows | undefined;
+  rows?(target: readonly SchemaField[], primaryKey?: readonly string[]): CompiledRows | undefined;
   /**
-   * Where the payload is a Debezium envelope (cdc mode), its `after` row written straight into the cdc
-   * table's message, for the events that upsert it (avro-envelope.ts); undefined: never.
+   * Where the payload is a Debezium envelope (cdc mode), its change written straight into the cdc table's
+   * message: the `after` row of an upsert, and with `primaryKey` the key of a delete's `before` row
+   * (avro-envelope.ts; `envelopeChange` says which); undefined: never.
    */
-  envelopeRows?(target: readonly SchemaField[]): CompiledRows | undefined;
+  envelopeRows?(target: readonly SchemaField[], primaryKey?: readonly string[]): CompiledRows | undefined;
   /**
    * Where the payload is JSON text whose fields are the columns as they are (JSON Schema without JSON
    * columns or renamed properties), those columns: the modes that send rows as JSON text (insert-all,
@@ -42,6 +43,13 @@ export interface CompiledSchema {
   /** The full name of the record type a payload holds (a route's `when: {recordName}`), if it has one. */
   recordName?(payload: Buffer): string | undefined;
 }
+
+/**
+ * What the last envelope written by an `envelopeRows` path asked for: its row deleted (the message then
+ * holds the primary key's columns alone) or upserted. Set by each envelope, read right after it: one record
+ * at a time, on one thread.
+ */
+export const envelopeChange = { deleted: false };
 
 /**
  * Whether bytes `start` to `end` are UTF-8: ASCII (most text) checked byte by byte, the rest by Node (a

@@ -31,9 +31,13 @@ export interface ValueFormat {
   /**
    * A record's row written straight from its bytes into the table's message (`target`: its columns,
    * metadata included), for the schemas where a compiled path exists: false sends the record the general
-   * way (decode, validate, encode). Absent: the format has no such path.
+   * way (decode, validate, encode). Absent: the format has no such path. `primaryKey`: cdc mode's table
+   * key (a Debezium envelope's delete is then taken too).
    */
-  directRows?(target: readonly SchemaField[]): (writer: ProtoWriter, record: KafkaRecord) => boolean;
+  directRows?(
+    target: readonly SchemaField[],
+    primaryKey?: readonly string[],
+  ): (writer: ProtoWriter, record: KafkaRecord) => boolean;
   /**
    * The columns a record's payload holds as JSON text of just those fields (its schema's `textFields`),
    * after the wire format's header: the modes that send rows as JSON text may send that text. Undefined:
@@ -182,7 +186,7 @@ export function createRegistryFormat(options: RegistryFormatOptions): ValueForma
         if (entry !== undefined && 'wait' in entry) throw new PartitionWaitsError(entry.wait);
       }
     },
-    directRows(target) {
+    directRows(target, primaryKey) {
       // Per schema id, compiled the first time a record names it (null: no compiled path for it).
       const byId = new Map<number, AvroRows | null>();
       return (writer, record) => {
@@ -193,7 +197,7 @@ export function createRegistryFormat(options: RegistryFormatOptions): ValueForma
         if (rows === undefined) {
           const entry = known.get(id);
           if (entry === undefined) return false;
-          rows = ('compiled' in entry ? entry.compiled.rows?.(target) : undefined) ?? null;
+          rows = ('compiled' in entry ? entry.compiled.rows?.(target, primaryKey) : undefined) ?? null;
           byId.set(id, rows);
         }
         return rows?.(writer, value, 5) === true;

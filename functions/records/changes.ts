@@ -49,7 +49,7 @@ export async function classifyChanges(
   records: readonly KafkaRecord[],
   policy: ChangePolicy,
   ingestedAt: Date,
-  /** Takes an upsert's record straight from its bytes (true), or leaves it to the general path. */
+  /** Takes a change's record straight from its bytes (true), or leaves it to the general path. */
   direct?: (record: KafkaRecord) => boolean,
 ): Promise<ClassifiedChanges> {
   const rows: RowToWrite[] = [];

@@ -2,7 +2,8 @@
  * A table's rows written straight from the records' bytes where a compiled path applies (#42): JSON text
  * through the route's shape (json-transcoder.ts), a registry format's binary through its `directRows`,
  * each followed by the metadata columns. Compiled once per route shape (and value format), for the
- * table's columns as given; undefined where no compiled path applies (the general path's records).
+ * table's columns as given (and cdc mode's primary key); undefined where no compiled path applies (the
+ * general path's records).
  */
 import type { ValueFormat } from '../formats/value-format.js';
 import type { KafkaRecord } from '../kernel/records.js';
@@ -13,14 +14,14 @@ import type { RowBatch } from './row-encoder.js';
 
 export type DirectRows = (shape: RowShape, format?: ValueFormat) => Transcode | undefined;
 
-export function createDirectRows(schema: readonly SchemaField[]): DirectRows {
+export function createDirectRows(schema: readonly SchemaField[], primaryKey?: readonly string[]): DirectRows {
   // Per route shape: its records' JSON text straight to the table's messages.
   const transcoders = new WeakMap<RowShape, Transcode | null>();
   // Per value format and route shape: its records' bytes straight to the table's messages.
   const binary = new WeakMap<ValueFormat, WeakMap<RowShape, Transcode | null>>();
   const binaryOf = (format: ValueFormat, shape: RowShape): Transcode | null => {
     const meta = metadataWriter(shape, schema);
-    const rows = format.directRows?.(schema);
+    const rows = format.directRows?.(schema, primaryKey);
     return meta === undefined || rows === undefined
       ? null
       : (w, record, micros) => rows(w, record) && meta(w, record, micros);

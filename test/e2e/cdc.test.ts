@@ -330,7 +330,7 @@ describe('cdc mode: keyed upserts and tombstones', () => {
     ]);
   }, 120_000);
 
-  test("Debezium's Avro envelopes through the registry (Python's serializer): columns from the after row, upserts straight from their bytes", async () => {
+  test("Debezium's Avro envelopes through the registry (Python's serializer): columns from the after row, changes straight from their bytes", async () => {
     const pipeline = await cdcPipeline(1, upsertSchema, {
       CHANGE_FORMAT: 'debezium',
       BQ_PRIMARY_KEY: 'id',
@@ -338,7 +338,7 @@ describe('cdc mode: keyed upserts and tombstones', () => {
     });
     delete pipeline.env.BQ_SCHEMA_FILE; // the columns come from the subject's latest version
     // The connector's envelope for a PostgreSQL table (Debezium's Json and VariableScaleDecimal among its
-    // types): creates, reads and updates take the compiled path, deletes the general one.
+    // types): creates, reads, updates and deletes (the key of `before`) all take the compiled path.
     const schema = readFileSync(
       join(root, 'test', 'fixtures', 'debezium', 'customers-envelope.avsc'),
       'utf8',

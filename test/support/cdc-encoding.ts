@@ -1,7 +1,7 @@
 /**
  * cdc mode's encoding without a service (the unit tests of its compiled paths and the bench's record path):
  * the cdc sink made for encoding alone, the message its general rows become, and Debezium's Avro envelopes
- * as a raw Avro format whose compiled path is the envelope's `after` row.
+ * as a raw Avro format whose compiled path is the envelope's change (an upsert's `after` row, a delete's key).
  */
 import type { BigQuery } from '@google-cloud/bigquery';
 import { compileAvro } from '../../functions/formats/avro.js';
@@ -50,8 +50,8 @@ export function debeziumAvro(text: string): { format: ValueFormat; shape: RowSha
   const compiled = compileAvro(text);
   const format: ValueFormat = {
     ...createRawAvroFormat(text),
-    directRows(target) {
-      const rows = compiled.envelopeRows?.(target);
+    directRows(target, primaryKey) {
+      const rows = compiled.envelopeRows?.(target, primaryKey);
       return (w, record) => rows !== undefined && record.value !== null && rows(w, record.value, 0);
     },
   };

@@ -1,8 +1,9 @@
 /**
- * cdc mode's upserts written straight from their bytes (the compiled paths of #42, cdc-sink.ts's
+ * cdc mode's changes written straight from their bytes (the compiled paths of #42, cdc-sink.ts's
  * `startEncoding`) against the general path (classifyChanges, then the cdc table's message): every record
- * the direct path takes gets the general path's message byte for byte, change columns included; a record
- * whose primary key is null or missing, or that the path is not sure of, is left to the general path.
+ * the direct path takes gets the general path's message byte for byte, change columns included (a Debezium
+ * delete's: its key); a record whose primary key is null or missing, or that the path is not sure of, is
+ * left to the general path.
  * Nothing here reaches a service: encoding is pure.
  */
 import avro from 'avsc';
@@ -32,7 +33,8 @@ function recordOf(value: Buffer | null, offset: number): KafkaRecord {
 
 /**
  * Each record through the direct path and the general one: where the direct path takes it, the same
- * message as the general row's (which must be an upsert). Returns how many each path took.
+ * message as the general row's, change type included. Returns how many each path took (and of the
+ * direct path's, how many deletes).
  */
 async function compare(
   records: readonly KafkaRecord[],
@@ -50,7 +52,7 @@ async function compare(
     shape,
     ...(format === undefined ? {} : { valueFormat: format }),
   };
-  const tally = { direct: 0, general: 0, generalUpserts: 0 };
+  const tally = { direct: 0, general: 0, generalUpserts: 0, directDeletes: 0 };
   for (const record of records) {
     const encoding = await sink.startEncoding(shape, format, primaryKey);
     if (encoding === undefined) throw new Error('no direct path for this route');
@@ -65,7 +67,8 @@ async function compare(
     const [encoded] = encoding.finish();
     expect(general.letters, `offset ${record.offset}: the general path refuses it`).toEqual([]);
     const row = general.rows[0]!.row;
-    expect(row[changeTypeColumn]).toBe('UPSERT');
+    if (row[changeTypeColumn] === 'DELETE') tally.directDeletes++;
+    else expect(row[changeTypeColumn]).toBe('UPSERT');
     expect(
       Buffer.from(encoded!.bytes).equals(Buffer.from(encode.many([row])[0]!)),
       `offset ${record.offset}`,
@@ -74,7 +77,7 @@ async function compare(
   return tally;
 }
 
-describe('cdc upserts straight from their bytes', () => {
+describe('cdc changes straight from their bytes', () => {
   test('JSON: 1,500 randomized records, the general message wherever the direct path writes', async () => {
     const fields: SchemaField[] = [
       { name: 'id', type: 'STRING' },
@@ -156,7 +159,7 @@ describe('cdc upserts straight from their bytes', () => {
     ];
     const records = payloads.map((p, i) => recordOf(p, 1000 + i));
     const tally = await compare(records, shape, format, ['id']);
-    expect(tally).toEqual({ direct: 3, general: 2, generalUpserts: 0 });
+    expect(tally).toEqual({ direct: 3, general: 2, generalUpserts: 0, directDeletes: 0 });
     const general = await classifyChanges(
       [records[3]!],
       { format: 'upsert', primaryKey: ['id'], shape, valueFormat: format },
@@ -294,10 +297,12 @@ describe('cdc upserts straight from their bytes', () => {
     };
     const records: KafkaRecord[] = [];
     for (let i = 0; i < 2000; i++) {
-      const op = usual() ? pick(next, ['c', 'r', 'u']) : pick(next, ['d', 't', 'm', 'cu', '']);
+      const op = usual() ? pick(next, ['c', 'r', 'u', 'd']) : pick(next, ['d', 't', 'm', 'cu', '']);
+      // A delete usually has its `before` row and no `after`, any other change the other way round.
+      const deleted = op === 'd' ? usual() : !usual();
       const event = {
-        before: next() < 0.9 ? null : { [`${ns}.Value`]: row() },
-        after: next() < 0.95 ? { [`${ns}.Value`]: row() } : null,
+        before: (deleted ? next() < 0.95 : next() < 0.1) ? { [`${ns}.Value`]: row() } : null,
+        after: (deleted ? next() < 0.05 : next() < 0.95) ? { [`${ns}.Value`]: row() } : null,
         source: {
           version: '2.7.3.Final',
           connector: 'postgresql',
@@ -356,11 +361,57 @@ describe('cdc upserts straight from their bytes', () => {
       direct: 1,
       general: 0,
       generalUpserts: 0,
+      directDeletes: 0,
     });
     expect(await compare([update(-1)], shape, format, ['id'], 'debezium')).toEqual({
       direct: 0,
       general: 1,
       generalUpserts: 1,
+      directDeletes: 0,
+    });
+    // A delete: the key of its `before` row, taken where the row's plans read all of that row; one they
+    // are not sure of goes the general way, which judges only the key and deletes it; one with an `after`
+    // row too, or without `before`, goes the general way as well.
+    const deletion = (at: number, rows: { before?: boolean; after?: boolean } = { before: true }) =>
+      recordOf(
+        type.toBuffer({
+          before: rows.before ? { [`${ns}.Value`]: { ...plain, at: { long: at } } } : null,
+          after: rows.after ? { [`${ns}.Value`]: plain } : null,
+          source: { ...source0, ts_ms: 1 },
+          op: 'd',
+          ts_ms: null,
+          transaction: null,
+        }),
+        9500 + at,
+      );
+    const generalOf = async (record: KafkaRecord) => {
+      const { rows, letters } = await classifyChanges(
+        [record],
+        { format: 'debezium', primaryKey: ['id'], shape, valueFormat: format },
+        ingestedAt,
+      );
+      return { types: rows.map((r) => r.row[changeTypeColumn]), letters: letters.map((l) => l.message) };
+    };
+    expect(await compare([deletion(5)], shape, format, ['id'], 'debezium')).toEqual({
+      direct: 1,
+      general: 0,
+      generalUpserts: 0,
+      directDeletes: 1,
+    });
+    for (const record of [deletion(-1), deletion(5, { before: true, after: true })]) {
+      expect(await compare([record], shape, format, ['id'], 'debezium')).toEqual({
+        direct: 0,
+        general: 1,
+        generalUpserts: 0,
+        directDeletes: 0,
+      });
+      expect(await generalOf(record)).toEqual({ types: ['DELETE'], letters: [] });
+    }
+    const keyless = deletion(5, { after: true });
+    expect((await compare([keyless], shape, format, ['id'], 'debezium')).direct).toBe(0);
+    expect(await generalOf(keyless)).toEqual({
+      types: [],
+      letters: ['op "d" without a "before" row (the key of the deleted row)'],
     });
   });
 

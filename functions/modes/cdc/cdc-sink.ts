@@ -9,6 +9,7 @@
  */
 import type { BigQuery, TableMetadata } from '@google-cloud/bigquery';
 import type { managedwriter } from '@google-cloud/bigquery-storage';
+import { envelopeChange } from '../../formats/mapped.js';
 import type { ValueFormat } from '../../formats/value-format.js';
 import { crashPoint } from '../../kernel/crash-points.js';
 import { DrainError } from '../../kernel/errors.js';
@@ -53,7 +54,7 @@ export interface ChangeSink {
   /**
    * Applies the changes to the target table and the dead letters to the error table. A row BigQuery
    * refuses is left out and becomes a `rejected` dead letter with BigQuery's message. Resolves once
-   * every append is acknowledged. `encoded`: upserts written straight from their records (`startEncoding`).
+   * every append is acknowledged. `encoded`: changes written straight from their records (`startEncoding`).
    */
   apply(
     rows: readonly RowToWrite[],
@@ -62,8 +63,9 @@ export interface ChangeSink {
     encoded?: readonly EncodedRow[],
   ): Promise<DeadLetter[]>;
   /**
-   * A batch's upserts written straight from their records' bytes (JSON text, a registry format's binary:
-   * the compiled paths of #42) into the table's messages with their change columns, where that applies
+   * A batch's changes written straight from their records' bytes (JSON text, a registry format's binary:
+   * the compiled paths of #42; upserts, and the deletes of Debezium's Avro envelopes) into the table's
+   * messages with their change columns, where that applies
    * to the route (undefined: every record takes the general path). A record whose primary key is null or
    * missing, or that the compiled path is not sure of, is left to the general path (false).
    */
@@ -75,7 +77,7 @@ export interface ChangeSink {
   close(): void;
 }
 
-/** A batch's upserts encoded as they come; `finish` gives them in the order they were taken. */
+/** A batch's changes encoded as they come; `finish` gives them in the order they were taken. */
 export interface ChangeEncoding {
   addRecord(record: KafkaRecord, ingestedAt: Date): boolean;
   finish(): EncodedRow[];
@@ -153,7 +155,10 @@ export function createCdcSink(options: CdcSinkOptions): ChangeSink {
     const key = primaryKey.join(',');
     let direct = directs.get(key);
     if (direct === undefined) {
-      direct = { shapes: new WeakMap(), rows: createDirectRows(keyRequired(options.schema, primaryKey)) };
+      direct = {
+        shapes: new WeakMap(),
+        rows: createDirectRows(keyRequired(options.schema, primaryKey), primaryKey),
+      };
       directs.set(key, direct);
     }
     let keyed = direct.shapes.get(shape);
@@ -163,12 +168,13 @@ export function createCdcSink(options: CdcSinkOptions): ChangeSink {
     }
     return direct.rows(keyed, format);
   };
-  // The change columns follow the table's (formatOf): every direct row is an upsert at its offset.
+  // The change columns follow the table's (formatOf): a direct row is an upsert at its offset, or the
+  // delete a Debezium envelope's path says it wrote (envelopeChange).
   const changeTypeTag = ((options.schema.length + 1) << 3) | 2;
   const sequenceTag = ((options.schema.length + 2) << 3) | 2;
-  const upsertColumns = (w: ProtoWriter, record: KafkaRecord) => {
+  const changeColumns = (w: ProtoWriter, record: KafkaRecord) => {
     w.varint(changeTypeTag);
-    w.string('UPSERT');
+    w.string(envelopeChange.deleted ? 'DELETE' : 'UPSERT');
     w.varint(sequenceTag);
     w.string(sequenceNumber(record.offset));
     return true;
@@ -227,10 +233,12 @@ export function createCdcSink(options: CdcSinkOptions): ChangeSink {
       if (transcode === undefined) return undefined;
       const encoding = formats[options.table]!.encode.batch();
       const records: KafkaRecord[] = [];
-      const upsert: Transcode = (w, record, micros) =>
-        transcode(w, record, micros) && upsertColumns(w, record);
+      const change: Transcode = (w, record, micros) => {
+        envelopeChange.deleted = false; // a path other than an envelope's upserts
+        return transcode(w, record, micros) && changeColumns(w, record);
+      };
       return {
-        addRecord: directAdder(encoding, records, upsert),
+        addRecord: directAdder(encoding, records, change),
         finish: () => encoding.finish().map((bytes, i) => ({ record: records[i]!, bytes })),
       };
     },

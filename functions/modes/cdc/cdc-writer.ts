@@ -54,8 +54,9 @@ export function createCdcWriter(options: CdcWriterOptions): Writer {
         await withRetry(retry, () => options.ready(primaryKey), again('making the cdc table ready'), signal);
       const ingestedAt = new Date(options.now());
       const policy = { ...options.policy, primaryKey };
-      // Upserts straight from their bytes where a compiled path applies (#42); the rest as they were.
-      const shape = directUpserts(policy);
+      // Changes straight from their bytes where a compiled path applies (#42): upserts, and Debezium Avro's
+      // deletes; the rest as they were.
+      const shape = directChanges(policy);
       const encoding =
         shape === undefined
           ? undefined
@@ -89,12 +90,12 @@ export function createCdcWriter(options: CdcWriterOptions): Writer {
 }
 
 /**
- * The shape a route's upserts may be written by straight from their bytes: keyed values, and Debezium's
- * envelopes in a registry format (their compiled rows are the `after` row's: route-values.ts's
- * `afterRow`; Debezium's JSON is unwrapped on the general path), without business rules, source columns
- * or sanitized names.
+ * The shape a route's changes may be written by straight from their bytes: keyed values, and Debezium's
+ * envelopes in a registry format (their compiled rows are the `after` row's, or a delete's key from
+ * `before`: route-values.ts's `afterRow`; Debezium's JSON is unwrapped on the general path), without
+ * business rules, source columns or sanitized names.
  */
-function directUpserts(policy: ChangePolicy): RowShape | undefined {
+function directChanges(policy: ChangePolicy): RowShape | undefined {
   const { shape } = policy;
   return (policy.format === 'upsert' || policy.valueFormat !== undefined) &&
     shape !== undefined &&
