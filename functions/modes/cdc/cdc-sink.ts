@@ -65,9 +65,9 @@ export interface ChangeSink {
   /**
    * A batch's changes written straight from their records' bytes (JSON text, a registry format's binary:
    * the compiled paths of #42; upserts, and the deletes of Debezium's Avro envelopes) into the table's
-   * messages with their change columns, where that applies
-   * to the route (undefined: every record takes the general path). A record whose primary key is null or
-   * missing, or that the compiled path is not sure of, is left to the general path (false).
+   * messages with their change columns, where that applies to the route (undefined: every record takes
+   * the general path). A record whose primary key is null or missing, or that the compiled path is not
+   * sure of, is left to the general path (false).
    */
   startEncoding(
     shape: RowShape,
@@ -234,7 +234,7 @@ export function createCdcSink(options: CdcSinkOptions): ChangeSink {
       const encoding = formats[options.table]!.encode.batch();
       const records: KafkaRecord[] = [];
       const change: Transcode = (w, record, micros) => {
-        envelopeChange.deleted = false; // a path other than an envelope's upserts
+        envelopeChange.deleted = false; // only an envelope's path sets it: any other row is an upsert
         return transcode(w, record, micros) && changeColumns(w, record);
       };
       return {
