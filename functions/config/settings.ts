@@ -172,9 +172,14 @@ export const settings = {
   BATCH_MAX_RECORDS: {
     section: 'run',
     default: 2_000,
-    meaning: 'Records per batch: one checkpoint commit per batch.',
+    meaning:
+      'Records per batch: one checkpoint commit per batch, each about 5 ms of CPU: keep batches large.',
   },
-  BATCH_MAX_BYTES: { section: 'run', default: 5_242_880, meaning: 'Bytes per batch.' },
+  BATCH_MAX_BYTES: {
+    section: 'run',
+    default: 5_242_880,
+    meaning: "Bytes per batch. A partition's batch is also at most one Kafka fetch of it (about 1 MiB).",
+  },
   LEASE_TTL_SECONDS: {
     section: 'run',
     shown: 'the smaller of `60` and `DRAIN_BUDGET_SECONDS`',
