@@ -61,7 +61,8 @@ KAFKA_LIBS=$CACHE_DIR/kafka-$KAFKA_VERSION-$(sha256sum "$ROOT/stack/kafka/pom.xm
 # as BigQuery does and as racing creators rely on; load-jobs.patch, a load job by upload as BigQuery runs it
 # (an id used twice is 409 Already Exists, the load's outcome is the job's DONE status with errorResult read by
 # jobs.get, newline-delimited JSON rows checked one by one and named by their byte position, a failed load
-# loading nothing). They are part of the binary's name: a changed patch builds a new binary.
+# loading nothing, an upload cut on its way making no job, one arrived whole running to its end though its
+# client is gone). They are part of the binary's name: a changed patch builds a new binary.
 BQ_PATCHES=(
   "$ROOT/stack/bigquery-emulator/storage-write.patch"
   "$ROOT/stack/bigquery-emulator/insert-all.patch"

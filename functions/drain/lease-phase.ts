@@ -56,7 +56,7 @@ export async function leasePartition(
 async function recover(run: DrainRun, entry: PartitionLease, start: number): Promise<number | undefined> {
   const intent = entry.lease.intent;
   try {
-    const recovery = await run.ports.writer.recover(entry.lease);
+    const recovery = await run.ports.writer.recover(entry.lease, run.stop.signal);
     if (recovery.commit !== undefined) {
       await commitCheckpoint(run, entry, recovery.commit);
       return recovery.commit.nextOffset;

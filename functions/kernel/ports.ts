@@ -119,8 +119,11 @@ export interface Recovery {
  * order per partition and moves the checkpoint only once `write` has resolved.
  */
 export interface Writer {
-  /** A partition just leased, before anything is read: finishes what an earlier run left (an intent). */
-  recover(lease: Lease): Promise<Recovery>;
+  /**
+   * A partition just leased, before anything is read: finishes what an earlier run left (an intent).
+   * `signal`, the run's stop: a wait for what the earlier run left running ends there (the partition waits).
+   */
+  recover(lease: Lease, signal?: AbortSignal): Promise<Recovery>;
   /** The partition is about to be read from `from` up to `end` (a replayed range is looked up here). */
   begin(lease: Lease, from: number, end: number): Promise<void>;
   /** Resolves once the batch's rows and dead letters are durable; throws, and nothing is committed, if not. */

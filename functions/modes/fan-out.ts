@@ -9,9 +9,9 @@ import type { RecordRouter } from '../records/record-router.js';
 
 export function fanOutWriters(members: readonly Writer[], router: RecordRouter): Writer {
   return {
-    async recover(lease) {
+    async recover(lease, signal) {
       for (const member of members) {
-        const recovery = await member.recover(lease);
+        const recovery = await member.recover(lease, signal);
         if (recovery.commit !== undefined || recovery.startAt !== undefined) return recovery;
       }
       return {};

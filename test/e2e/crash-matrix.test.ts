@@ -122,7 +122,7 @@ describe.each([
     await waitFor(
       'clean runs to catch up',
       async () => {
-        const { code, summary } = await runJob(pipeline.env);
+        const { code, summary, lines } = await runJob(pipeline.env);
         const done = summary.partitions.filter((p) => p.skipped === undefined && p.lag === 0);
         cleanRuns.push(
           JSON.stringify({
@@ -132,6 +132,8 @@ describe.each([
             durationMs: summary.durationMs,
             recordsRead: summary.recordsRead,
             partitions: summary.partitions.map((p) => [p.partition, p.lag, p.skipped, p.waiting]),
+            // A failed run's last words before its summary (a run that hung says little in it).
+            ...(code === 0 ? {} : { log: lines.slice(-8, -1).map((l) => l.message ?? l.unparsed) }),
           }),
         );
         expect(code, cleanRuns.at(-1)).toBe(0);

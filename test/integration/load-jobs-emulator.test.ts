@@ -5,8 +5,10 @@
  * (Google's own client), with errorResult and one error per refused row naming the byte position the row
  * starts at; a failed load loads nothing (atomic); values keep every digit. The uploads here are plain
  * multipart requests made by hand, as the REST reference spells them, not through our client; then the
- * same through ours (`functions/modes/load/load-jobs.ts`).
+ * same through ours (`functions/modes/load/load-jobs.ts`). An upload is one request: cut on its way, it
+ * makes no job; arrived whole, its job runs to its end with or without its client.
  */
+import { connect } from 'node:net';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { createLoadJobs } from '../../functions/modes/load/load-jobs.js';
 import { stackClients, stackEnv, uniqueName } from '../support/stack.js';
@@ -38,8 +40,10 @@ beforeAll(async () => {
   await clients.bigquery.createDataset(dataset);
 });
 
-/** A load job by multipart upload, as https://cloud.google.com/bigquery/docs/reference/api-uploads spells it. */
-async function upload(table: string, jobId: string, lines: string[]): Promise<{ status: number; body: any }> {
+const boundary = 'load_boundary_1';
+
+/** A load job's multipart upload, as https://cloud.google.com/bigquery/docs/reference/api-uploads spells it. */
+function uploadBody(table: string, jobId: string, lines: string[]): string {
   const job = {
     jobReference: { projectId: project, jobId },
     configuration: {
@@ -51,15 +55,51 @@ async function upload(table: string, jobId: string, lines: string[]): Promise<{ 
       },
     },
   };
-  const boundary = 'load_boundary_1';
-  const body =
+  return (
     `--${boundary}\r\nContent-Type: application/json; charset=UTF-8\r\n\r\n${JSON.stringify(job)}\r\n` +
-    `--${boundary}\r\nContent-Type: application/octet-stream\r\n\r\n${lines.map((l) => `${l}\n`).join('')}\r\n--${boundary}--\r\n`;
-  const response = await fetch(
-    `${stackEnv().BIGQUERY_API_ENDPOINT}/upload/bigquery/v2/projects/${project}/jobs?uploadType=multipart`,
-    { method: 'POST', headers: { 'Content-Type': `multipart/related; boundary=${boundary}` }, body },
+    `--${boundary}\r\nContent-Type: application/octet-stream\r\n\r\n${lines.map((l) => `${l}\n`).join('')}\r\n--${boundary}--\r\n`
   );
+}
+
+const uploadPath = `/upload/bigquery/v2/projects/${project}/jobs?uploadType=multipart`;
+
+/** A load job by multipart upload, and BigQuery's answer. */
+async function upload(table: string, jobId: string, lines: string[]): Promise<{ status: number; body: any }> {
+  const response = await fetch(`${stackEnv().BIGQUERY_API_ENDPOINT}${uploadPath}`, {
+    method: 'POST',
+    headers: { 'Content-Type': `multipart/related; boundary=${boundary}` },
+    body: uploadBody(table, jobId, lines),
+  });
   return { status: response.status, body: await response.json() };
+}
+
+/**
+ * The same upload by hand over a socket, whose client goes away before the answer: after `sent` bytes of
+ * the body (a client killed mid-upload), or after all of it.
+ */
+async function abandonedUpload(body: string, sent: number, lingerMs: number): Promise<void> {
+  const { hostname, port } = new URL(stackEnv().BIGQUERY_API_ENDPOINT);
+  const socket = connect(Number(port), hostname);
+  await new Promise((resolve, reject) => socket.once('connect', resolve).once('error', reject));
+  const bytes = Buffer.from(body);
+  socket.write(
+    `POST ${uploadPath} HTTP/1.1\r\nHost: ${hostname}:${port}\r\n` +
+      `Content-Type: multipart/related; boundary=${boundary}\r\nContent-Length: ${bytes.length}\r\n\r\n`,
+  );
+  await new Promise<void>((resolve) => socket.write(bytes.subarray(0, sent), () => resolve()));
+  await new Promise((resolve) => setTimeout(resolve, lingerMs));
+  socket.destroy();
+}
+
+/** jobs.get's status of the job (Google's client), or 404. */
+async function jobStatus(jobId: string): Promise<{ state: string; errorResult?: unknown } | 404> {
+  try {
+    const [metadata] = await clients.bigquery.job(jobId).getMetadata();
+    return metadata.status;
+  } catch (error) {
+    if ((error as { code?: number }).code === 404) return 404;
+    throw error;
+  }
 }
 
 async function makeTable(): Promise<string> {
@@ -124,6 +164,37 @@ test('bad rows fail the job with errorResult and one error each naming its byte 
   ]);
   // Atomic: the good rows of a failed load are not there either.
   expect(await ids(table)).toEqual([]);
+});
+
+test('an upload cut on its way (its client killed) makes no job; the id is free, and the next upload loads', async () => {
+  const table = await makeTable();
+  const jobId = uniqueName('job');
+  const body = uploadBody(table, jobId, [good('a'), good('b'), good('c')]);
+  // Cut inside the data, past the job's configuration: the original emulator had made the job by then.
+  // Long enough for the emulator to have read what was sent.
+  await abandonedUpload(body, body.indexOf(good('b')), 300);
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  expect(await jobStatus(jobId)).toBe(404);
+  expect(await ids(table)).toEqual([]);
+  const answer = await upload(table, jobId, [good('a'), good('b'), good('c')]);
+  expect(answer.status).toBe(200);
+  expect(await ids(table)).toEqual(['a', 'b', 'c']);
+});
+
+test('an upload that arrived whole runs to its end though its client is gone: DONE, its rows loaded', async () => {
+  const table = await makeTable();
+  const jobId = uniqueName('job');
+  // Rows enough that the load is still being made when the client goes.
+  const lines = Array.from({ length: 5_000 }, (_, i) => good(`r${String(i).padStart(5, '0')}`));
+  const body = uploadBody(table, jobId, lines);
+  await abandonedUpload(body, Buffer.byteLength(body), 0);
+  let status = await jobStatus(jobId);
+  for (let i = 0; i < 100 && (status === 404 || status.state !== 'DONE'); i++) {
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    status = await jobStatus(jobId);
+  }
+  expect(status).toEqual({ state: 'DONE' });
+  expect(await ids(table)).toEqual(lines.map((l) => JSON.parse(l).id));
 });
 
 test('a load into a table that is not there is a failed job (notFound), not a failed request', async () => {

@@ -100,14 +100,18 @@ function memoryJobs(refuse: (line: string) => boolean = () => false) {
   };
 }
 
-function world(log: Map<string, KafkaRecord[]>, refuse?: (line: string) => boolean) {
+function world(log: Map<string, KafkaRecord[]>, refuse?: (line: string) => boolean, recoverWaitMs = 5_000) {
   const checkpoints = createMemoryCheckpoints(Date.now);
   const jobs = memoryJobs(refuse);
   const deadLetters = createMemoryDeadLetters();
   const errorTable: DeadLetter[] = [];
   const alerts = createMemoryAlerts();
   let loadsLeft = Number.POSITIVE_INFINITY;
-  const run = async (runId: string, fault?: (point: string) => void) => {
+  const run = async (
+    runId: string,
+    fault?: (point: string) => void,
+    override: Partial<DrainOptions> = {},
+  ) => {
     armCrashPoints(fault);
     try {
       return await runDrain(
@@ -157,10 +161,10 @@ function world(log: Map<string, KafkaRecord[]>, refuse?: (line: string) => boole
                   ),
                 };
               },
-              recoverWaitMs: 5_000,
+              recoverWaitMs,
             }),
         },
-        { ...options, runId },
+        { ...options, runId, ...override },
         { logger: createMemoryLogger(), now: Date.now, signal: new AbortController().signal },
       );
     } finally {
@@ -252,6 +256,28 @@ describe('load: flushes, intents and their recovery', () => {
     const submitted = w.jobs.submissions;
     w.jobs.keepRunning(2);
     const summary = await w.run('run-2');
+    expect(summary.stopReason).toBe('caught_up');
+    w.exactlyOnce();
+    expect(w.jobs.submissions).toBe(submitted);
+  }, 20_000);
+
+  test("a job still running at the run's budget: the wait ends there, the partition waits, the next run commits it", async () => {
+    // recoverWaitMs an hour, the job running for ever: only the run's stop (its budget, 1 s) ends the wait.
+    const w = world(logOf(1, 3), undefined, 3_600_000);
+    await w.run('run-1', crashAt('after-load-submitted')).catch(() => undefined);
+    await new Promise((resolve) => setTimeout(resolve, options.leaseTtlMs + 50));
+    const submitted = w.jobs.submissions;
+    w.jobs.keepRunning(Number.POSITIVE_INFINITY);
+    const held = await w.run('run-2', undefined, { budgetMs: 1_000 });
+    expect(held.stopReason).not.toBe('error');
+    expect(held.partitions[0]).toMatchObject({ skipped: 'error' });
+    expect(held.partitions[0]!.waiting).toMatch(
+      /load job kbd_load_\S+, recorded by an earlier run, is still running/,
+    );
+    expect((await w.checkpoints.peek([{ topic: 't', partition: 0 }]))[0]!.nextOffset).toBe(0);
+    await new Promise((resolve) => setTimeout(resolve, options.leaseTtlMs + 50));
+    w.jobs.keepRunning(0);
+    const summary = await w.run('run-3');
     expect(summary.stopReason).toBe('caught_up');
     w.exactlyOnce();
     expect(w.jobs.submissions).toBe(submitted);

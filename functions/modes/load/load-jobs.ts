@@ -167,7 +167,7 @@ export function jobPrefixOf(pipelineId: string, table: string): string {
   return `kbd_load_${pipelineId}_${table}`.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 900);
 }
 
-/** Polls the job until it is no longer running, or `maxWaitMs` passed (then: running). */
+/** Polls the job until it is no longer running, or `maxWaitMs` passed or `signal` fired (then: running). */
 export async function waitForJob(
   jobs: LoadJobs,
   id: string,
@@ -177,7 +177,8 @@ export async function waitForJob(
   const began = Date.now();
   for (let delay = 100; ; delay = Math.min(delay * 2, 2_000)) {
     const state = await withRetry(defaultRetryPolicy, () => jobs.state(id), undefined, signal);
-    if (state.state !== 'running' || Date.now() - began >= maxWaitMs) return state;
+    if (state.state !== 'running' || Date.now() - began >= maxWaitMs || signal?.aborted) return state;
     await sleep(delay, signal);
+    if (signal?.aborted) return state;
   }
 }

@@ -176,7 +176,7 @@ export function createLoadWriter(options: LoadWriterOptions): Writer {
   });
 
   return {
-    async recover(lease) {
+    async recover(lease, signal) {
       const intent = lease.intent;
       if (!intent) return {};
       const id = intent.streams[0];
@@ -188,7 +188,9 @@ export function createLoadWriter(options: LoadWriterOptions): Writer {
           { retriable: false, code: 'intent_other_mode' },
         );
       }
-      const outcome = await waitForJob(jobs, id, options.recoverWaitMs ?? 60_000);
+      // Waited for at most recoverWaitMs, and never past the run's stop: a job BigQuery keeps queued
+      // must not hold the run beyond its budget.
+      const outcome = await waitForJob(jobs, id, options.recoverWaitMs ?? 60_000, signal);
       if (outcome.state === 'done') {
         log.notice('a load recorded by an earlier run was done', {
           from: intent.fromOffset,
