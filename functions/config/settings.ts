@@ -178,7 +178,8 @@ export const settings = {
   BATCH_MAX_BYTES: {
     section: 'run',
     default: 5_242_880,
-    meaning: "Bytes per batch. A partition's batch is also at most one Kafka fetch of it (about 1 MiB).",
+    meaning:
+      "Bytes per batch. A partition's first batch of a run is one Kafka fetch (about 1 MiB); the fetches that arrive while a batch is written are joined.",
   },
   LEASE_TTL_SECONDS: {
     section: 'run',

@@ -3,10 +3,11 @@ import type { KafkaRecord } from '../kernel/records.js';
 import { recordSize } from '../records/records.js';
 
 /**
- * What one fetch of a partition becomes: the records between the checkpoint (`position`) and the end seen
- * at start, in batches, each with the offset its commit moves the checkpoint to (the last batch also
- * covers offsets after its last record that hold none: transaction markers, compaction); or, when the
- * fetch held no such record, only how far the checkpoint may move past the empty offsets.
+ * What a fetch of a partition (or consecutive fetches joined: read-phase.ts) becomes: the records between
+ * the checkpoint (`position`) and the end seen at start, in batches, each with the offset its commit moves
+ * the checkpoint to (the last batch also covers offsets after its last record that hold none: transaction
+ * markers, compaction); or, when the fetch held no such record, only how far the checkpoint may move past
+ * the empty offsets.
  */
 export function planFetched(
   fetched: { readonly records: readonly KafkaRecord[]; readonly nextOffset: number },

@@ -386,6 +386,31 @@ describe('runDrain', () => {
     expect(ports.sink.rows).toEqual([]);
   });
 
+  test('fetches that arrive while a partition writes are drained as one: batches as large as the limits, not a fetch', async () => {
+    const log = logOf(1, 20);
+    const { ports, checkpoints, context, sleep } = setup(log);
+    ports.source = createMemorySource(log, { fetchSize: 2, sleep });
+    const realWrite = ports.sink.write.bind(ports.sink);
+    ports.sink.write = async (rows) => {
+      await sleep(50); // the next fetches arrive meanwhile
+      return realWrite(rows);
+    };
+    const summary = await runDrain(ports, { ...options, batchMaxRecords: 8 }, context);
+
+    expect(summary.stopReason).toBe('caught_up');
+    expect(ports.sink.rows.map((r) => r.record.offset)).toEqual([...Array(20).keys()]);
+    const sizes = checkpoints.commits.filter((c) => c.records > 0).map((c) => c.records);
+    // The first batch is the first fetch (2); those after it join the fetches waiting, up to 8 records.
+    expect(sizes[0]).toBe(2);
+    expect(Math.max(...sizes)).toBe(8);
+    expect(sizes.every((n) => n <= 8)).toBe(true);
+    expect(sizes.length).toBeLessThan(10);
+    // Each commit starts where the one before ended.
+    const moves = checkpoints.commits.filter((c) => c.nextOffset > c.fromOffset);
+    for (let i = 1; i < moves.length; i++) expect(moves[i]!.fromOffset).toBe(moves[i - 1]!.nextOffset);
+    expect(checkpoints.checkpoint({ topic: 't', partition: 0 })).toBe(20);
+  });
+
   test('a lease that cannot be renewed is left before it can expire: the write in flight is abandoned, nothing committed', async () => {
     const { ports, checkpoints, context, clock } = setup(logOf(1, 4));
     const ttl = 600;
