@@ -1,5 +1,5 @@
 import { startOffset } from '../config/start-position.js';
-import { asError } from '../kernel/errors.js';
+import { asError, PartitionWaitsError } from '../kernel/errors.js';
 import type { Position, Watermarks } from '../kernel/records.js';
 import type { PartitionSummary } from '../kernel/summary.js';
 import { commitCheckpoint } from './commit.js';
@@ -63,6 +63,16 @@ async function recover(run: DrainRun, entry: PartitionLease, start: number): Pro
     }
     return recovery.startAt ?? start;
   } catch (error) {
+    if (error instanceof PartitionWaitsError) {
+      // Not a failure: what the earlier run left is not finished yet (a load job BigQuery still runs).
+      run.logger.warn('a recorded flush is not finished yet; the partition waits for the next run', {
+        topic: entry.mark.topic,
+        partition: entry.mark.partition,
+        reason: error.message,
+      });
+      entry.leave({ waiting: error.message });
+      return undefined;
+    }
     // This partition waits (its `stalled` episode runs on); the others are drained.
     run.logger.error('finishing a recorded flush failed; the partition waits for the next run', {
       topic: entry.mark.topic,

@@ -270,7 +270,8 @@ describe('load: flushes, intents and their recovery', () => {
     w.jobs.keepRunning(Number.POSITIVE_INFINITY);
     const held = await w.run('run-2', undefined, { budgetMs: 1_000 });
     expect(held.stopReason).not.toBe('error');
-    expect(held.partitions[0]).toMatchObject({ skipped: 'error' });
+    // Waiting, not failed: the job is not done yet.
+    expect(held.partitions[0]!.skipped).toBeUndefined();
     expect(held.partitions[0]!.waiting).toMatch(
       /load job kbd_load_\S+, recorded by an earlier run, is still running/,
     );
