@@ -249,12 +249,17 @@ describe('load: flushes, intents and their recovery', () => {
     w.exactlyOnce();
   });
 
-  test('a job an earlier run left running is waited for, then committed without loading again', async () => {
-    const w = world(logOf(1, 3));
+  /** A run that died once its job was submitted, its lease expired: the job runs on for `reads` looks. */
+  async function leftRunning(w: ReturnType<typeof world>, reads: number) {
     await w.run('run-1', crashAt('after-load-submitted')).catch(() => undefined);
     await new Promise((resolve) => setTimeout(resolve, options.leaseTtlMs + 50));
-    const submitted = w.jobs.submissions;
-    w.jobs.keepRunning(2);
+    w.jobs.keepRunning(reads);
+    return w.jobs.submissions;
+  }
+
+  test('a job an earlier run left running is waited for, then committed without loading again', async () => {
+    const w = world(logOf(1, 3));
+    const submitted = await leftRunning(w, 2);
     const summary = await w.run('run-2');
     expect(summary.stopReason).toBe('caught_up');
     w.exactlyOnce();
@@ -264,10 +269,7 @@ describe('load: flushes, intents and their recovery', () => {
   test("a job still running at the run's budget: the wait ends there, the partition waits, the next run commits it", async () => {
     // recoverWaitMs an hour, the job running for ever: only the run's stop (its budget, 1 s) ends the wait.
     const w = world(logOf(1, 3), undefined, 3_600_000);
-    await w.run('run-1', crashAt('after-load-submitted')).catch(() => undefined);
-    await new Promise((resolve) => setTimeout(resolve, options.leaseTtlMs + 50));
-    const submitted = w.jobs.submissions;
-    w.jobs.keepRunning(Number.POSITIVE_INFINITY);
+    const submitted = await leftRunning(w, Number.POSITIVE_INFINITY);
     const held = await w.run('run-2', undefined, { budgetMs: 1_000 });
     expect(held.stopReason).not.toBe('error');
     // Waiting, not failed: the job is not done yet.
