@@ -8,10 +8,10 @@ import type { PartitionLease } from './partition-lease.js';
 import type { DrainRun } from './run-state.js';
 
 /**
- * One fetch of a partition (or consecutive ones joined): checked for continuity with the checkpoint, cut into batches, each written
- * (writer port) and then committed, strictly in offset order. A stop settles the batch in flight and
- * starts no other; at the hard stop (or when the lease is given up) the batch in flight is abandoned,
- * uncommitted, and the next run reads it again.
+ * One fetch of a partition (or consecutive ones joined): checked for continuity with the checkpoint, cut
+ * into batches, each written (writer port) and then committed, strictly in offset order. A stop settles
+ * the batch in flight and starts no other; at the hard stop (or when the lease is given up) the batch in
+ * flight is abandoned, uncommitted, and the next run reads it again.
  */
 export async function drainFetched(
   run: DrainRun,
