@@ -177,8 +177,8 @@ export async function waitForJob(
   const began = Date.now();
   for (let delay = 100; ; delay = Math.min(delay * 2, 2_000)) {
     const state = await withRetry(defaultRetryPolicy, () => jobs.state(id), undefined, signal);
-    if (state.state !== 'running' || Date.now() - began >= maxWaitMs || signal?.aborted) return state;
-    await sleep(delay, signal);
+    if (state.state !== 'running' || Date.now() - began >= maxWaitMs) return state;
+    await sleep(delay, signal); // returns at once when the signal has fired
     if (signal?.aborted) return state;
   }
 }
