@@ -208,6 +208,7 @@ export function routeDrainPorts(
     createKafkaSource(shared.kafka, {
       groupPrefix: `kafka-bigquery-drain.${config.pipelineId}.t${config.taskIndex}`,
       logger,
+      fetchBytesPerPartition: config.batchMaxBytes,
     }),
     callDeadlinesMs.kafka,
   );

@@ -18,7 +18,19 @@ import { kafkaError } from './kafka-client.js';
  * partitions it leased, each positioned with `seek` at its Firestore checkpoint. Nothing is ever
  * committed to Kafka, Kafka's offsets are never read as truth, and the group is deleted on close.
  */
-export function createKafkaSource(kafka: Kafka, options: { groupPrefix: string; logger: Logger }): Source {
+export function createKafkaSource(
+  kafka: Kafka,
+  options: {
+    groupPrefix: string;
+    logger: Logger;
+    /**
+     * What one fetch may bring of a partition (kafkajs's `maxBytesPerPartition`, 1 MiB unless said; a
+     * fetch as a whole stays at kafkajs's 10 MiB). The drain passes `BATCH_MAX_BYTES`, so that a
+     * partition's first batch of a run can be a whole batch: each batch costs a flush and a commit.
+     */
+    fetchBytesPerPartition?: number;
+  },
+): Source {
   registerCompressionCodecs();
   return {
     async watermarks(topics) {
@@ -56,6 +68,9 @@ export function createKafkaSource(kafka: Kafka, options: { groupPrefix: string; 
         partitionAssigners: [explicitAssigner(positions)],
         allowAutoTopicCreation: false,
         maxWaitTimeInMs: 500,
+        ...(options.fetchBytesPerPartition === undefined
+          ? {}
+          : { maxBytesPerPartition: options.fetchBytesPerPartition }),
       });
       return openReader(consumer, kafka.admin(), groupId, positions, options.logger);
     },

@@ -101,6 +101,33 @@ test('reads exactly the leased partitions from exactly the given offsets', async
   expect(groups.filter((g) => g.startsWith('kbd-test'))).toEqual([]);
 });
 
+test("a fetch brings up to fetchBytesPerPartition of a partition (kafkajs's own limit is 1 MiB)", async () => {
+  // 3,000 records of ~1 KB, produced in requests of ~512 KB: kafkajs's default fetch stops after 1 MiB
+  // of them, one of 4 MiB a partition brings them all, so a drain's first batch can be a whole batch.
+  const topic = uniqueName('src-fetch');
+  await createTopic(topic, 1);
+  const padding = 'x'.repeat(1_000);
+  await produce(
+    topic,
+    Array.from({ length: 3_000 }, (_, i) => ({ partition: 0, value: `{"i":${i},"p":"${padding}"}` })),
+  );
+  const firstFetch = async (fetchBytesPerPartition?: number) => {
+    const reader = await createKafkaSource(kafka, {
+      groupPrefix: uniqueName('kbd-test'),
+      logger: createMemoryLogger(),
+      ...(fetchBytesPerPartition === undefined ? {} : { fetchBytesPerPartition }),
+    }).open([{ topic, partition: 0, offset: 0 }]);
+    readers.push(reader);
+    const batch = await reader.next(AbortSignal.timeout(30_000));
+    await reader.close();
+    return batch?.records.length ?? 0;
+  };
+  const byDefault = await firstFetch();
+  expect(byDefault).toBeGreaterThan(0);
+  expect(byDefault).toBeLessThanOrEqual(1_100);
+  expect(await firstFetch(4 * 1024 * 1024)).toBe(3_000);
+});
+
 test('close while the consumer waits on backpressure returns promptly', async () => {
   const topic = uniqueName('src');
   await createTopic(topic, 1);

@@ -22,7 +22,7 @@ describe('parseConfig', () => {
       kafka: { brokers: ['b1:9092', 'b2:9092'], topics: ['orders', 'refunds'], ssl: false, sasl: null },
       bigquery: { writeMode: 'storage-write', apiEndpoint: null, location: null, storageEndpoint: null },
       budgetSeconds: 240,
-      batchMaxRecords: 2000,
+      batchMaxRecords: 5000,
       batchMaxBytes: 5 * 1024 * 1024,
       leaseTtlSeconds: 60,
       idleAlertSeconds: 300,
