@@ -179,7 +179,7 @@ export const settings = {
     section: 'run',
     default: 5_242_880,
     meaning:
-      'Bytes per batch, and what one Kafka fetch may bring of a partition (a fetch in all: 10 MiB). The fetches of a partition that arrive while its batch is written are joined.',
+      'Bytes per batch; a Kafka fetch brings up to this much of a partition, at most 2 MiB. The fetches of a partition that arrive while its batch is written are joined.',
   },
   LEASE_TTL_SECONDS: {
     section: 'run',

@@ -24,7 +24,7 @@ import type { RecordRouter } from '../records/record-router.js';
 import { loadRules, type Rules } from '../records/rules.js';
 import { loadTransform, type Transform } from '../records/transform.js';
 import type { SchemaField } from '../schema/table-schema.js';
-import { createKafkaSource } from '../sources/kafka-source.js';
+import { createKafkaSource, fetchBytesFor } from '../sources/kafka-source.js';
 import { callDeadlinesMs, settleMs } from './deadline.js';
 
 export { checkRouteFiles, createRegistry, namedTopics, routeValues } from '../formats/route-values.js';
@@ -208,7 +208,7 @@ export function routeDrainPorts(
     createKafkaSource(shared.kafka, {
       groupPrefix: `kafka-bigquery-drain.${config.pipelineId}.t${config.taskIndex}`,
       logger,
-      fetchBytesPerPartition: config.batchMaxBytes,
+      fetchBytesPerPartition: fetchBytesFor(config.batchMaxBytes),
     }),
     callDeadlinesMs.kafka,
   );

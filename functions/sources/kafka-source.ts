@@ -13,6 +13,16 @@ import { headTimestamps } from './head-probe.js';
 import { kafkaError } from './kafka-client.js';
 
 /**
+ * What a drain's fetch brings of a partition: `BATCH_MAX_BYTES`, at most 2 MiB. Larger fetches make a
+ * partition's first batch of a run larger (each batch costs a flush and a commit) and cost less to read, but
+ * in long runs they cost more than they save (docs/capacity.md, "What a batch costs": 2 MiB against
+ * kafkajs's 1 MiB, 0.93x the CPU a record at N and the same at 4N; 5 MiB, 0.90x at N but 1.10x at 4N).
+ */
+export function fetchBytesFor(batchMaxBytes: number): number {
+  return Math.min(batchMaxBytes, 2 * 1024 * 1024);
+}
+
+/**
  * Reads exact offset ranges with kafkajs, which has no `assign()`. Each reader joins a consumer group of
  * its own (unique per run, so no other member ever shares it), whose assigner hands it exactly the
  * partitions it leased, each positioned with `seek` at its Firestore checkpoint. Nothing is ever
@@ -25,8 +35,7 @@ export function createKafkaSource(
     logger: Logger;
     /**
      * What one fetch may bring of a partition (kafkajs's `maxBytesPerPartition`, 1 MiB unless said; a
-     * fetch as a whole stays at kafkajs's 10 MiB). The drain passes `BATCH_MAX_BYTES`, so that a
-     * partition's first batch of a run can be a whole batch: each batch costs a flush and a commit.
+     * fetch as a whole stays at kafkajs's 10 MiB). The drain passes `fetchBytesFor(BATCH_MAX_BYTES)`.
      */
     fetchBytesPerPartition?: number;
   },
