@@ -1,9 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { type ConnectionOptions, connect as tlsConnect } from 'node:tls';
-import kafkajs, { type Kafka, type KafkaConfig } from 'kafkajs';
+import kafkajs, { type Admin, type Kafka, type KafkaConfig } from 'kafkajs';
 import type { DrainConfig, KafkaSasl } from '../config/config.js';
 import { ConfigError, DrainError } from '../kernel/errors.js';
+import type { Logger } from '../kernel/logger.js';
+import { backoffDelay, type RetryPolicy } from '../kernel/retry.js';
+import { sleep } from '../kernel/timers.js';
 import {
   applicationDefaultCredentials,
   createKafkaTokenSource,
@@ -156,5 +159,40 @@ export async function listTopics(kafka: Kafka): Promise<string[]> {
     throw kafkaError(error, 'list topics');
   } finally {
     await admin.disconnect().catch(() => {});
+  }
+}
+
+/** Kafka's answers while a partition's leader moves (a broker restarts, a topic was just created). */
+const leaderMoving = new Set(['NOT_LEADER_FOR_PARTITION', 'LEADER_NOT_AVAILABLE']);
+
+/** A leader move outlasts kafkajs' own retries: about 12 s of attempts in all. */
+export const leaderMoveRetry: RetryPolicy = { attempts: 6, initialDelayMs: 500, maxDelayMs: 5_000 };
+
+/**
+ * Runs an admin call on a new admin client, again while a partition's leader is moving. kafkajs' admin
+ * gives up on NOT_LEADER_FOR_PARTITION at once and keeps its stale metadata, so only a new client (new
+ * metadata) can succeed; every other error is its own answer.
+ */
+export async function onNewAdmin<T>(
+  kafka: Pick<Kafka, 'admin'>,
+  what: string,
+  logger: Logger,
+  call: (admin: Admin) => Promise<T>,
+  policy: RetryPolicy = leaderMoveRetry,
+): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    const admin = kafka.admin();
+    try {
+      await admin.connect();
+      return await call(admin);
+    } catch (thrown) {
+      const error = kafkaError(thrown, what);
+      if (!leaderMoving.has(error.code ?? '') || attempt >= policy.attempts) throw error;
+      const delayMs = backoffDelay(policy, attempt);
+      logger.warn(`kafka ${what}: a partition's leader is moving; trying again`, { attempt, delayMs, error });
+      await sleep(delayMs);
+    } finally {
+      await admin.disconnect().catch(() => {});
+    }
   }
 }

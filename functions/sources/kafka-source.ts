@@ -1,16 +1,15 @@
 import type kafkajs from 'kafkajs';
-import type { Admin, Consumer, Kafka } from 'kafkajs';
+import type { Consumer, Kafka } from 'kafkajs';
 import { DrainError } from '../kernel/errors.js';
 import type { Logger } from '../kernel/logger.js';
 import type { Source, SourceReader } from '../kernel/ports.js';
 import type { FetchedBatch, KafkaRecord, PartitionRef, Position, Watermarks } from '../kernel/records.js';
-import { backoffDelay, type RetryPolicy } from '../kernel/retry.js';
 import { sleep } from '../kernel/timers.js';
 import { createBatchQueue } from './batch-queue.js';
 import { registerCompressionCodecs } from './codecs.js';
 import { explicitAssigner } from './explicit-assigner.js';
 import { headTimestamps } from './head-probe.js';
-import { kafkaError } from './kafka-client.js';
+import { kafkaError, onNewAdmin } from './kafka-client.js';
 
 /**
  * What a drain's fetch brings of a partition: `BATCH_MAX_BYTES`, at most 2 MiB. Larger fetches make a
@@ -86,41 +85,6 @@ export function createKafkaSource(
 
     headTimestamps: (positions) => headTimestamps(kafka, positions),
   };
-}
-
-/** Kafka's answers while a partition's leader moves (a broker restarts, a topic was just created). */
-const leaderMoving = new Set(['NOT_LEADER_FOR_PARTITION', 'LEADER_NOT_AVAILABLE']);
-
-/** A leader move outlasts kafkajs' own retries: about 12 s of attempts in all. */
-export const leaderMoveRetry: RetryPolicy = { attempts: 6, initialDelayMs: 500, maxDelayMs: 5_000 };
-
-/**
- * Runs an admin call on a new admin client, again while a partition's leader is moving. kafkajs' admin
- * gives up on NOT_LEADER_FOR_PARTITION at once and keeps its stale metadata, so only a new client (new
- * metadata) can succeed; every other error is its own answer.
- */
-export async function onNewAdmin<T>(
-  kafka: Pick<Kafka, 'admin'>,
-  what: string,
-  logger: Logger,
-  call: (admin: Admin) => Promise<T>,
-  policy: RetryPolicy = leaderMoveRetry,
-): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    const admin = kafka.admin();
-    try {
-      await admin.connect();
-      return await call(admin);
-    } catch (thrown) {
-      const error = kafkaError(thrown, what);
-      if (!leaderMoving.has(error.code ?? '') || attempt >= policy.attempts) throw error;
-      const delayMs = backoffDelay(policy, attempt);
-      logger.warn(`kafka ${what}: a partition's leader is moving; trying again`, { attempt, delayMs, error });
-      await sleep(delayMs);
-    } finally {
-      await admin.disconnect().catch(() => {});
-    }
-  }
 }
 
 async function openReader(

@@ -2,7 +2,7 @@ import kafkajs, { type Admin } from 'kafkajs';
 import { describe, expect, test } from 'vitest';
 import { DrainError } from '../../functions/kernel/errors.js';
 import { createMemoryLogger } from '../../functions/kernel/logger.js';
-import { onNewAdmin } from '../../functions/sources/kafka-source.js';
+import { onNewAdmin } from '../../functions/sources/kafka-client.js';
 
 const { KafkaJSProtocolError } = kafkajs;
 const fast = { attempts: 4, initialDelayMs: 1, maxDelayMs: 2 };
