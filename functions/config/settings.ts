@@ -179,7 +179,7 @@ export const settings = {
     section: 'run',
     default: 5_242_880,
     meaning:
-      'Bytes per batch; a Kafka fetch brings up to this much of a partition, at most 2 MiB. The fetches of a partition that arrive while its batch is written are joined.',
+      "Bytes per batch; a Kafka fetch brings up to this much of a partition, at most 2 MiB. A partition's fetches are joined into batches up to the limits: while records before the end seen at start are to come, a batch waits up to 200 ms for the next fetch.",
   },
   LEASE_TTL_SECONDS: {
     section: 'run',

@@ -1,10 +1,11 @@
 import { forEachLimited } from '../kernel/concurrency.js';
 import type { SourceReader } from '../kernel/ports.js';
-import type { FetchedBatch, KafkaRecord, Position, Watermarks } from '../kernel/records.js';
+import type { FetchedBatch, Position, Watermarks } from '../kernel/records.js';
 import { partitionId } from '../kernel/records.js';
-import { recordSize } from '../records/records.js';
+import { beginWaiting, joined, joinFetched, type Waiting } from './batch-fill.js';
 import { drainFetched } from './batch-phase.js';
 import { leasePartition } from './lease-phase.js';
+import type { PartitionLease } from './partition-lease.js';
 import type { DrainRun } from './run-state.js';
 
 /** Leases the partitions, then reads and drains those with records waiting, until done or stopped. */
@@ -28,45 +29,37 @@ export async function drainPartitions(
 }
 
 /**
+ * How long a partition's batch waits for the partition's next fetch to fill it, at most: of the time the
+ * run fetches (a wait on its bounds starts it again).
+ */
+const FILL_WAIT_MS = 200;
+
+/**
  * Partitions are drained side by side (up to `partitionConcurrency` batches in flight, and a bound on the
  * bytes fetched and not yet committed), each one strictly in offset order: a partition's next batch
- * starts only when its previous one is committed. Fetches of a partition that arrive while it writes wait
- * as one: joined, they make batches as large as the limits allow, not one fetch's worth (Kafka's fetches
- * hold about 1 MiB a partition; a batch costs a flush and a commit whatever it holds).
+ * starts only when its previous one is committed. Its fetches make batches as large as the limits allow,
+ * not one fetch's worth (Kafka's fetches hold up to 2 MiB a partition; a batch costs a flush and a commit
+ * whatever it holds): those that arrive while it writes are joined, and while records before the end seen
+ * at start are still to come, a batch waits for the partition's next fetch (up to `FILL_WAIT_MS`) until it
+ * reaches the limits.
  */
 async function readOpenPartitions(run: DrainRun, source: SourceReader): Promise<void> {
   const { options } = run;
+  const limits = { maxRecords: options.batchMaxRecords, maxBytes: options.batchMaxBytes };
   const inFlight = new Map<string, Promise<void>>();
-  /** Per partition, the fetches waiting for its batch in flight: drained as one. */
+  /** Per partition, the fetches waiting to be written as one batch (behind its batch in flight, or held). */
   const waiting = new Map<string, Waiting>();
   // Bounded by bytes as well as by partitions: many partitions may wait in one flush, not unbounded data.
   let bytesInFlight = 0;
   let failure: unknown;
   let wake = new AbortController();
+  /** Waiting for a batch in flight to settle (the bounds), not fetching. */
+  let blocked = false;
   const open = (): boolean => [...run.record.partitions.values()].some((p) => !p.done);
 
-  while (!run.stop.signal.aborted && failure === undefined && open()) {
-    if (inFlight.size >= options.partitionConcurrency || bytesInFlight >= options.inFlightMaxBytes) {
-      await Promise.race(inFlight.values());
-      continue;
-    }
-    if (wake.signal.aborted) wake = new AbortController();
-    const fetched = await source.next(AbortSignal.any([run.stop.signal, wake.signal]));
-    if (fetched === undefined) continue; // stopped, or a batch settled: look at the state again
-    const id = partitionId(fetched);
-    const entry = run.record.partitions.get(id);
-    if (entry === undefined || entry.done) continue;
-    const bytes = fetched.records.reduce((n, r) => n + recordSize(r), 0);
-    bytesInFlight += bytes;
-    const queued = waiting.get(id);
-    if (queued !== undefined && queued.nextOffset === fetched.fromOffset) {
-      queued.parts.push(fetched.records);
-      queued.nextOffset = fetched.nextOffset;
-      queued.bytes += bytes;
-      continue;
-    }
-    const slot: Waiting = { first: fetched, parts: [fetched.records], nextOffset: fetched.nextOffset, bytes };
-    waiting.set(id, slot);
+  const start = (id: string, entry: PartitionLease, slot: Waiting): void => {
+    slot.hold?.();
+    slot.hold = undefined;
     const work = (inFlight.get(id) ?? Promise.resolve())
       .then(() => {
         if (waiting.get(id) === slot) waiting.delete(id);
@@ -85,22 +78,65 @@ async function readOpenPartitions(run: DrainRun, source: SourceReader): Promise<
         wake.abort(); // a batch settled: the loop looks at the state again
       });
     inFlight.set(id, work);
+  };
+  /** A fetch (or what is left of one) joins its partition's batch waiting, or begins the next. */
+  const take = (id: string, entry: PartitionLease, fetched: FetchedBatch): FetchedBatch | undefined => {
+    const queued = waiting.get(id);
+    if (queued !== undefined) {
+      const { bytes, rest } = joinFetched(queued, fetched, limits);
+      bytesInFlight += bytes;
+      // Held, it is written once full or when the fetches reach the end seen at start (or do not follow on).
+      if (queued.hold !== undefined && (queued.full || queued.nextOffset >= entry.end || rest === fetched))
+        start(id, entry, queued);
+      if (rest !== fetched) return rest;
+    }
+    const { waiting: slot, rest } = beginWaiting(fetched, limits);
+    bytesInFlight += slot.bytes;
+    waiting.set(id, slot);
+    if (inFlight.has(id) || slot.full || slot.nextOffset >= entry.end) start(id, entry, slot);
+    else hold(id, entry, slot);
+    return rest;
+  };
+  const hold = (id: string, entry: PartitionLease, slot: Waiting): void => {
+    slot.hold = run.timers.after(FILL_WAIT_MS, () => {
+      if (slot.hold === undefined) return;
+      // While the run waits on its bounds it fetches nothing: the wait starts again.
+      if (blocked) return hold(id, entry, slot);
+      start(id, entry, slot);
+      wake.abort();
+    });
+  };
+  const startHeld = (): void => {
+    for (const [id, slot] of waiting) {
+      const entry = run.record.partitions.get(id);
+      if (slot.hold !== undefined && entry !== undefined) start(id, entry, slot);
+    }
+  };
+
+  while (!run.stop.signal.aborted && failure === undefined && open()) {
+    // Batches held count towards the bytes: when only they hold the bound, they are written.
+    if (inFlight.size === 0 && bytesInFlight >= options.inFlightMaxBytes) startHeld();
+    if (
+      inFlight.size > 0 &&
+      (inFlight.size >= options.partitionConcurrency || bytesInFlight >= options.inFlightMaxBytes)
+    ) {
+      blocked = true;
+      await Promise.race(inFlight.values());
+      blocked = false;
+      continue;
+    }
+    if (wake.signal.aborted) wake = new AbortController();
+    const fetched = await source.next(AbortSignal.any([run.stop.signal, wake.signal]));
+    if (fetched === undefined) continue; // stopped, or a batch settled: look at the state again
+    const id = partitionId(fetched);
+    const entry = run.record.partitions.get(id);
+    if (entry === undefined || entry.done) continue;
+    let rest: FetchedBatch | undefined = fetched;
+    while (rest !== undefined) rest = take(id, entry, rest);
   }
+  for (const slot of waiting.values()) slot.hold?.(); // held when the run stopped: read again next run
   await Promise.all(inFlight.values());
   if (failure !== undefined) throw failure;
-}
-
-/** Consecutive fetches of a partition, waiting to be drained as one. */
-interface Waiting {
-  readonly first: FetchedBatch;
-  readonly parts: (readonly KafkaRecord[])[];
-  nextOffset: number;
-  bytes: number;
-}
-
-function joined(waiting: Waiting): FetchedBatch {
-  if (waiting.parts.length === 1) return waiting.first;
-  return { ...waiting.first, records: waiting.parts.flat(), nextOffset: waiting.nextOffset };
 }
 
 function lagByPartition(run: DrainRun): Map<string, number> {

@@ -34,6 +34,10 @@ function logOf(
 }
 
 type FakeClock = ReturnType<typeof createFakeClock>;
+
+function recordsPerCommit(checkpoints: ReturnType<typeof createMemoryCheckpoints>): number[] {
+  return checkpoints.commits.filter((c) => c.records > 0).map((c) => c.records);
+}
 const clocks = new WeakMap<Timers, FakeClock>();
 
 /** Every run of these tests is on a fake clock (its context's timers): no sleeps, no wall time. */
@@ -399,16 +403,75 @@ describe('runDrain', () => {
 
     expect(summary.stopReason).toBe('caught_up');
     expect(ports.sink.rows.map((r) => r.record.offset)).toEqual([...Array(20).keys()]);
-    const sizes = checkpoints.commits.filter((c) => c.records > 0).map((c) => c.records);
-    // The first batch is the first fetch (2); those after it join the fetches waiting, up to 8 records.
-    expect(sizes[0]).toBe(2);
-    expect(Math.max(...sizes)).toBe(8);
-    expect(sizes.every((n) => n <= 8)).toBe(true);
-    expect(sizes.length).toBeLessThan(10);
-    // Each commit starts where the one before ended.
-    const moves = checkpoints.commits.filter((c) => c.nextOffset > c.fromOffset);
-    for (let i = 1; i < moves.length; i++) expect(moves[i]!.fromOffset).toBe(moves[i - 1]!.nextOffset);
+    // Fetches of 2 records: every batch is at the limit but the last, which ends at the end seen at start.
+    expect(recordsPerCommit(checkpoints)).toEqual([8, 8, 4]);
     expect(checkpoints.checkpoint({ topic: 't', partition: 0 })).toBe(20);
+  });
+
+  test("a batch waits for its partition's next fetch while records before the end are to come, never past the limits", async () => {
+    const log = logOf(2, 20);
+    const { ports, checkpoints, context, sleep } = setup(log);
+    // Fetches of 3 records do not divide batches of 8: what does not fit begins the next batch.
+    ports.source = createMemorySource(log, { fetchSize: 3, sleep });
+    const summary = await runDrain(ports, { ...options, batchMaxRecords: 8 }, context);
+
+    expect(summary.stopReason).toBe('caught_up');
+    for (const partition of [0, 1]) {
+      const commits = checkpoints.commits.filter((c) => c.lease.partition === partition && c.records > 0);
+      expect(commits.map((c) => c.records)).toEqual([8, 8, 4]);
+      expect(commits.map((c) => [c.fromOffset, c.nextOffset])).toEqual([
+        [0, 8],
+        [8, 16],
+        [16, 20],
+      ]);
+    }
+    const written = ports.sink.rows.map((r) => `${r.record.partition}:${r.record.offset}`);
+    expect(new Set(written).size).toBe(40);
+  });
+
+  test('a batch waiting for a next fetch that does not come is written after a moment', async () => {
+    const log = logOf(1, 6);
+    const { ports, checkpoints, context, clock, sleep } = setup(log);
+    const source = createMemorySource(log, { fetchSize: 2, sleep });
+    const open = source.open.bind(source);
+    source.open = async (positions) => {
+      const reader = await open(positions);
+      const next = reader.next.bind(reader);
+      let fetches = 0;
+      // The broker is slow after the first fetch: the next one comes a second later.
+      reader.next = async (signal) => {
+        if (fetches++ === 1) await clock.timers.sleep(1_000, signal);
+        return signal.aborted ? undefined : next(signal);
+      };
+      return reader;
+    };
+    ports.source = source;
+    const started = clock.now();
+    const committedAt: number[] = [];
+    const commit = ports.checkpoints.commit.bind(ports.checkpoints);
+    ports.checkpoints.commit = async (...args) => {
+      committedAt.push(clock.now() - started);
+      return commit(...args);
+    };
+    const summary = await runDrain(ports, { ...options, batchMaxRecords: 8 }, context);
+
+    expect(summary.stopReason).toBe('caught_up');
+    expect(ports.sink.rows.map((r) => r.record.offset)).toEqual([...Array(6).keys()]);
+    // The first fetch's batch did not wait the second for its partition's next fetch.
+    expect(recordsPerCommit(checkpoints)[0]).toBe(2);
+    expect(committedAt[0]).toBeLessThan(1_000);
+    expect(checkpoints.checkpoint({ topic: 't', partition: 0 })).toBe(6);
+  });
+
+  test('batches waiting to fill count towards the bytes in flight: past the bound they are written', async () => {
+    const log = logOf(3, 12);
+    const { ports, checkpoints, context, sleep } = setup(log);
+    ports.source = createMemorySource(log, { fetchSize: 2, sleep });
+    const summary = await runDrain(ports, { ...options, batchMaxRecords: 8, inFlightMaxBytes: 1 }, context);
+
+    expect(summary.stopReason).toBe('caught_up');
+    for (const partition of [0, 1, 2]) expect(checkpoints.checkpoint({ topic: 't', partition })).toBe(12);
+    expect(ports.sink.rows).toHaveLength(36);
   });
 
   test('a lease that cannot be renewed is left before it can expire: the write in flight is abandoned, nothing committed', async () => {
