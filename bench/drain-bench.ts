@@ -17,9 +17,9 @@
  *   task's exit code, stop reason, records and shared partitions;
  * - 1,000 partitions (10 topics x 100, 3 records each): a run that drains them all, then an idle run;
  * - the same wide records as Avro, Protobuf and JSON Schema through the registry: storage-write at N (three
- *   rounds) and 4N, insert-all and load at N, and the null sink, beside JSON's; and the record path alone
- *   in this process, per format, the general path against the compiled one (record-path.ts), and cdc
- *   mode's on Debezium's Avro change events (debezium-path.ts).
+ *   rounds) and 4N (three paired rounds), insert-all and load at N, and the null sink, beside JSON's; and
+ *   the record path alone in this process, per format, the general path against the compiled one
+ *   (record-path.ts), and cdc mode's on Debezium's Avro change events (debezium-path.ts).
  * Firestore reads and writes are counted for every drain. Results are printed and written to
  * `bench/results/<run>.json` so that runs can be compared. Timing goals live here, never in tests.
  */
@@ -338,9 +338,10 @@ const cCdc = await variant('bigquery', topicCdc, cdcRecords, `${run}-cc`, {
 });
 /**
  * The formats: no schema file, the columns from the registry. At N in three rounds of each format's
- * storage-write (the median stands, as for JSON's), once into the null sink, and once at 4N (the steady
- * state is the slope from N to 4N). Each is compared with JSON's on the same records run just before it
- * (a JSON round among the formats' at N; a JSON run of its own before each 4N, insert-all and load run):
+ * storage-write (the median stands, as for JSON's), once into the null sink, and at 4N in three paired
+ * rounds (the steady state is the slope from N to 4N's medians). Each is compared with JSON's on the same
+ * records run beside it (a JSON round among the formats' at N; a JSON run of its own beside each 4N,
+ * insert-all and load run):
  * the machine's speed drifts over the bench's minutes, and a figure from ten minutes earlier once made
  * Protobuf's 4N look 1.3x JSON's where side by side it was on a par.
  */
@@ -361,17 +362,44 @@ if (withFormats)
       );
   }
 const jsonN = withFormats ? medianOf(jsonBeside) : undefined;
-/** The format's run, and JSON's on the same records (from its own topic) just before it, in the same mode. */
-async function paired(name: string, topicName: string, count: number, env: Record<string, string>) {
+/**
+ * The format's run, and JSON's on the same records (from its own topic) beside it, in the same mode: JSON's
+ * first unless `formatFirst`.
+ */
+async function paired(
+  name: string,
+  topicName: string,
+  count: number,
+  env: Record<string, string>,
+  formatFirst = false,
+) {
   const mode = { BQ_WRITE_MODE: env.BQ_WRITE_MODE! };
-  const json = await variant(
-    'bigquery',
-    count === records ? topic : topicQuad,
-    count,
-    `${run}-j${name}`,
-    mode,
-  );
-  return { json, format: await variant('bigquery', topicName, count, `${run}-${name}`, env) };
+  const runJson = () =>
+    variant('bigquery', count === records ? topic : topicQuad, count, `${run}-j${name}`, mode);
+  const runFormat = () => variant('bigquery', topicName, count, `${run}-${name}`, env);
+  if (formatFirst) {
+    const format = await runFormat();
+    return { json: await runJson(), format };
+  }
+  const json = await runJson();
+  return { json, format: await runFormat() };
+}
+/**
+ * At 4N, rounds of pairs, the order alternating: each side's median run stands (a single pair once put
+ * Avro at 1.04x JSON where four paired rounds had 0.98x).
+ */
+const formatQuadRounds = 3;
+async function pairedRounds(name: string, topicName: string, env: Record<string, string>) {
+  const pairs = [];
+  for (let i = 0; i < formatQuadRounds; i++)
+    pairs.push(await paired(`${name}r${i}`, topicName, 4 * records, env, i % 2 === 1));
+  const json = medianOf(pairs.map((p) => p.json));
+  const format = medianOf(pairs.map((p) => p.format));
+  return {
+    json: json.median,
+    format: format.median,
+    rounds: { json: json.cpuPerRecordUs, format: format.cpuPerRecordUs },
+  };
 }
 const formatRuns = withFormats
   ? await (async () => {
@@ -382,7 +410,7 @@ const formatRuns = withFormats
           ...f,
           n: medianOf(f.rounds),
           nullSink: await variant('null', f.topic, records, `${run}-b${f.format}`, env),
-          quad: await paired(`c4${f.format}`, f.topicQuad, 4 * records, env),
+          quad: await pairedRounds(`c4${f.format}`, f.topicQuad, env),
           // The modes that send rows as JSON text, once each at N (each format's compiled text path).
           insertAll: await paired(`ci${f.format}`, f.topic, records, { ...env, BQ_WRITE_MODE: 'insert-all' }),
           load: await paired(`cl${f.format}`, f.topic, records, { ...env, BQ_WRITE_MODE: 'load' }),
@@ -481,7 +509,7 @@ const lines = [
   `peak RSS: null sink ${b.peakRssMb} MB at N, ${b4.peakRssMb} MB at 4N (goal <= 256 MB at 4N); storage-write ${c.peakRssMb} MB; raw ${a.peakRssMb} / ${a4.peakRssMb} MB`,
   ...formatRuns.map(
     (f) =>
-      `${f.name} through the registry vs the same records as JSON run beside it, CPU µs a record from the first fetch: storage-write ${cpuPerRecord(f.n.median).toFixed(1)} vs ${cpuPerRecord(jsonN!.median).toFixed(1)} (${formatRounds} rounds: ${f.n.cpuPerRecordUs.map((x) => x.toFixed(1)).join(' / ')} vs ${jsonN!.cpuPerRecordUs.map((x) => x.toFixed(1)).join(' / ')}), ${ratio(f.n.median).toFixed(1)}x raw; at 4N ${cpuPerRecord(f.quad.format).toFixed(1)} vs ${cpuPerRecord(f.quad.json).toFixed(1)}, ${(cpuPerRecord(f.quad.format) / cpuPerRecord(a4)).toFixed(1)}x raw; steady ${slope(f.n.median, f.quad.format).toFixed(1)} vs ${slope(jsonN!.median, f.quad.json).toFixed(1)}, ${(slope(f.n.median, f.quad.format) / slope(a, a4)).toFixed(1)}x raw; null sink ${cpuPerRecord(f.nullSink).toFixed(1)} vs ${cpuPerRecord(b).toFixed(1)} (earlier); ${drainRate(f.n.median)} vs ${drainRate(jsonN!.median)} rows/s; insert-all ${cpuPerRecord(f.insertAll.format).toFixed(1)} vs ${cpuPerRecord(f.insertAll.json).toFixed(1)}, load ${cpuPerRecord(f.load.format).toFixed(1)} vs ${cpuPerRecord(f.load.json).toFixed(1)}`,
+      `${f.name} through the registry vs the same records as JSON run beside it, CPU µs a record from the first fetch: storage-write ${cpuPerRecord(f.n.median).toFixed(1)} vs ${cpuPerRecord(jsonN!.median).toFixed(1)} (${formatRounds} rounds: ${f.n.cpuPerRecordUs.map((x) => x.toFixed(1)).join(' / ')} vs ${jsonN!.cpuPerRecordUs.map((x) => x.toFixed(1)).join(' / ')}), ${ratio(f.n.median).toFixed(1)}x raw; at 4N ${cpuPerRecord(f.quad.format).toFixed(1)} vs ${cpuPerRecord(f.quad.json).toFixed(1)} (${formatQuadRounds} paired rounds: ${f.quad.rounds.format.map((x) => x.toFixed(1)).join(' / ')} vs ${f.quad.rounds.json.map((x) => x.toFixed(1)).join(' / ')}), ${(cpuPerRecord(f.quad.format) / cpuPerRecord(a4)).toFixed(1)}x raw; steady ${slope(f.n.median, f.quad.format).toFixed(1)} vs ${slope(jsonN!.median, f.quad.json).toFixed(1)}, ${(slope(f.n.median, f.quad.format) / slope(a, a4)).toFixed(1)}x raw; null sink ${cpuPerRecord(f.nullSink).toFixed(1)} vs ${cpuPerRecord(b).toFixed(1)} (earlier); ${drainRate(f.n.median)} vs ${drainRate(jsonN!.median)} rows/s; insert-all ${cpuPerRecord(f.insertAll.format).toFixed(1)} vs ${cpuPerRecord(f.insertAll.json).toFixed(1)}, load ${cpuPerRecord(f.load.format).toFixed(1)} vs ${cpuPerRecord(f.load.json).toFixed(1)}`,
   ),
   ...(paths.length === 0
     ? []
@@ -550,6 +578,7 @@ writeFileSync(
             { quad: f.quad.json, insertAll: f.insertAll.json, load: f.load.json },
           ]),
         ),
+        formatsQuad: Object.fromEntries(formatRuns.map((f) => [f.name, f.quad.rounds])),
       },
       cpuRatios: {
         storageWriteToRaw: ratio(c),

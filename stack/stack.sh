@@ -493,16 +493,30 @@ up() {
   status
 }
 
+# The BigQuery emulator keeps its in-memory database in files of the system's temp folder (digits for a
+# name) that it never removes: gigabytes after a bench, until the disk is full. Those it holds go once it
+# has stopped.
+emulator_temp_files() { # pid
+  local fd target
+  for fd in /proc/"$1"/fd/*; do
+    target=$(readlink "$fd" 2>/dev/null) || continue
+    [[ $target =~ ^${TMPDIR:-/tmp}/[0-9]+(\.db)?$ ]] && echo "$target"
+  done | sort -u
+}
+
 stop_one() {
   local name=$1 pidfile=$PIDS/$1.pid
   [[ -f $pidfile ]] || return 0
   local pid; pid=$(cat "$pidfile")
+  local temp=()
+  [[ $name == bigquery ]] && mapfile -t temp < <(emulator_temp_files "$pid")
   if kill -0 "$pid" 2>/dev/null; then
     [[ $name == firestore ]] && curl -sf -m 2 -d '' "http://127.0.0.1:$FIRESTORE_PORT/shutdown" >/dev/null 2>&1 || true
     kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
     for _ in $(seq 1 40); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
     kill -KILL -- "-$pid" 2>/dev/null || true
   fi
+  [[ ${#temp[@]} -gt 0 ]] && rm -f "${temp[@]}"
   rm -f "$pidfile"
   say "stopped $name"
 }
@@ -553,9 +567,12 @@ case ${1:-} in
   thaw) signal_service "${2:-}" CONT ;;
   kill)
     pid=$(cat "$PIDS/${2:-none}.pid" 2>/dev/null || true)
+    temp=()
+    [[ ${2:-} == bigquery && -n $pid ]] && mapfile -t temp < <(emulator_temp_files "$pid")
     signal_service "${2:-}" KILL
     # Gone (and its ports free) before this returns: `up` may follow at once.
     for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    [[ ${#temp[@]} -gt 0 ]] && rm -f "${temp[@]}"
     rm -f "$PIDS/${2}.pid" ;;
   down) down ;;
   status) status ;;
