@@ -8,10 +8,10 @@ import type { PartitionLease } from './partition-lease.js';
 import type { DrainRun } from './run-state.js';
 
 /**
- * One fetch of a partition (or consecutive ones joined): checked for continuity with the checkpoint, cut
- * into batches, each written (writer port) and then committed, strictly in offset order. A stop settles
- * the batch in flight and starts no other; at the hard stop (or when the lease is given up) the batch in
- * flight is abandoned, uncommitted, and the next run reads it again.
+ * One batch of a partition (its fetches joined up to the batch limits: batch-fill.ts): checked for
+ * continuity with the checkpoint, written (writer port) and then committed; a partition's batches go
+ * strictly in offset order (read-phase.ts). A stop starts no batch; at the hard stop (or when the lease is
+ * given up) the batch in flight is abandoned, uncommitted, and the next run reads it again.
  */
 export async function drainFetched(
   run: DrainRun,
@@ -36,10 +36,7 @@ export async function drainFetched(
     return;
   }
   // Only what lies between the checkpoint and the end seen at start belongs to this run.
-  const plan = planFetched(fetched, entry.position, entry.end, {
-    maxRecords: run.options.batchMaxRecords,
-    maxBytes: run.options.batchMaxBytes,
-  });
+  const plan = planFetched(fetched, entry.position, entry.end);
   if (plan.skipTo !== undefined) {
     // Offsets with no records (compaction, transaction markers): the checkpoint moves past them.
     await commitCheckpoint(run, entry, {
@@ -52,20 +49,16 @@ export async function drainFetched(
     });
     return;
   }
-  for (const { records, nextOffset } of plan.batches) {
-    if (entry.done || run.stop.signal.aborted) return; // left while this fetch was written; or stopping
-    const committed = await writeAndCommit(run, entry, records, nextOffset);
-    if (!committed) return;
-  }
+  if (plan.batch !== undefined) await writeAndCommit(run, entry, plan.batch.records, plan.batch.nextOffset);
 }
 
-/** One batch: written, then committed. False when it was abandoned or its partition left. */
+/** One batch: written, then committed; or abandoned, or its partition left. */
 async function writeAndCommit(
   run: DrainRun,
   entry: PartitionLease,
   records: KafkaRecord[],
   nextOffset: number,
-): Promise<boolean> {
+): Promise<void> {
   const log = run.logger.child({
     topic: entry.mark.topic,
     partition: entry.mark.partition,
@@ -88,7 +81,7 @@ async function writeAndCommit(
           ? 'batch abandoned: the lease could not be renewed; it will be read again by the next run'
           : 'batch abandoned at shutdown; it will be read again by the next run',
       );
-      return false;
+      return;
     }
     await commitWritten(run, entry, records, nextOffset, written);
     log.debug('batch committed', {
@@ -98,13 +91,12 @@ async function writeAndCommit(
       commitMs: run.now() - wroteAt,
       durationMs: run.now() - began,
     });
-    return true;
   } catch (error) {
     if (error instanceof PartitionWaitsError) {
       // Not the records' fault and not the run's: the partition waits, its checkpoint where it was.
       log.warn('the partition waits for the next run', { reason: error.message });
       entry.leave({ waiting: error.message, ...(error.heldBack ? { heldBack: true } : {}) });
-      return false;
+      return;
     }
     if (!(error instanceof FencedError)) {
       entry.leave({ skipped: 'error' });
@@ -115,7 +107,6 @@ async function writeAndCommit(
       durationMs: run.now() - began,
     });
     entry.leave({ skipped: 'fenced' });
-    return false;
   }
 }
 

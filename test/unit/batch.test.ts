@@ -75,30 +75,26 @@ describe('merge mode: the batch writes its dead letters to the error table befor
   });
 });
 
-describe('planFetched: what one fetch of a partition becomes', () => {
+describe('planFetched: what a batch of a partition becomes', () => {
   const at = (offsets: number[]) => offsets.map((o) => record('t', 0, o, { o }));
-  const limits = { maxRecords: 2, maxBytes: 1_000_000 };
 
-  test('records split into batches, each committing up to its last record; the last one up to the fetch end', () => {
-    const plan = planFetched({ records: at([10, 11, 12, 14]), nextOffset: 17 }, 10, 100, limits);
-    expect(plan.batches.map((b) => [b.records.map((r) => r.offset), b.nextOffset])).toEqual([
-      [[10, 11], 12],
-      [[12, 14], 17],
+  test('its commit moves the checkpoint past its last record, and on to the end of the fetch', () => {
+    const plan = planFetched({ records: at([10, 11, 12, 14]), nextOffset: 17 }, 10, 100);
+    expect([plan.batch?.records.map((r) => r.offset), plan.batch?.nextOffset]).toEqual([
+      [10, 11, 12, 14],
+      17,
     ]);
     expect(plan.skipTo).toBeUndefined();
   });
 
   test('only what lies between the checkpoint and the end seen at start belongs to the run', () => {
-    const plan = planFetched({ records: at([8, 9, 10, 11, 12]), nextOffset: 13 }, 9, 11, limits);
-    expect(plan.batches.map((b) => [b.records.map((r) => r.offset), b.nextOffset])).toEqual([[[9, 10], 11]]);
+    const plan = planFetched({ records: at([8, 9, 10, 11, 12]), nextOffset: 13 }, 9, 11);
+    expect([plan.batch?.records.map((r) => r.offset), plan.batch?.nextOffset]).toEqual([[9, 10], 11]);
   });
 
   test('a fetch of markers only (no record in range) moves the checkpoint past them, never past the end', () => {
-    expect(planFetched({ records: [], nextOffset: 15 }, 10, 100, limits)).toEqual({
-      batches: [],
-      skipTo: 15,
-    });
-    expect(planFetched({ records: [], nextOffset: 15 }, 10, 12, limits)).toEqual({ batches: [], skipTo: 12 });
-    expect(planFetched({ records: [], nextOffset: 10 }, 10, 100, limits)).toEqual({ batches: [] });
+    expect(planFetched({ records: [], nextOffset: 15 }, 10, 100)).toEqual({ skipTo: 15 });
+    expect(planFetched({ records: [], nextOffset: 15 }, 10, 12)).toEqual({ skipTo: 12 });
+    expect(planFetched({ records: at([8, 9]), nextOffset: 10 }, 10, 100)).toEqual({});
   });
 });

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import { deadLetterMessage, truncateUtf8 } from '../../functions/dead-letters/pubsub-dead-letters.js';
 import { ownedBy, preferredTask, stableHash } from '../../functions/drain/assignment.js';
-import { splitBatches } from '../../functions/drain/batch.js';
+import { beginWaiting, joined, joinFetched } from '../../functions/drain/batch-fill.js';
 import { DrainError } from '../../functions/kernel/errors.js';
 import type { RowToWrite } from '../../functions/kernel/records.js';
 import { backoffDelay, withRetry } from '../../functions/kernel/retry.js';
@@ -107,13 +107,52 @@ describe('toRow', () => {
 });
 
 describe('batching', () => {
-  test('splitBatches honours the record and byte limits', () => {
-    const records = Array.from({ length: 10 }, (_, i) => record('t', 0, i, { pad: 'x'.repeat(100) }));
-    expect(splitBatches(records, 4, 1_000_000).map((b) => b.length)).toEqual([4, 4, 2]);
-    const bySize = splitBatches(records, 100, 500);
-    expect(bySize.every((b) => b.length >= 1)).toBe(true);
-    expect(bySize.flat().map((r) => r.offset)).toEqual([...Array(10).keys()]);
-    expect(bySize.length).toBeGreaterThan(2);
+  const fetch = (offsets: number[], pad = 100, nextOffset = offsets[offsets.length - 1]! + 1) => ({
+    topic: 't',
+    partition: 0,
+    fromOffset: offsets[0]!,
+    records: offsets.map((o) => record('t', 0, o, { pad: 'x'.repeat(pad) })),
+    nextOffset,
+  });
+  const offsets = (batch: { records: readonly { offset: number }[] }) => batch.records.map((r) => r.offset);
+
+  test('a fetch begins a batch as far as the record limit, the rest beginning the next at its first record', () => {
+    const limits = { maxRecords: 4, maxBytes: 1_000_000 };
+    const first = beginWaiting(fetch([0, 1, 2, 3, 5, 6], 100, 9), limits);
+    expect([offsets(joined(first.waiting)), joined(first.waiting).nextOffset, first.waiting.full]).toEqual([
+      [0, 1, 2, 3],
+      5,
+      true,
+    ]);
+    expect([first.rest?.fromOffset, offsets(first.rest!), first.rest?.nextOffset]).toEqual([5, [5, 6], 9]);
+    const second = beginWaiting(first.rest!, limits);
+    expect([offsets(joined(second.waiting)), second.waiting.nextOffset, second.rest]).toEqual([
+      [5, 6],
+      9,
+      undefined,
+    ]);
+  });
+
+  test('fetches that follow on join a batch up to its limits, on bytes too; a record larger than the limit is a batch of its own', () => {
+    const limits = { maxRecords: 100, maxBytes: 500 };
+    const { waiting } = beginWaiting(fetch([0]), limits);
+    const size = waiting.bytes;
+    expect(size).toBeGreaterThan(100);
+    const join = joinFetched(waiting, fetch([1, 2, 3, 4, 5, 6]), limits);
+    const fit = Math.floor(500 / size) - 1;
+    expect([offsets(joined(waiting)).length, waiting.full, join.bytes]).toEqual([fit + 1, true, fit * size]);
+    expect(join.rest?.fromOffset).toBe(fit + 1);
+    expect(waiting.bytes).toBeLessThanOrEqual(500);
+    // full: a fetch that follows on is not taken; nor is one that does not follow on
+    expect(joinFetched(waiting, fetch([fit + 1]), limits)).toEqual({ bytes: 0, rest: fetch([fit + 1]) });
+    const other = beginWaiting(fetch([20]), limits).waiting;
+    expect(joinFetched(other, fetch([30]), limits).rest?.fromOffset).toBe(30);
+    const huge = beginWaiting(fetch([40, 41], 1_000), limits);
+    expect([offsets(joined(huge.waiting)), huge.waiting.full, huge.rest?.fromOffset]).toEqual([
+      [40],
+      true,
+      41,
+    ]);
   });
 
   test('splitRequests keeps requests within 500 rows and the byte limit, in order', () => {
