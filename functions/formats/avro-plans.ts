@@ -23,6 +23,8 @@ export type Plan = {
       readonly kind: 'decimal';
       readonly scale: number;
       readonly plain: RegExp;
+      /** Whether the column takes every fraction of this scale: then values of up to 6 bytes are written by digits. */
+      readonly digits: boolean;
       /** A `fixed` decimal's size; -1: `bytes`, its length first. */
       readonly size: number;
     }
@@ -55,6 +57,9 @@ const plainText: Record<string, RegExp> = {
   NUMERIC: /^-?\d{1,29}(?:\.\d{1,9})?$/,
   BIGNUMERIC: /^-?\d{1,38}(?:\.\d{1,38})?$/,
 };
+
+/** The digits after the point that NUMERIC and BIGNUMERIC hold (their text's, in `plainText`). */
+const maxScale: Record<string, number> = { NUMERIC: 9, BIGNUMERIC: 38 };
 
 const reserved = new Set<string>(metadataColumns);
 
@@ -139,7 +144,8 @@ function planOf(type: unknown, column: SchemaField, number: number, scope: Scope
     const plain = plainText[column.type];
     if (plain === undefined) return undefined;
     const { scale, size } = decimal;
-    return { tag: (number << 3) | 2, nullBranch, required, kind: 'decimal', scale, plain, size };
+    const digits = scale <= (maxScale[column.type] ?? -1);
+    return { tag: (number << 3) | 2, nullBranch, required, kind: 'decimal', scale, plain, digits, size };
   }
   const named = namedOf(inner, column);
   if (named !== undefined) return { tag: (number << 3) | 2, nullBranch, required, ...named };

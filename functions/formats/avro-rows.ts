@@ -33,7 +33,7 @@ import {
   zigzag,
 } from './avro-read.js';
 import { decimalOf as decimalText, isoMicros } from './avro-types.js';
-import { type CompiledRows, isUtf8At, timeOfDayText } from './mapped.js';
+import { type CompiledRows, timeOfDayText } from './mapped.js';
 
 export type AvroRows = CompiledRows;
 
@@ -179,11 +179,13 @@ function writeCounted(
     if (Number.isNaN(micros)) return false;
     w.varint(tag);
     w.integer(micros);
-  } else {
-    if (kind !== 'bytes' && !isUtf8At(payload, start, end)) return false;
-    if (kind === 'json' && !isJsonText(payload, start, end)) return false;
+  } else if (kind === 'bytes') {
     w.varint(tag);
     w.delimitedFrom(payload, start, end);
+  } else {
+    if (kind === 'json' && !isJsonText(payload, start, end)) return false;
+    w.varint(tag);
+    if (!w.utf8From(payload, start, end)) return false;
   }
   at.pos = end;
   return true;
@@ -196,7 +198,7 @@ function writeTemporal(w: ProtoWriter, payload: Buffer, tag: number, kind: Tempo
   w.varint(tag);
   if (kind === 'millis' || kind === 'micros' || kind === 'nanos') w.integer(micros);
   else if (isTimeOfDay(kind)) w.string(timeOfDayText(micros, timeDecimals(kind)));
-  else {
+  else if (!w.dateTime(micros)) {
     const text = isoMicros(micros);
     w.string(`${text.slice(0, 10)} ${text.slice(11)}`);
   }
@@ -255,6 +257,14 @@ function writeDecimal(w: ProtoWriter, payload: Buffer, plan: Extract<Plan, { kin
   const length = plan.size >= 0 ? plan.size : zigzag(payload);
   const end = at.pos + length;
   if (at.bad || length < 0 || end > payload.length) return false;
+  if (plan.digits && length > 0 && length <= 6) {
+    // Up to 6 bytes: a safe integer, written by digits.
+    const unscaled = payload.readIntBE(at.pos, length);
+    at.pos = end;
+    w.varint(plan.tag);
+    w.decimal(unscaled, plan.scale);
+    return true;
+  }
   const text = decimalText(payload.subarray(at.pos, end), plan.scale);
   if (!plan.plain.test(text)) return false;
   at.pos = end;

@@ -27,7 +27,7 @@ import {
 } from './avro-read.js';
 import { decimalOf as decimalText, isoMicros } from './avro-types.js';
 import { JsonText } from './json-text.js';
-import { dateText, floatValue, isUtf8At, timeOfDayText } from './mapped.js';
+import { dateText, floatValue, timeOfDayText } from './mapped.js';
 
 /** A payload's fields as the members of a JSON object (no braces), or undefined: the general path's. */
 export type AvroText = (payload: Buffer, start: number) => string | undefined;
@@ -138,7 +138,7 @@ function integerOf(payload: Buffer, kind: 'int' | 'long' | 'date'): boolean {
   if (at.bad) return false;
   if (kind !== 'date') out.integer(n);
   else if (n < minDays || n > maxDays) return false;
-  else out.quoted(dateText(n));
+  else if (!out.date(n)) out.quoted(dateText(n));
   return true;
 }
 
@@ -147,11 +147,10 @@ function temporalOf(payload: Buffer, kind: Temporal): boolean {
   const micros = temporal(payload, kind);
   if (Number.isNaN(micros)) return false;
   if (isTimeOfDay(kind)) out.quoted(timeOfDayText(micros, timeDecimals(kind)));
-  else if (kind === 'millis' || kind === 'micros' || kind === 'nanos') {
-    out.byte(34);
-    out.raw(isoMicros(micros));
-    out.raw('Z"');
-  } else out.quoted(isoMicros(micros));
+  else {
+    const zoned = kind === 'millis' || kind === 'micros' || kind === 'nanos';
+    if (!out.dateTime(micros, zoned)) out.quoted(zoned ? `${isoMicros(micros)}Z` : isoMicros(micros));
+  }
   return true;
 }
 
@@ -167,16 +166,18 @@ function bytesOf(payload: Buffer, plan: Plan): boolean {
     case 'string':
     case 'json':
       // JSON's text as a string, as the general path's row holds it, where it parses.
-      if (!isUtf8At(payload, start, end)) return false;
       if (plan.kind === 'json' && !isJsonText(payload, start, end)) return false;
-      out.stringFrom(payload, start, end);
-      return true;
+      return out.utf8From(payload, start, end);
     case 'zoned':
       // As it is, where it is canonical UTC (ASCII, nothing to escape); else the general path's.
       if (Number.isNaN(canonicalMicrosIn(payload, start, end))) return false;
       out.stringFrom(payload, start, end);
       return true;
     case 'decimal': {
+      if (plan.digits && length > 0 && length <= 6) {
+        out.decimal(payload.readIntBE(start, length), plan.scale);
+        return true;
+      }
       const text = decimalText(payload.subarray(start, end), plan.scale);
       if (!plan.plain.test(text)) return false;
       out.quoted(text);

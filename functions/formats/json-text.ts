@@ -5,6 +5,9 @@
  * rows three to four times what JSON's own text does (#42), most of it the garbage collector's.
  * One row at a time, on one thread: the writer is the caller's.
  */
+import { isUtf8 } from 'node:buffer';
+import { decimalLength, writeDate, writeDateTime, writeDecimal } from './digits.js';
+
 export class JsonText {
   private bytes = Buffer.allocUnsafe(1 << 14);
   position = 0;
@@ -64,12 +67,27 @@ export class JsonText {
    * decode to: `"` and `\`, and the control characters (the short forms where JSON has them).
    */
   stringFrom(source: Buffer, start: number, end: number): void {
+    this.copyEscaped(source, start, end);
+  }
+
+  /**
+   * Bytes as a JSON string (as `stringFrom`) where they are UTF-8, checked as they are copied (a second
+   * pass only over text that is not ASCII); false where they are not (then what was written is garbage).
+   */
+  utf8From(source: Buffer, start: number, end: number): boolean {
+    return this.copyEscaped(source, start, end) < 0x80 || isUtf8(source.subarray(start, end));
+  }
+
+  /** The bytes copied with JSON's escapes; every byte OR-ed together (≥ 0x80: not all ASCII). */
+  private copyEscaped(source: Buffer, start: number, end: number): number {
     this.room(2 + 6 * (end - start));
     const b = this.bytes;
     let p = this.position;
+    let seen = 0;
     b[p++] = 34;
     for (let i = start; i < end; i++) {
       const c = source[i]!;
+      seen |= c;
       if (c >= 0x20 && c !== 34 && c !== 92) b[p++] = c;
       else {
         b[p++] = 92;
@@ -86,6 +104,7 @@ export class JsonText {
     }
     b[p++] = 34;
     this.position = p;
+    return seen;
   }
 
   /** Bytes as a JSON string of their base64 (BigQuery's JSON form of BYTES). */
@@ -94,6 +113,38 @@ export class JsonText {
     this.byte(34);
     this.position += this.bytes.write(source.toString('base64', start, end), this.position, 'latin1');
     this.byte(34);
+  }
+
+  /** A decimal of a safe unscaled integer and a scale ≤ 38, as a JSON string of its text (digits.ts). */
+  decimal(unscaled: number, scale: number): void {
+    const length = decimalLength(unscaled, scale);
+    this.room(length + 2);
+    this.bytes[this.position] = 34;
+    this.position = writeDecimal(this.bytes, this.position + 1, unscaled, scale, length);
+    this.bytes[this.position++] = 34;
+  }
+
+  /** `"YYYY-MM-DD"` of days since the epoch; false outside years 0000-9999. */
+  date(days: number): boolean {
+    this.room(12);
+    const end = writeDate(this.bytes, this.position + 1, days);
+    if (end < 0) return false;
+    this.bytes[this.position] = 34;
+    this.bytes[end] = 34;
+    this.position = end + 1;
+    return true;
+  }
+
+  /** `"YYYY-MM-DDTHH:MM:SS.ffffff"` (`Z` before the closing quote with `zoned`); false outside years 0000-9999. */
+  dateTime(micros: number, zoned: boolean): boolean {
+    this.room(29);
+    let end = writeDateTime(this.bytes, this.position + 1, micros, 84);
+    if (end < 0) return false;
+    this.bytes[this.position] = 34;
+    if (zoned) this.bytes[end++] = 90;
+    this.bytes[end] = 34;
+    this.position = end + 1;
+    return true;
   }
 
   /** A safe integer's digits. */

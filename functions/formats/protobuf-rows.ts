@@ -13,7 +13,6 @@
  * byte for byte, on randomized messages, declared in their numbers' order and not).
  */
 import type { ProtoWriter } from '../sinks/proto-writer.js';
-import { isUtf8At } from './mapped.js';
 import type { FieldPlan, MessagePlan } from './protobuf-plans.js';
 import {
   at,
@@ -237,9 +236,8 @@ function writeDelimited(w: ProtoWriter, p: Buffer, end: number, field: FieldPlan
   if (stop > end) return false;
   switch (field.kind) {
     case 'string':
-      if (!isUtf8At(p, start, stop)) return false;
       w.varint(field.tag);
-      w.delimitedFrom(p, start, stop);
+      if (!w.utf8From(p, start, stop)) return false;
       break;
     case 'bytes':
       w.varint(field.tag);

@@ -10,7 +10,7 @@
  */
 import { isoMicros } from './avro-types.js';
 import { JsonText } from './json-text.js';
-import { floatValue, isUtf8At } from './mapped.js';
+import { floatValue } from './mapped.js';
 import type { FieldPlan, MessagePlan } from './protobuf-plans.js';
 import {
   at,
@@ -225,8 +225,7 @@ function delimitedText(p: Buffer, end: number, field: FieldPlan): boolean {
   let ok = true;
   switch (field.kind) {
     case 'string':
-      ok = isUtf8At(p, start, stop);
-      if (ok) out.stringFrom(p, start, stop);
+      ok = out.utf8From(p, start, stop);
       break;
     case 'bytes':
       out.base64From(p, start, stop);
@@ -234,11 +233,7 @@ function delimitedText(p: Buffer, end: number, field: FieldPlan): boolean {
     case 'timestamp': {
       const micros = timestampMicros(p, start, stop);
       if (micros === undefined) ok = false;
-      else {
-        out.byte(34);
-        out.raw(isoMicros(micros));
-        out.raw('Z"');
-      }
+      else if (!out.dateTime(micros, true)) out.quoted(`${isoMicros(micros)}Z`);
       break;
     }
     case 'struct': {

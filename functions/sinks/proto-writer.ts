@@ -1,3 +1,6 @@
+import { isUtf8 } from 'node:buffer';
+import { decimalLength, writeDateTime, writeDecimal } from '../formats/digits.js';
+
 /**
  * The few protocol buffer encodings a row needs, written straight into one growing buffer: varints,
  * 64-bit doubles, length-delimited strings, bytes and nested messages. No object per field (protobufjs's
@@ -116,11 +119,56 @@ export class ProtoWriter {
     this.position += this.buffer.write(value, this.position, length, 'utf8');
   }
 
+  /** A decimal of a safe unscaled integer and a scale ≤ 38, as its text (digits.ts). */
+  decimal(unscaled: number, scale: number): void {
+    const length = decimalLength(unscaled, scale);
+    this.reserve(length + 1);
+    this.buffer[this.position] = length;
+    this.position = writeDecimal(this.buffer, this.position + 1, unscaled, scale, length);
+  }
+
+  /** `YYYY-MM-DD HH:MM:SS.ffffff` of microseconds since the epoch (DATETIME); false outside years 0000-9999. */
+  dateTime(micros: number): boolean {
+    this.reserve(27);
+    const end = writeDateTime(this.buffer, this.position + 1, micros, 32);
+    if (end < 0) return false;
+    this.buffer[this.position] = 26;
+    this.position = end;
+    return true;
+  }
+
   bytes(value: Uint8Array): void {
     this.varint(value.length);
     this.reserve(value.length);
     this.buffer.set(value, this.position);
     this.position += value.length;
+  }
+
+  /**
+   * A string's bytes `start` to `end` of `source`, length-delimited, where they are UTF-8: checked as they
+   * are copied (a second pass only over text that is not ASCII); false where they are not (then the
+   * message is garbage).
+   */
+  utf8From(source: Buffer, start: number, end: number): boolean {
+    const length = end - start;
+    if (length >= 48) {
+      // Long text: checked in native code first, then copied so.
+      if (!isUtf8(source.subarray(start, end))) return false;
+      this.delimitedFrom(source, start, end);
+      return true;
+    }
+    this.reserve(length + 1);
+    const buffer = this.buffer;
+    buffer[this.position] = length;
+    let at = this.position + 1;
+    let seen = 0;
+    for (let i = start; i < end; i++) {
+      const c = source[i]!;
+      seen |= c;
+      buffer[at++] = c;
+    }
+    this.position = at;
+    return seen < 0x80 || isUtf8(source.subarray(start, end));
   }
 
   /** Bytes `start` to `end` of `source`, length-delimited (a string's UTF-8 bytes, or bytes). */

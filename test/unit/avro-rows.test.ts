@@ -33,6 +33,9 @@ const kinds = {
   enum: { type: 'enum', name: 'Color', symbols: ['RED', 'GREEN', 'BLUE_3'] },
   fixed: { type: 'fixed', name: 'Hash', size: 4 },
   fixdec: { type: 'fixed', name: 'Money', size: 9, logicalType: 'decimal', precision: 20, scale: 3 },
+  // Up to 6 bytes written by digits, longer by the general text (NUMERIC, and BIGNUMERIC's scale).
+  bytesdec: { type: 'bytes', logicalType: 'decimal', precision: 18, scale: 4 },
+  bigdec: { type: 'bytes', logicalType: 'decimal', precision: 40, scale: 12 },
   tmillis: { type: 'int', logicalType: 'time-millis' },
   tmicros: { type: 'long', logicalType: 'time-micros' },
   nanos: { type: 'long', logicalType: 'timestamp-nanos' },
@@ -321,6 +324,12 @@ function sampleOf(kind: keyof typeof kinds, next: () => number): unknown {
     }
     case 'bytes':
       return pick(next, [Buffer.alloc(0), Buffer.from([0, 255, 128]), Buffer.alloc(300, 7)]);
+    case 'bytesdec':
+    case 'bigdec': {
+      const b = Buffer.alloc(Math.floor(next() * 9));
+      for (let i = 0; i < b.length; i++) b[i] = Math.floor(next() * 256);
+      return b;
+    }
   }
 }
 
@@ -382,6 +391,8 @@ function encodeValue(kind: keyof typeof kinds, v: unknown): Buffer {
     case 'fixdec':
       return v as Buffer;
     case 'bytes':
+    case 'bytesdec':
+    case 'bigdec':
       return Buffer.concat([Buffer.from(zigzag(BigInt((v as Buffer).length))), v as Buffer]);
     case 'dbzvsd': {
       const { scale, value } = v as { scale: number; value: Buffer };

@@ -21,6 +21,21 @@ describe('JsonText: a row written as bytes reads as JSON.stringify writes it', (
     out.reset();
     out.string(s);
     expect(out.text()).toBe(JSON.stringify(s));
+    out.reset();
+    expect(out.utf8From(bytes, 3, bytes.length - 3)).toBe(true);
+    expect(out.text()).toBe(JSON.stringify(s));
+  });
+
+  test.each([
+    ['a byte no UTF-8 text holds', [0x61, 0xff]],
+    ['a sequence cut short', [0xe2, 0x9c]],
+    ['an overlong form', [0xc0, 0xaf]],
+    ['a surrogate', [0xed, 0xa0, 0x80]],
+    ['a lone continuation byte after ASCII', [0x41, 0x42, 0x80]],
+  ])('bytes that are not UTF-8 (%s): utf8From says false', (_, bytes) => {
+    const out = new JsonText();
+    expect(out.utf8From(Buffer.from(bytes), 0, bytes.length)).toBe(false);
+    expect(out.utf8From(Buffer.from([0x20, ...bytes, 0x20]), 1, 1 + bytes.length)).toBe(false);
   });
 
   test('integers, raw text (not ASCII too), quoted text and base64, one after another; grown from a small buffer', () => {
