@@ -25,24 +25,30 @@ export function writeDecimal(
   const end = at + length;
   let p = end;
   let x = Math.abs(unscaled);
-  for (let i = 0; i < scale; i++) {
-    const digit = x % 10;
-    out[--p] = 48 + digit;
-    x = (x - digit) / 10;
+  let left = scale;
+  // Digits from the last: in doubles while above 32 bits, then in small integers.
+  for (; x > 0x7fffffff; left--) {
+    if (left === 0 && scale > 0) out[--p] = 46;
+    const rest = Math.floor(x / 10);
+    out[--p] = 48 + x - rest * 10;
+    x = rest;
   }
-  if (scale > 0) out[--p] = 46;
-  do {
-    const digit = x % 10;
-    out[--p] = 48 + digit;
-    x = (x - digit) / 10;
-  } while (x > 0);
+  // The fraction's digits, the point, then at least one digit before it.
+  for (; left >= 0 || x > 0; left--) {
+    if (left === 0 && scale > 0) out[--p] = 46;
+    const rest = (x / 10) | 0;
+    out[--p] = 48 + x - rest * 10;
+    x = rest;
+  }
   if (unscaled < 0) out[--p] = 45;
   return end;
 }
 
 function digitCount(n: number): number {
   let digits = 1;
-  for (let x = n; x >= 10; x = Math.floor(x / 10)) digits++;
+  let x = n;
+  for (; x > 0x7fffffff; x = Math.floor(x / 10)) digits++;
+  for (; x >= 10; x = (x / 10) | 0) digits++;
   return digits;
 }
 
@@ -54,23 +60,21 @@ const lastDay = 2_932_896;
 /** `YYYY-MM-DD` of days since 1970-01-01 at `at` (10 bytes), or -1 outside years 0000-9999. */
 export function writeDate(out: Uint8Array, at: number, days: number): number {
   if (!Number.isInteger(days) || days < firstDay || days > lastDay) return -1;
-  // Howard Hinnant's days_from_civil, inverted: eras of 400 years, years from March.
+  // Howard Hinnant's civil_from_days: eras of 400 years, years from March; small integers throughout.
   const z = days + 719_468;
-  const era = Math.floor(z / 146_097);
+  const era = z >= 0 ? (z / 146_097) | 0 : -1;
   const doe = z - era * 146_097;
-  const yoe = Math.floor(
-    (doe - Math.floor(doe / 1_460) + Math.floor(doe / 36_524) - Math.floor(doe / 146_096)) / 365,
-  );
-  const doy = doe - (365 * yoe + Math.floor(yoe / 4) - Math.floor(yoe / 100));
-  const mp = Math.floor((5 * doy + 2) / 153);
-  const day = doy - Math.floor((153 * mp + 2) / 5) + 1;
+  const yoe = ((doe - ((doe / 1_460) | 0) + ((doe / 36_524) | 0) - ((doe / 146_096) | 0)) / 365) | 0;
+  const doy = doe - (365 * yoe + ((yoe / 4) | 0) - ((yoe / 100) | 0));
+  const mp = ((5 * doy + 2) / 153) | 0;
+  const day = doy - (((153 * mp + 2) / 5) | 0) + 1;
   const month = mp < 10 ? mp + 3 : mp - 9;
   const year = yoe + era * 400 + (month <= 2 ? 1 : 0);
-  fixed(out, at, year, 4);
+  four(out, at, year);
   out[at + 4] = 45;
-  fixed(out, at + 5, month, 2);
+  two(out, at + 5, month);
   out[at + 7] = 45;
-  fixed(out, at + 8, day, 2);
+  two(out, at + 8, day);
   return at + 10;
 }
 
@@ -82,29 +86,38 @@ export function writeDateTime(out: Uint8Array, at: number, micros: number, separ
   if (!Number.isSafeInteger(micros)) return -1;
   const days = Math.floor(micros / dayMicros);
   if (writeDate(out, at, days) < 0) return -1;
-  let rest = micros - days * dayMicros;
-  const fraction = rest % 1_000_000;
-  rest = (rest - fraction) / 1_000_000;
-  const seconds = rest % 60;
-  rest = (rest - seconds) / 60;
-  const minutes = rest % 60;
+  // Within the day: seconds (below 86,400) and microseconds (below 10^6), each a small integer.
+  const rest = micros - days * dayMicros;
+  const second = Math.floor(rest / 1_000_000);
+  const fraction = rest - second * 1_000_000;
+  const minute = (second / 60) | 0;
   out[at + 10] = separator;
-  fixed(out, at + 11, (rest - minutes) / 60, 2);
+  two(out, at + 11, (minute / 60) | 0);
   out[at + 13] = 58;
-  fixed(out, at + 14, minutes, 2);
+  two(out, at + 14, minute % 60);
   out[at + 16] = 58;
-  fixed(out, at + 17, seconds, 2);
+  two(out, at + 17, second % 60);
   out[at + 19] = 46;
-  fixed(out, at + 20, fraction, 6);
+  const high = (fraction / 1000) | 0;
+  three(out, at + 20, high);
+  three(out, at + 23, fraction - high * 1000);
   return at + 26;
 }
 
-/** A non-negative integer's last `width` digits, zeros first. */
-function fixed(out: Uint8Array, at: number, n: number, width: number): void {
-  let x = n;
-  for (let p = at + width - 1; p >= at; p--) {
-    const digit = x % 10;
-    out[p] = 48 + digit;
-    x = (x - digit) / 10;
-  }
+function two(out: Uint8Array, at: number, n: number): void {
+  const tens = (n / 10) | 0;
+  out[at] = 48 + tens;
+  out[at + 1] = 48 + n - tens * 10;
+}
+
+function three(out: Uint8Array, at: number, n: number): void {
+  const hundreds = (n / 100) | 0;
+  out[at] = 48 + hundreds;
+  two(out, at + 1, n - hundreds * 100);
+}
+
+function four(out: Uint8Array, at: number, n: number): void {
+  const high = (n / 100) | 0;
+  two(out, at, high);
+  two(out, at + 2, n - high * 100);
 }
