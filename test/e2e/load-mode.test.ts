@@ -29,10 +29,16 @@ const values = (partitions: number, count: number) =>
     })),
   ).flat();
 
-/** The table's load counter for today (UTC), as the drain keeps it. */
-function counterOf(pipeline: { id: string; dataset: string; table: string }) {
-  const day = new Date().toISOString().slice(0, 10);
+/** The table's load counter for the day (UTC) of `at`, as the drain keeps it. */
+function counterOf(pipeline: { id: string; dataset: string; table: string }, at = Date.now()) {
+  const day = new Date(at).toISOString().slice(0, 10);
   return clients.firestore.doc(`pipelines/${pipeline.id}/loads/${pipeline.dataset}.${pipeline.table}@${day}`);
+}
+
+/** Moments, one a UTC day, from `from` to `to`: a test that runs across midnight counts on both days. */
+function daysBetween(from: number, to: number): number[] {
+  const dayOf = (t: number) => new Date(t).toISOString().slice(0, 10);
+  return dayOf(from) === dayOf(to) ? [from] : [from, to];
 }
 
 test('a flush is one load job for all its partitions: counted for the day, named in the ledger, done in BigQuery', async () => {
@@ -43,7 +49,9 @@ test('a flush is one load job for all its partitions: counted for the day, named
     BATCH_MAX_RECORDS: '40',
   });
   await produce(pipeline.topic, values(partitions, 100));
+  const began = Date.now();
   const drained = await runJob(pipeline.env);
+  const ended = Date.now();
   expect(drained.code, errorsOf(drained.lines)).toBe(0);
   expect(drained.summary).toMatchObject({ stopReason: 'caught_up', recordsRead: 300, rowsWritten: 300 });
   const offsets = await tableOffsets(clients, pipeline);
@@ -66,7 +74,10 @@ test('a flush is one load job for all its partitions: counted for the day, named
     const [metadata] = await clients.bigquery.job(id).getMetadata();
     expect(metadata.status).toEqual({ state: 'DONE' });
   }
-  expect((await counterOf(pipeline).get()).get('count')).toBe(jobIds.size);
+  let counted = 0;
+  for (const at of daysBetween(began, ended))
+    counted += Number((await counterOf(pipeline, at).get()).get('count') ?? 0);
+  expect(counted).toBe(jobIds.size);
   const verify = await runVerify(pipeline.env);
   expect(verify.code, JSON.stringify(verify.verdicts)).toBe(0);
 });
@@ -90,8 +101,10 @@ test("a day too short for the schedule is refused; the day's loads spent: record
     /288 runs \(SCHEDULE_PERIOD_SECONDS=300\) of 1 tasks \(CLOUD_RUN_TASK_COUNT\)/,
   );
   pipeline.env.SCHEDULE_PERIOD_SECONDS = '3600';
-  // Every load of the day taken (by earlier runs, say).
-  await counterOf(pipeline).set({ count: 40 });
+  // Every load of the day taken (by earlier runs, say); the next day's too, should the run start after
+  // midnight UTC.
+  const spent = [Date.now(), Date.now() + 86_400_000];
+  for (const at of spent) await counterOf(pipeline, at).set({ count: 40 });
 
   const held = await runJob(pipeline.env);
   expect(held.code, errorsOf(held.lines)).toBe(0);
@@ -115,8 +128,11 @@ test("a day too short for the schedule is refused; the day's loads spent: record
   ]);
   expect(opened[0]!.detail).toMatch(/25 records held back: table .* has taken the \d+ load jobs/);
 
-  // A new day (the counter gone): the records land, each once, and backlog resolves.
-  await counterOf(pipeline).delete();
+  // A new day (the counters gone): the records land, each once, and backlog resolves. With loads to spare
+  // at any hour: a day's first minutes allow a run's share alone (1 of 40 a day at this schedule), and
+  // each partition's batch may be a load of its own.
+  for (const at of spent) await counterOf(pipeline, at).delete();
+  pipeline.env.LOAD_JOBS_PER_TABLE_PER_DAY = '1500';
   const drained = await runJob(pipeline.env);
   expect(drained.code, errorsOf(drained.lines)).toBe(0);
   expect(drained.summary).toMatchObject({ stopReason: 'caught_up', rowsWritten: 50 });
