@@ -37,6 +37,13 @@ export interface MessagePlan {
   /** Per field, the object it was last seen in (a duplicate key is the general path's to judge). */
   readonly seen: Float64Array;
   stamp: number;
+  /**
+   * The field guessed to come next, learned from the records: at 0 the first field, at i + 1 the one after
+   * field i. It starts in the shape's order; a record whose producer orders its fields otherwise (a
+   * registry that sorts a schema's properties, a table whose columns were added in another order) teaches
+   * it theirs, so a wrong guess costs once per producer order, not once per field of every record.
+   */
+  readonly follows: Int32Array;
 }
 
 const kinds: Record<string, number> = {
@@ -123,5 +130,6 @@ function planMessage(shape: readonly SchemaField[], target: readonly SchemaField
     required: fields.flatMap((f, i) => (f.required ? [i] : [])),
     seen: new Float64Array(fields.length),
     stamp: 0,
+    follows: Int32Array.from({ length: fields.length + 1 }, (_, i) => i),
   };
 }

@@ -49,10 +49,10 @@ export function readRecord(c: JsonCursor, value: Buffer | null, reading: Reading
 /** At an object's `{`: its fields written (in the record's order), true when all went well. */
 function object(c: JsonCursor, plan: MessagePlan, w: Out, reading: Reading): boolean {
   const stamp = ++plan.stamp;
-  const { fields, seen } = plan;
-  // Producers write fields in one order: the next field is guessed, and its name compared byte by byte;
-  // only a wrong guess makes a string of the name to look it up.
-  let next = 0;
+  const { fields, seen, follows } = plan;
+  // Producers write fields in one order: the next field is guessed (as it came in the records before),
+  // and its name compared byte by byte; only a wrong guess makes a string of the name to look it up.
+  let after = 0;
   c.at++;
   c.space();
   if (!c.take(125)) {
@@ -60,6 +60,7 @@ function object(c: JsonCursor, plan: MessagePlan, w: Out, reading: Reading): boo
       const q = c.stringEnd();
       if (q < 0) return false;
       let index = -1;
+      const next = follows[after]!;
       const guess = fields[next];
       if (guess !== undefined && c.matches(guess.key, c.at + 1, q)) index = next;
       else {
@@ -83,7 +84,8 @@ function object(c: JsonCursor, plan: MessagePlan, w: Out, reading: Reading): boo
           // null: nothing to write (a REPEATED one is empty), unless the column is REQUIRED.
           if (field.required || (field.repeated && reading.asText) || !c.literal(NULL)) return false;
         } else if (!(field.repeated ? items(c, field, w, reading) : one(c, field, w, reading))) return false;
-        next = index + 1;
+        if (index !== next) follows[after] = index;
+        after = index + 1;
       }
       c.space();
       if (c.take(44)) {

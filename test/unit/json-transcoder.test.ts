@@ -3,7 +3,7 @@
  * (JSON.parse, validation, the compiled encoder) gives it, and leaves to that path every record it is not
  * sure of: each case is judged against the general path, and random mutations of a record too.
  */
-import { describe, expect, test } from 'vitest';
+import { describe, expect, test, vi } from 'vitest';
 import type { KafkaRecord, RowToWrite } from '../../functions/kernel/records.js';
 import { isDeadLetter, type RowShape, toRow } from '../../functions/records/records.js';
 import { type SchemaField, targetTableSchema } from '../../functions/schema/table-schema.js';
@@ -262,6 +262,51 @@ describe('the one-pass JSON path', () => {
       const made = toRow(recordOf(json), ingestedAt, shape) as RowToWrite;
       expect(JSON.parse(text(recordOf(json), ingestedAt)!)).toEqual(JSON.parse(JSON.stringify(made.row)));
     }
+  });
+
+  test("fields in the producers' orders: each record is read as the general path reads it, whatever order came before", () => {
+    const path = paths('ignore');
+    const entries = Object.entries(typical);
+    const orders = [
+      entries,
+      [...entries].reverse(),
+      [...entries].sort(([a], [b]) => a.localeCompare(b)),
+      [...entries.slice(5), ...entries.slice(0, 5)],
+      entries.filter(([k]) => k !== 's' && k !== 'rr'),
+      [...entries].reverse(),
+      entries,
+    ];
+    // Each order twice in a row, then the orders again: a learned order must not misread the next record.
+    for (const order of [...orders.flatMap((o) => [o, o]), ...orders]) {
+      const json = JSON.stringify(Object.fromEntries(order));
+      expect(verdicts(path, recordOf(json))).toEqual(['direct', 'direct']);
+    }
+    // A duplicate key where the learned order expects another field is still the general path's.
+    expect(verdicts(path, recordOf('{"req":"x","s":"a","req":"y"}'))).toEqual(['general', 'general']);
+  });
+
+  test('a field order learned from one record spares the next records in that order any lookup of a name', () => {
+    // The table's columns in one order, the producer's in another (a registry that sorts properties).
+    const columns: SchemaField[] = ['a', 'b', 'c', 'd', 'e'].map((name) => ({ name, type: 'STRING' }));
+    const shape: RowShape = {
+      fields: columns,
+      unknownFields: 'reject',
+      metadata: { headers: false, keyText: false },
+    };
+    const transcode = compileTranscoder(shape, targetTableSchema(columns, shape.metadata!))!;
+    const record = recordOf('{"e":"5","d":"4","c":"3","b":"2","a":"1"}');
+    const names = (): number => {
+      const decoded = vi.spyOn(Buffer.prototype, 'toString');
+      try {
+        expect(transcode(new ProtoWriter(64), record, 0)).toBe(true);
+        return decoded.mock.calls.length;
+      } finally {
+        decoded.mockRestore();
+      }
+    };
+    expect(names()).toBeGreaterThan(0); // the first record in this order: its names looked up
+    expect(names()).toBe(0);
+    expect(names()).toBe(0);
   });
 
   test('unknown fields: the general path judges them where they are refused, skipped where ignored', () => {
