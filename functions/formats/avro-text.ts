@@ -29,8 +29,11 @@ import { decimalOf as decimalText, isoMicros } from './avro-types.js';
 import { JsonText } from './json-text.js';
 import { dateText, floatValue, timeOfDayText } from './mapped.js';
 
-/** A payload's fields as the members of a JSON object (no braces), or undefined: the general path's. */
-export type AvroText = (payload: Buffer, start: number) => string | undefined;
+/**
+ * A payload's fields as the members of a JSON object (no braces), as UTF-8 bytes good until the next call
+ * (a view of the writer's buffer), or undefined: the general path's.
+ */
+export type AvroText = (payload: Buffer, start: number) => Buffer | undefined;
 
 /** The row's text as it is written (one record at a time). */
 const out = new JsonText();
@@ -43,7 +46,7 @@ export function compileAvroText(schema: unknown, columns: readonly SchemaField[]
     at.pos = start;
     at.bad = false;
     out.reset();
-    return membersOf(payload, fields, true) && at.pos === payload.length ? out.text() : undefined;
+    return membersOf(payload, fields, true) && at.pos === payload.length ? out.written() : undefined;
   };
 }
 

@@ -1,8 +1,9 @@
 /**
  * A row's JSON text written as bytes, for the text paths of the binary formats (avro-text.ts,
  * protobuf-text.ts): each member goes into one buffer, strings copied from the payload with JSON's escapes,
- * and the row becomes a string once, at the end. Joining a string per value cost Avro's and Protobuf's
- * rows three to four times what JSON's own text does (#42), most of it the garbage collector's.
+ * and the row's bytes are copied out once, at the end (never a string: row-text.ts `rowJson`). Joining a
+ * string per value cost Avro's and Protobuf's rows three to four times what JSON's own text does (#42),
+ * most of it the garbage collector's.
  * One row at a time, on one thread: the writer is the caller's.
  */
 import { isUtf8 } from 'node:buffer';
@@ -16,9 +17,9 @@ export class JsonText {
     this.position = 0;
   }
 
-  /** The text written since the reset. */
-  text(): string {
-    return this.bytes.toString('utf8', 0, this.position);
+  /** The bytes written since the reset: a view of the writer's own buffer, good until its next reset. */
+  written(): Buffer {
+    return this.bytes.subarray(0, this.position);
   }
 
   /** The last byte written (-1 when none since the reset). */

@@ -34,12 +34,12 @@ export interface CompiledSchema {
   readonly textFields?: readonly SchemaField[];
   /**
    * The payload's fields as the members of a row's JSON object (no braces) straight from its bytes, onto
-   * `columns` (the table's user columns), where the format compiles such a path (avro-text.ts): undefined
-   * for a record (or the schema) that takes the general path.
+   * `columns` (the table's user columns), where the format compiles such a path (avro-text.ts): UTF-8
+   * bytes good until the next call, or undefined for a record (or the schema) that takes the general path.
    */
   membersText?(
     columns: readonly SchemaField[],
-  ): ((payload: Buffer, start: number) => string | undefined) | undefined;
+  ): ((payload: Buffer, start: number) => Buffer | undefined) | undefined;
   /** The full name of the record type a payload holds (a route's `when: {recordName}`), if it has one. */
   recordName?(payload: Buffer): string | undefined;
 }

@@ -28,10 +28,13 @@ import { structText } from './protobuf-struct.js';
 /** The row's text as it is written (one record at a time). */
 const out = new JsonText();
 
-/** The message from `start` to `end` as the members of a JSON object (no braces), or undefined. */
-export function textMessage(p: Buffer, start: number, end: number, plan: MessagePlan): string | undefined {
+/**
+ * The message from `start` to `end` as the members of a JSON object (no braces), as UTF-8 bytes good until
+ * the next call (a view of the writer's buffer), or undefined.
+ */
+export function textMessage(p: Buffer, start: number, end: number, plan: MessagePlan): Buffer | undefined {
   out.reset();
-  return members(p, start, end, plan) ? out.text() : undefined;
+  return members(p, start, end, plan) ? out.written() : undefined;
 }
 
 /**

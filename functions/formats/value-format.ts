@@ -46,9 +46,10 @@ export interface ValueFormat {
   textFields?(record: KafkaRecord): readonly SchemaField[] | undefined;
   /**
    * A record's fields as the members of its row's JSON text, straight from its bytes onto `columns` (the
-   * table's user columns), for the schemas with such a path (Avro): undefined, the general way.
+   * table's user columns), for the schemas with such a path (Avro, Protobuf): UTF-8 bytes good until the
+   * next call, or undefined, the general way.
    */
-  membersText?(columns: readonly SchemaField[]): (record: KafkaRecord) => string | undefined;
+  membersText?(columns: readonly SchemaField[]): (record: KafkaRecord) => Buffer | undefined;
 }
 
 export type DecodedValue =
@@ -205,7 +206,7 @@ export function createRegistryFormat(options: RegistryFormatOptions): ValueForma
     },
     membersText(columns) {
       // Per schema id, compiled the first time a record names it (null: no such path for it).
-      const byId = new Map<number, ((payload: Buffer, start: number) => string | undefined) | null>();
+      const byId = new Map<number, ((payload: Buffer, start: number) => Buffer | undefined) | null>();
       return (record) => {
         const value = record.value;
         if (value === null || value.length < 5 || value[0] !== 0) return undefined;

@@ -86,13 +86,14 @@ export interface RowToWrite {
 }
 
 /**
- * A row made straight from its record's JSON text (insert-all, merge): the JSON text of its object, the
- * metadata columns in it (see sinks/json-transcoder.ts `compileRowText`).
+ * A row made straight from its record's bytes (insert-all, merge, load): the JSON text of its object as
+ * UTF-8, the metadata columns in it (see sinks/row-text.ts `compileRowText`). Bytes, never a string: a
+ * row's text is copied from the record and into the request, not decoded and encoded again.
  */
 export interface TextRow {
   readonly rowKey: string;
   readonly record: KafkaRecord;
-  readonly text: string;
+  readonly json: Buffer;
 }
 
 /** A row to insert as JSON: an object, or its text. */

@@ -6,7 +6,7 @@ import { classifyEach, directFormat, directShape, type RecordPolicy } from '../r
 import { type RowShape, rowKey } from '../records/records.js';
 import type { SchemaField } from '../schema/table-schema.js';
 import type { ErrorTable } from '../sinks/contracts.js';
-import { compileRowText, metadataText, type RowText } from '../sinks/row-text.js';
+import { compileRowText, metadataText, type RowText, rowJson } from '../sinks/row-text.js';
 import { publishDeadLetters } from './dead-letters.js';
 
 export interface SinkWriterOptions {
@@ -90,7 +90,9 @@ function formatTexts(shape: RowShape, format: ValueFormat): RowText {
     const text = members?.(record);
     if (text === undefined) return own?.(record, ingestedAt);
     const head = metadata(record, ingestedAt);
-    return head === undefined ? undefined : `${head}${text === '' ? '' : ','}${text}}`;
+    return head === undefined
+      ? undefined
+      : rowJson(head, text, 0, text.length, { comma: text.length > 0, close: true });
   };
 }
 
@@ -168,9 +170,9 @@ export async function classifyRows(
     rowText === undefined
       ? undefined
       : (record) => {
-          const text = rowText(record, ingestedAt);
-          if (text === undefined) return false;
-          rows.push({ rowKey: rowKey(record), record, text });
+          const json = rowText(record, ingestedAt);
+          if (json === undefined) return false;
+          rows.push({ rowKey: rowKey(record), record, json });
           return true;
         },
   );

@@ -101,17 +101,25 @@ export function createInsertAllSink(table: Table, options: InsertAllOptions): Si
   };
 }
 
-/** A row to insert and its entry of the request, as JSON text (made once: it sizes the request too). */
+/** A row to insert and its entry of the request, as JSON text in UTF-8 (made once: it sizes the request too). */
 export interface InsertRow {
   readonly row: RowToInsert;
-  readonly json: string;
+  readonly json: Buffer;
 }
+
+const bodyOpen = Buffer.from('{"skipInvalidRows":true,"ignoreUnknownValues":false,"rows":[');
+const bodyClose = Buffer.from(']}');
+const comma = Buffer.from(',');
 
 /** The insertAll request's body: invalid rows skipped (each reported), no unknown value ignored. */
 function insertAllBody(rows: readonly InsertRow[]): Buffer {
-  let body = '{"skipInvalidRows":true,"ignoreUnknownValues":false,"rows":[';
-  for (let i = 0; i < rows.length; i++) body += i === 0 ? rows[i]!.json : `,${rows[i]!.json}`;
-  return Buffer.from(`${body}]}`);
+  const parts: Buffer[] = [bodyOpen];
+  for (let i = 0; i < rows.length; i++) {
+    if (i > 0) parts.push(comma);
+    parts.push(rows[i]!.json);
+  }
+  parts.push(bodyClose);
+  return Buffer.concat(parts);
 }
 
 function describe(errors: { reason?: string; message?: string }[]): string {
@@ -134,15 +142,20 @@ export function splitRequests(
     .join('');
   return chunksOf(
     rows.map((row) => {
-      // Either form is an object with the metadata columns: never `{}`.
-      const json = 'text' in row ? row.text : JSON.stringify(row.row);
-      return {
-        row,
-        json: `{"insertId":${JSON.stringify(row.rowKey)},"json":${extra === '' ? json : `{${extra}${json.slice(1)}`}}`,
-      };
+      // Either form is an object with the metadata columns: never `{}`. The extra columns go after its `{`.
+      const json = 'json' in row ? row.json : Buffer.from(JSON.stringify(row.row));
+      const head = `{"insertId":${JSON.stringify(row.rowKey)},"json":{${extra}`;
+      const headLength = Buffer.byteLength(head);
+      const entry = Buffer.allocUnsafe(headLength + json.length);
+      entry.write(head, 0, headLength, 'utf8');
+      json.copy(entry, headLength, 1);
+      entry[entry.length - 1] = closeBrace;
+      return { row, json: entry };
     }),
     maxRows,
     maxBytes,
-    (r) => Buffer.byteLength(r.json) + 1,
+    (r) => r.json.length + 1,
   );
 }
+
+const closeBrace = 125;

@@ -14,7 +14,7 @@ import { maxMs, type Out, readRecord } from './json-reader.js';
  * So a row's text holds only the table's columns, each value in a form BigQuery reads as the value the
  * general path's `JSON.stringify`d row gives it.
  */
-export type RowText = (record: KafkaRecord, ingestedAt: Date) => string | undefined;
+export type RowText = (record: KafkaRecord, ingestedAt: Date) => Buffer | undefined;
 
 export function compileRowText(shape: RowShape | undefined, headerBytes = 0): RowText | undefined {
   const reading = readingOf(shape, shape?.fields ?? [], true);
@@ -32,9 +32,33 @@ export function compileRowText(shape: RowShape | undefined, headerBytes = 0): Ro
     c.at = open + 1;
     c.space();
     const empty = c.bytes[c.at] === 125;
-    // The metadata, then the record's members and its closing brace.
-    return `${head}${empty ? '' : ','}${v!.toString('utf8', open + 1, v!.length)}`;
+    // The metadata, then the record's members and its closing brace (its bytes as they are).
+    return rowJson(head, v!, open + 1, v!.length, { comma: !empty, close: false });
   };
+}
+
+const comma = 44;
+const closeBrace = 125;
+
+/**
+ * A row's JSON text as bytes: the metadata columns' text (`head`, from `metadataText`), a comma where
+ * members follow, the bytes of `members` from `start` to `end` as they are (never decoded to a string and
+ * encoded again), and a closing brace where they end before it.
+ */
+export function rowJson(
+  head: string,
+  members: Buffer,
+  start: number,
+  end: number,
+  { comma: withComma, close }: { readonly comma: boolean; readonly close: boolean },
+): Buffer {
+  const headLength = Buffer.byteLength(head);
+  const row = Buffer.allocUnsafe(headLength + (withComma ? 1 : 0) + (end - start) + (close ? 1 : 0));
+  let at = row.write(head, 0, headLength, 'utf8');
+  if (withComma) row[at++] = comma;
+  at += members.copy(row, at, start, end);
+  if (close) row[at] = closeBrace;
+  return row;
 }
 
 /**

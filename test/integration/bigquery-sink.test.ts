@@ -146,11 +146,11 @@ test("rows made from their records' JSON text land as the general path's rows do
   const texts: TextRow[] = records.map((r) => ({
     rowKey: rowKey(r),
     record: r,
-    text: rowText(r, ingestedAt)!,
+    json: rowText(r, ingestedAt)!,
   }));
   // Every one of them made from its text (none left to the general path), and valid JSON.
-  expect(texts.filter((t) => t.text === undefined)).toEqual([]);
-  for (const t of texts) JSON.parse(t.text);
+  expect(texts.filter((t) => t.json === undefined)).toEqual([]);
+  for (const t of texts) JSON.parse(t.json.toString());
   const objects = records.map((r) => toRow(r, ingestedAt, shape) as RowToWrite);
 
   const byText = await insertAllSink(500, fields);

@@ -86,7 +86,7 @@ test("rows made from their records' text are staged with their batch id and merg
   const texts = (from: number, to: number): TextRow[] =>
     Array.from({ length: to - from }, (_, i) => {
       const r = record('orders', 0, from + i, { id: `r${from + i}`, n: from + i });
-      return { rowKey: rowKey(r), record: r, text: rowText(r, ingestedAt)! };
+      return { rowKey: rowKey(r), record: r, json: rowText(r, ingestedAt)! };
     });
   expect((await sink.write(texts(0, 30))).every((r) => r.ok)).toBe(true);
   await sink.write(texts(0, 30));

@@ -265,7 +265,7 @@ export function createMemorySink(options: { reject?: (row: RowToWrite) => string
       return batch.map((written): RowResult => {
         // A row made from its record's text: the object BigQuery would read from it.
         const row: RowToWrite =
-          'text' in written ? { ...written, row: JSON.parse(written.text) as Row } : written;
+          'json' in written ? { ...written, row: JSON.parse(written.json.toString()) as Row } : written;
         const reason = options.reject?.(row);
         if (reason !== undefined) return { ok: false, reason };
         rows.push(row);

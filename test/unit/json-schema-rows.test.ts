@@ -216,7 +216,7 @@ describe('JSON Schema values straight to the rows', { timeout: 60_000 }, () => {
       if (isDeadLetter(made))
         throw new Error(`value ${i} ${json}: the general path refuses it: ${made.message}`);
       // A missing field, a null and an empty REPEATED are all NULL / [] to BigQuery.
-      expect(bigQueryReads(JSON.parse(sent)), `value ${i} ${json}`).toEqual(
+      expect(bigQueryReads(JSON.parse(sent.toString())), `value ${i} ${json}`).toEqual(
         bigQueryReads(JSON.parse(JSON.stringify(made.row))),
       );
     }

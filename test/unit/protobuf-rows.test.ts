@@ -380,7 +380,7 @@ function compare(set: Set, value: Buffer, i: number): 'compiled' | 'general' {
     texts.direct++;
     if (isDeadLetter(made))
       throw new Error(`record ${i}: the general path refuses what the text path wrote: ${made.message}`);
-    const row = `${set.head(record, ingestedAt)}${members === '' ? '' : ','}${members}}`;
+    const row = `${set.head(record, ingestedAt)}${members.length === 0 ? '' : ','}${members.toString()}}`;
     expect(bigQueryReads(JSON.parse(row)), `record ${i} as text`).toEqual(
       bigQueryReads(JSON.parse(JSON.stringify(made.row))),
     );

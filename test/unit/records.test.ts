@@ -5,8 +5,10 @@ import { beginWaiting, joined, joinFetched } from '../../functions/drain/batch-f
 import { DrainError } from '../../functions/kernel/errors.js';
 import type { RowToWrite } from '../../functions/kernel/records.js';
 import { backoffDelay, withRetry } from '../../functions/kernel/retry.js';
-import { isDeadLetter, toRow } from '../../functions/records/records.js';
+import { lineOf } from '../../functions/modes/load/load-lines.js';
+import { isDeadLetter, type RowShape, rowKey, toRow } from '../../functions/records/records.js';
 import { splitRequests } from '../../functions/sinks/insert-all-sink.js';
+import { compileRowText } from '../../functions/sinks/row-text.js';
 import { createFakeClock } from '../support/fake-clock.js';
 import { record } from '../support/memory-ports.js';
 
@@ -166,6 +168,41 @@ describe('batching', () => {
     expect(small.flat().map((r) => r.row.rowKey)).toEqual(rows.slice(0, 10).map((r) => r.rowKey));
     expect(small.length).toBeGreaterThan(1);
   });
+
+  test("a row's text goes into its insertAll entry and its load line byte for byte: extra columns after its brace, line breaks as spaces", () => {
+    const shape: RowShape = { fields: [{ name: 's', type: 'STRING' }], unknownFields: 'reject' };
+    const text = compileRowText(shape)!;
+    const at = new Date('2026-12-06T01:02:03.456Z');
+    const made = (json: string, offset: number) => {
+      const r = record('tópic', 0, offset, json);
+      return { rowKey: rowKey(r), record: r, json: text(r, at)! };
+    };
+    const rows = [made('{"s":"é ✓ 𝄞"}', 1), made('{\r\n "s" : "x"\n}\n', 2), made(' { } ', 3)];
+    const general = (i: number) =>
+      JSON.parse(JSON.stringify((toRow(rows[i]!.record, at, shape) as RowToWrite).row));
+    const entries = splitRequests(rows, 500, 5_000_000, { _batch: 'b-ü' })[0]!;
+    expect(entries.map((entry) => JSON.parse(entry.json.toString()))).toEqual(
+      rows.map((row, i) => ({ insertId: row.rowKey, json: { _batch: 'b-ü', ...general(i) } })),
+    );
+    expect(entries.map((e) => e.json.length)).toEqual(
+      entries.map((e) => Buffer.byteLength(e.json.toString())),
+    );
+    const lines = rows.map((row) => lineOf(row));
+    lines.forEach((line, i) => {
+      const body = line.subarray(0, -1);
+      expect([line.at(-1), body.includes(10), body.includes(13)]).toEqual([10, false, false]);
+      expect(JSON.parse(body.toString())).toEqual(general(i));
+    });
+    // The text as it came, but for its line breaks: bytes the same length, the same where no break was.
+    expect(lines[1]!.subarray(0, -1).toString()).toBe(rows[1]!.json.toString().replace(/[\r\n]/g, ' '));
+    // A row made the general way: its object's JSON.
+    const object = { rowKey: 't:0:9', record: record('t', 0, 9, {}), row: { s: 'ü' } };
+    expect(lineOf(object).toString()).toBe('{"s":"ü"}\n');
+    expect(JSON.parse(splitRequests([object], 500, 5_000_000)[0]![0]!.json.toString())).toEqual({
+      insertId: 't:0:9',
+      json: { s: 'ü' },
+    });
+  });
 });
 
 describe('a FLOAT64 beyond a double', () => {
@@ -181,7 +218,7 @@ describe('a FLOAT64 beyond a double', () => {
     const row = toRow(record('t', 0, 7, '{"f":1e400,"fs":[-1e400,1.5],"meta":{"w":-1e999}}'), at, shape);
     expect(isDeadLetter(row)).toBe(false);
     const entry = splitRequests([row as RowToWrite], 500, 5_000_000)[0]![0]!;
-    expect(JSON.parse(entry.json)).toMatchObject({
+    expect(JSON.parse(entry.json.toString())).toMatchObject({
       insertId: 't:0:7',
       json: { f: 'Infinity', fs: ['-Infinity', 1.5], meta: { w: '-Infinity' } },
     });

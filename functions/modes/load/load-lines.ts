@@ -27,11 +27,25 @@ export interface LoadItem {
   readonly signal?: AbortSignal;
 }
 
-/** A row as a line of newline-delimited JSON (a text row's line breaks are JSON whitespace: spaces). */
+/**
+ * A row as a line of newline-delimited JSON. A text row's bytes are copied as they are, but for its line
+ * breaks: in a row's JSON text (the record's own) they can only be whitespace between tokens, so they
+ * become spaces.
+ */
 export function lineOf(row: RowToInsert): Buffer {
-  const text = 'text' in row ? row.text.replace(/[\r\n]/g, ' ') : JSON.stringify(row.row);
-  return Buffer.from(`${text}\n`);
+  if (!('json' in row)) return Buffer.from(`${JSON.stringify(row.row)}\n`);
+  const { json } = row;
+  const line = Buffer.allocUnsafe(json.length + 1);
+  json.copy(line, 0);
+  line[json.length] = newline;
+  for (let i = json.indexOf(newline); i >= 0; i = json.indexOf(newline, i + 1)) line[i] = space;
+  for (let i = json.indexOf(carriageReturn); i >= 0; i = json.indexOf(carriageReturn, i + 1)) line[i] = space;
+  return line;
 }
+
+const newline = 10;
+const carriageReturn = 13;
+const space = 32;
 
 /** The job's data: every item's lines, in order. */
 export function linesOf(items: readonly LoadItem[]): { data: Buffer } {
