@@ -6,6 +6,7 @@ import type { Sink } from '../kernel/ports.js';
 import type { RowResult, RowToInsert } from '../kernel/records.js';
 import { type RetryPolicy, withRetry } from '../kernel/retry.js';
 import { bigQueryError, retriableReasons } from './bigquery-tables.js';
+import { rowJson } from './row-text.js';
 
 export interface InsertAllOptions {
   readonly maxRowsPerRequest: number;
@@ -145,17 +146,10 @@ export function splitRequests(
       // Either form is an object with the metadata columns: never `{}`. The extra columns go after its `{`.
       const json = 'json' in row ? row.json : Buffer.from(JSON.stringify(row.row));
       const head = `{"insertId":${JSON.stringify(row.rowKey)},"json":{${extra}`;
-      const headLength = Buffer.byteLength(head);
-      const entry = Buffer.allocUnsafe(headLength + json.length);
-      entry.write(head, 0, headLength, 'utf8');
-      json.copy(entry, headLength, 1);
-      entry[entry.length - 1] = closeBrace;
-      return { row, json: entry };
+      return { row, json: rowJson(head, json, 1, json.length, { comma: false, close: true }) };
     }),
     maxRows,
     maxBytes,
     (r) => r.json.length + 1,
   );
 }
-
-const closeBrace = 125;

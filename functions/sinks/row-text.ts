@@ -41,9 +41,9 @@ const comma = 44;
 const closeBrace = 125;
 
 /**
- * A row's JSON text as bytes: the metadata columns' text (`head`, from `metadataText`), a comma where
- * members follow, the bytes of `members` from `start` to `end` as they are (never decoded to a string and
- * encoded again), and a closing brace where they end before it.
+ * JSON text as bytes: `head` (a row's metadata columns, from `metadataText`; an insertAll entry up to its
+ * row's members), a comma where `comma`, the bytes of `members` from `start` to `end` as they are (never
+ * decoded to a string and encoded again), and a closing brace where `close`.
  */
 export function rowJson(
   head: string,
