@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // A minimal schema registry speaking Confluent's REST API: only what a serializer (Python's
 // confluent-kafka, Confluent's Java and Go clients) and this drain ask of one. Started by the stack only
-// when Karapace (../shared/tools/karapace) is not there. It does NOT check compatibility (every version
+// when no Karapace is named (KBD_KARAPACE). It does NOT check compatibility (every version
 // registers), normalise schemas, or offer contexts, modes, exporters or deletes; schemas live in a JSON
 // file beside the stack's state, so a restart keeps them.
 //   node stack/mini-registry.mjs PORT FILE

@@ -26,10 +26,11 @@ FIRESTORE_PORT=${KBD_FIRESTORE_PORT:-18080}
 PUBSUB_PORT=${KBD_PUBSUB_PORT:-18085}
 BIGQUERY_PORT=${KBD_BIGQUERY_PORT:-19050}
 BIGQUERY_GRPC_PORT=${KBD_BIGQUERY_GRPC_PORT:-19060}
-# A schema registry: Karapace 3.15.0 (real, Confluent-compatible) from ../shared/tools/karapace when that is
-# there (CI and every developer machine), else the project's own minimal one (stack/mini-registry.mjs).
+# A schema registry: Karapace 3.15.0 (real, Confluent-compatible) when KBD_KARAPACE names its start script
+# (karapace.sh: `up --kafka HOST:PORT --port N --dir D --topic T`, `down --dir D`; CI sets it where the machine
+# has one), else the project's own minimal one (stack/mini-registry.mjs).
 REGISTRY_PORT=${KBD_REGISTRY_PORT:-18081}
-KARAPACE=${KBD_KARAPACE:-$ROOT/../shared/tools/karapace/karapace.sh}
+KARAPACE=${KBD_KARAPACE:-}
 # Python's confluent-kafka (its Avro, Protobuf and JSON serializers): producers no one here wrote.
 PY_PRODUCERS=$CACHE_DIR/py-confluent-kafka-2.16.1
 # PostgreSQL 15 from Debian (installed on the machine), initialised here with wal_level=logical, as a
@@ -87,7 +88,14 @@ TLS_DIR=$STACK_DIR/tls
 SCRAM_USER=kbd-drain
 LOGS=$STACK_DIR/logs
 PIDS=$STACK_DIR/pids
-SERVICES=(kafka firestore pubsub bigquery registry postgres)
+# KBD_STACK_SERVICES picks some of them, for a second stack beside the first (the fault tests' own: they
+# freeze and kill its services while other test files use the first); Kafka comes with each.
+read -r -a SERVICES <<<"${KBD_STACK_SERVICES:-kafka firestore pubsub bigquery registry postgres}"
+for s in "${SERVICES[@]}"; do
+  [[ " kafka firestore pubsub bigquery registry postgres " == *" $s "* ]] \
+    || { printf '[stack] error: KBD_STACK_SERVICES names "%s": not a service of the stack\n' "$s" >&2; exit 1; }
+done
+has_service() { [[ " ${SERVICES[*]} " == *" $1 "* ]]; }
 
 say() { printf '[stack] %s\n' "$*" >&2; }
 die() { printf '[stack] error: %s\n' "$*" >&2; exit 1; }
@@ -354,9 +362,44 @@ start_bigquery() {
   echo "$BQ_EMULATOR_BIN" >"$PIDS/bigquery.bin"
 }
 
+# Lanes: more BigQuery emulators beside the stack's own, lane N on BIGQUERY_PORT+100+N (REST) and
+# BIGQUERY_GRPC_PORT+100+N (gRPC), so that end-to-end files run side by side, each on a fresh emulator of
+# its own (the test worker N restarts lane N when a file starts). `lane N` starts lane N anew, its data gone,
+# and prints its two endpoints; `down` stops every lane.
+lane_ports() { echo "$((BIGQUERY_PORT + 100 + $1)) $((BIGQUERY_GRPC_PORT + 100 + $1))"; }
+
+lane() {
+  local n=${1:?usage: stack/stack.sh lane N}
+  [[ $n =~ ^[1-9][0-9]?$ ]] || die "a lane is a number from 1 to 99, not '$n'"
+  [[ -x $BQ_EMULATOR_BIN ]] || die "the BigQuery emulator is not built yet: run 'stack/stack.sh up' first"
+  mkdir -p "$LOGS" "$PIDS"
+  local name=bigquery-lane$n rest grpc
+  read -r rest grpc < <(lane_ports "$n")
+  stop_one "$name" 2>/dev/null
+  # An emulator of this lane that lost its pid file (a run killed halfway) holds the ports: ours, so stopped.
+  pkill -KILL -f -- "--host=127.0.0.1 --port=$rest --grpc-port=$grpc" 2>/dev/null || true
+  for _ in $(seq 1 50); do port_open "$rest" || port_open "$grpc" || break; sleep 0.1; done
+  for port in "$rest" "$grpc"; do
+    port_open "$port" && die "port $port (lane $n of the BigQuery emulator) is already in use by another process"
+  done
+  spawn "$name" "$BQ_EMULATOR_BIN" --project="$PROJECT" --host=127.0.0.1 --port="$rest" --grpc-port="$grpc" --log-level=warn
+  local deadline=$((SECONDS + ${KBD_STACK_TIMEOUT:-180}))
+  until curl -sf "http://127.0.0.1:$rest/bigquery/v2/projects/$PROJECT/datasets" >/dev/null 2>&1; do
+    running "$name" || { tail -n 40 "$LOGS/$name.log" >&2; die "lane $n of the BigQuery emulator exited while starting"; }
+    ((SECONDS > deadline)) && die "lane $n of the BigQuery emulator did not answer within ${KBD_STACK_TIMEOUT:-180}s"
+    sleep 0.1
+  done
+  echo "BIGQUERY_API_ENDPOINT=http://127.0.0.1:$rest"
+  echo "BIGQUERY_STORAGE_ENDPOINT=127.0.0.1:$grpc"
+  echo "KBD_BIGQUERY_GRPC_PORT=$grpc"
+}
+
+lanes_running() { local f; for f in "$PIDS"/bigquery-lane*.pid; do [[ -f $f ]] && basename "$f" .pid; done; return 0; }
+
 # After Kafka answers: Karapace keeps its schemas in a topic of the broker.
 start_registry() {
-  if [[ -f $KARAPACE ]]; then
+  if [[ -n $KARAPACE && ! -f $KARAPACE ]]; then die "KBD_KARAPACE names $KARAPACE, which is not a file"; fi
+  if [[ -n $KARAPACE ]]; then
     # A Karapace that did not answer in time is stopped too: else it holds the port, and the next `up` finds
     # it taken by a process `down` does not know.
     bash "$KARAPACE" up --kafka "127.0.0.1:$KAFKA_PORT" --port "$REGISTRY_PORT" --dir "$CACHE_DIR/karapace-3.15.0" \
@@ -480,12 +523,12 @@ up() {
     started+=("$s")
   done
   for s in "${SERVICES[@]}"; do [[ $s == registry ]] || wait_healthy "$s"; done
-  if ! running registry; then
+  if has_service registry && ! running registry; then
     port_open "$REGISTRY_PORT" && die "port $REGISTRY_PORT (KBD_REGISTRY_PORT) is already in use by another process"
     start_registry
     started+=(registry)
   fi
-  wait_healthy registry
+  has_service registry && wait_healthy registry
   # The user lives in the cluster's metadata: set it whenever the broker (re)started.
   if [[ " ${started[*]} " == *" kafka "* || ! -f $STACK_DIR/env ]]; then add_scram_user; fi
   write_env
@@ -509,7 +552,7 @@ stop_one() {
   [[ -f $pidfile ]] || return 0
   local pid; pid=$(cat "$pidfile")
   local temp=()
-  [[ $name == bigquery ]] && mapfile -t temp < <(emulator_temp_files "$pid")
+  [[ $name == bigquery* ]] && mapfile -t temp < <(emulator_temp_files "$pid")
   if kill -0 "$pid" 2>/dev/null; then
     [[ $name == firestore ]] && curl -sf -m 2 -d '' "http://127.0.0.1:$FIRESTORE_PORT/shutdown" >/dev/null 2>&1 || true
     kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
@@ -522,7 +565,7 @@ stop_one() {
 }
 
 down() {
-  for s in "${SERVICES[@]}"; do stop_one "$s"; done
+  for s in "${SERVICES[@]}" $(lanes_running); do stop_one "$s"; done
   rm -f "$STACK_DIR/env"
 }
 
@@ -536,6 +579,13 @@ status() {
   done
   [[ -f $STACK_DIR/env ]] && say "environment: $STACK_DIR/env"
   return 0
+}
+
+# The test suite's Kafka topics (named `kbdtest...`) deleted, and no other: the suite does it when it starts
+# and when it ends, so that a broker reused day after day does not slow down.
+prune() {
+  running kafka || die "kafka is not running"
+  node "$ROOT/stack/prune-topics.mjs" "127.0.0.1:$KAFKA_PORT" >&2
 }
 
 # Firestore's data can be wiped without a restart; Pub/Sub, Kafka and BigQuery rely on unique names per test.
@@ -563,6 +613,7 @@ signal_service() { # name, signal
 case ${1:-} in
   up) up ;;
   restart) restart "${2:-}" ;;
+  lane) lane "${2:-}" ;;
   freeze) signal_service "${2:-}" STOP ;;
   thaw) signal_service "${2:-}" CONT ;;
   kill)
@@ -577,5 +628,6 @@ case ${1:-} in
   down) down ;;
   status) status ;;
   reset) reset ;;
-  *) echo "usage: stack/stack.sh up|down|status|reset|restart SERVICE|freeze SERVICE|thaw SERVICE|kill SERVICE" >&2; exit 64 ;;
+  prune) prune ;;
+  *) echo "usage: stack/stack.sh up|down|status|reset|prune|restart SERVICE|lane N|freeze SERVICE|thaw SERVICE|kill SERVICE" >&2; exit 64 ;;
 esac

@@ -1,6 +1,6 @@
 /**
  * What real producers write: Avro, Protobuf and JSON Schema in Confluent's wire format, serialized by
- * Python's confluent-kafka against the stack's registry (Karapace when ../shared has it), and raw Avro
+ * Python's confluent-kafka against the stack's registry (Karapace when KBD_KARAPACE names it), and raw Avro
  * with a schema file. The table's columns come from the registry subject's latest version; values are
  * read back with the BigQuery client and compared exactly. Registry faults are not bad data.
  */

@@ -146,4 +146,13 @@ describe('--help', () => {
     expect(all.stdout).toContain('replay-dead-letters');
     expect((await runCli([], {})).code).toBe(2);
   });
+
+  test("the checkout's bin (the sources through tsx) is the CLI the other tests run built (test-cli.ts)", async () => {
+    const viaBin = await runCli(['status', '--help'], {}, 'source');
+    const built = await runCli(['status', '--help'], {});
+    expect(viaBin.code).toBe(0);
+    expect(viaBin.stdout).toBe(built.stdout);
+    const noCommand = await runCli([], {}, 'source');
+    expect(noCommand.code).toBe(2);
+  });
 });

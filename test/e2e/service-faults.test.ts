@@ -40,8 +40,10 @@ import {
   waitFor,
 } from '../support/job.js';
 import { produce, startProducer } from '../support/kafka.js';
-import { stackEnv } from '../support/stack.js';
+import { stackEnv, useOwnStack } from '../support/stack.js';
 
+// Its faults strike a stack of its own (freezing the shared Kafka would stall every file running beside it).
+useOwnStack('faults');
 const clients = await e2eClients();
 const repeats = Number(process.env.KBD_FAULT_REPEATS ?? 1);
 let proxies: (FaultProxy | TcpFaultProxy)[] = [];

@@ -10,7 +10,7 @@ import { type AddressInfo, connect, createServer, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { testKafka } from './kafka.js';
-import { root } from './stack.js';
+import { bigqueryService, ownStackScriptEnv, root } from './stack.js';
 
 export type StackService = 'kafka' | 'firestore' | 'pubsub' | 'bigquery';
 
@@ -18,7 +18,9 @@ const stackScript = join(root, 'stack', 'stack.sh');
 
 /** Runs `stack/stack.sh COMMAND [SERVICE]` without blocking the test's event loop (a run's output flows on). */
 export async function stackCommand(command: 'freeze' | 'thaw' | 'kill' | 'up', service?: StackService) {
-  await promisify(execFile)('bash', [stackScript, command, ...(service === undefined ? [] : [service])], {
+  const name = service === 'bigquery' ? bigqueryService() : service;
+  await promisify(execFile)('bash', [stackScript, command, ...(name === undefined ? [] : [name])], {
+    env: { ...process.env, ...ownStackScriptEnv() },
     timeout: 240_000,
   });
 }
@@ -28,9 +30,12 @@ export const thaw = (service: StackService) => stackCommand('thaw', service);
 
 /** Thaws every service (a test that failed while one was frozen must not freeze the next ones). */
 export function thawAll(): void {
-  for (const service of ['kafka', 'firestore', 'pubsub', 'bigquery'] as const) {
+  for (const service of ['kafka', 'firestore', 'pubsub', bigqueryService()]) {
     try {
-      execFileSync('bash', [stackScript, 'thaw', service], { stdio: 'ignore' });
+      execFileSync('bash', [stackScript, 'thaw', service], {
+        stdio: 'ignore',
+        env: { ...process.env, ...ownStackScriptEnv() },
+      });
     } catch {
       // not running: nothing to thaw
     }

@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stackDir } from '../../stack/stack-env.js';
+import { buildTestCli } from './test-cli.js';
 
 const root = join(import.meta.dirname, '..', '..');
 const stack = join(root, 'stack', 'stack.sh');
@@ -11,8 +12,27 @@ function running(): boolean {
   return ['kafka', 'firestore', 'pubsub', 'bigquery'].every((s) => existsSync(join(pids, `${s}.pid`)));
 }
 
+/**
+ * The suite's Kafka topics (every name it makes starts `kbdtest_`) deleted, once when the suite starts (what
+ * an interrupted suite left) and once when it ends: a broker reused day after day keeps its start time
+ * and disk flat. Each project's setup calls it; the first call of each kind does it.
+ */
+function pruneOnce(when: 'start' | 'end'): void {
+  const mark = `KBD_SUITE_PRUNED_${when.toUpperCase()}`;
+  if (process.env[mark] === '1') return;
+  process.env[mark] = '1';
+  execFileSync('bash', [stack, 'prune'], { stdio: ['ignore', 'ignore', 'inherit'], timeout: 300_000 });
+}
+
+/** The CLI the end-to-end tests run (test-cli.ts), built from the sources once per suite. */
+async function buildOnce(): Promise<void> {
+  if (process.env.KBD_TEST_CLI_BUILT === '1') return;
+  await buildTestCli();
+  process.env.KBD_TEST_CLI_BUILT = '1';
+}
+
 /** Brings the local stack up for integration and end-to-end tests; fails loudly (with logs) if it cannot. */
-export default function setup(): () => void {
+export default async function setup(): Promise<() => void> {
   const wasRunning = running();
   try {
     execFileSync('bash', [stack, 'up'], { stdio: ['ignore', 'inherit', 'inherit'], timeout: 20 * 60_000 });
@@ -31,7 +51,10 @@ export default function setup(): () => void {
       stdio: ['ignore', 'ignore', 'inherit'],
       timeout: 120_000,
     });
+  pruneOnce('start');
+  await buildOnce();
   return () => {
+    pruneOnce('end');
     if (!wasRunning && process.env.KBD_KEEP_STACK !== '1') {
       execFileSync('bash', [stack, 'down'], { stdio: 'inherit' });
     }

@@ -2,7 +2,7 @@
  * Runs the real CLI as a child process against the local stack, and reads back what it left in
  * BigQuery, Pub/Sub and Firestore. Every child is tracked: a test that leaves one running fails.
  */
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,7 +10,8 @@ import { afterAll, afterEach, expect } from 'vitest';
 import type { GoogleClients } from '../../functions/google/clients.js';
 import { createTopic } from './kafka.js';
 import { pullAll } from './pubsub.js';
-import { root, stackClients, stackEnv, uniqueName } from './stack.js';
+import { stackClients, stackEnv, uniqueName, useOwnBigQuery } from './stack.js';
+import { cliEntry, sourceCli } from './test-cli.js';
 
 export const schemaFields = [
   { name: 'id', type: 'STRING', mode: 'REQUIRED' },
@@ -20,15 +21,12 @@ export const schemaFields = [
 
 /**
  * For an end-to-end test file: clients on the local stack, closed after it; no job may outlive a test.
- * Each file gets a fresh BigQuery emulator: it slows down as data piles up in it (a 30,000-record drain
- * took 5x longer after the suite's earlier files), which would make later files' timing depend on earlier
- * ones. End-to-end files run one at a time, so nothing else is using it.
+ * Each file gets a fresh BigQuery emulator of its own (`useOwnBigQuery`): it slows down as data piles up in
+ * it (a 30,000-record drain took 5x longer after the suite's earlier files), which would make later files'
+ * timing depend on earlier ones; and end-to-end files run side by side.
  */
 export async function e2eClients(): Promise<GoogleClients> {
-  execFileSync('bash', [join(root, 'stack', 'stack.sh'), 'restart', 'bigquery'], {
-    stdio: ['ignore', 'ignore', 'inherit'],
-    timeout: 120_000,
-  });
+  useOwnBigQuery();
   const clients = await stackClients();
   afterEach(assertNoJobsLeft);
   afterAll(() => clients.close());
@@ -102,7 +100,7 @@ export interface JobProcess {
 const children = new Set<ChildProcess>();
 
 export function startJob(env: Record<string, string>): JobProcess {
-  const child = spawn(process.execPath, [join(root, 'bin', 'kafka-bigquery-drain.mjs'), 'run'], {
+  const child = spawn(process.execPath, [cliEntry(), 'run'], {
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -264,8 +262,12 @@ export async function ledgerOf(clients: GoogleClients, pipeline: Pipeline, parti
 }
 
 /** Runs a CLI command to its end: exit code, stdout and stderr. */
-export async function runCli(args: string[], env: Record<string, string>) {
-  return collected(process.execPath, [join(root, 'bin', 'kafka-bigquery-drain.mjs'), ...args], env);
+export async function runCli(
+  args: string[],
+  env: Record<string, string>,
+  entry: 'built' | 'source' = 'built',
+) {
+  return collected(process.execPath, [entry === 'source' ? sourceCli : cliEntry(), ...args], env);
 }
 
 /**
@@ -274,9 +276,7 @@ export async function runCli(args: string[], env: Record<string, string>) {
  */
 export async function runCliInTerminal(args: string[], env: Record<string, string>, columns: number) {
   const quote = (text: string) => `'${text.replaceAll("'", "'\\''")}'`;
-  const command = [process.execPath, join(root, 'bin', 'kafka-bigquery-drain.mjs'), ...args]
-    .map(quote)
-    .join(' ');
+  const command = [process.execPath, cliEntry(), ...args].map(quote).join(' ');
   const { code, stdout } = await collected(
     'script',
     ['-qec', `stty cols ${columns} rows 50; exec ${command}`, '/dev/null'],

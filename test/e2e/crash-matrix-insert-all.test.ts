@@ -1,0 +1,4 @@
+// The crash matrix in insert-all mode (test/support/crash-matrix.ts): every fault point, then random SIGKILLs.
+import { crashMatrix } from '../support/crash-matrix.js';
+
+await crashMatrix('insert-all');
