@@ -2,7 +2,7 @@
 import { recordReplays } from '../checkpoints/replay-log.js';
 import { type Route, routesOfTopic, tableName } from '../config/routes.js';
 import { createDeadLetterSubscription } from '../dead-letters/pubsub-subscription.js';
-import { type ReplayTarget, replayDeadLetters } from '../dead-letters/replay.js';
+import { type ReplayOutcome, type ReplayTarget, replayDeadLetters } from '../dead-letters/replay.js';
 import { createRecordNames } from '../formats/record-names.js';
 import { createGoogleClients } from '../google/clients.js';
 import { createRegistry, namedTopics, routeValues, rulesFor, transformFor } from '../job/wiring.js';
@@ -127,13 +127,7 @@ export async function deadLetterCommand(
         },
         { dryRun, max },
       );
-      for (const [partition, count] of [...outcome.replayedByPartition].sort()) {
-        print(`replayed ${count} into partition ${partition} (recorded for verify)`);
-      }
-      print(
-        `${dryRun ? 'would replay' : 'replayed'} ${outcome.replayed}, still failing ${outcome.stillFailing.length}`,
-      );
-      return 0;
+      return replayExit(outcome, dryRun, print);
     } finally {
       await Promise.all([...targets.values()].map((t) => t.close()));
     }
@@ -141,4 +135,19 @@ export async function deadLetterCommand(
     await letters.close();
     await clients.close();
   }
+}
+
+/** What a replay says at its end, and its exit code: 1 while letters that fail again stay. */
+function replayExit(outcome: ReplayOutcome, dryRun: boolean, print: (line: string) => void): number {
+  for (const [partition, count] of [...outcome.replayedByPartition].sort()) {
+    print(`replayed ${count} into partition ${partition} (recorded for verify)`);
+  }
+  print(
+    `${dryRun ? 'would replay' : 'replayed'} ${outcome.replayed}, still failing ${outcome.stillFailing.length}`,
+  );
+  if (outcome.stillFailing.length === 0) return 0;
+  print(
+    `${outcome.stillFailing.length} letters fail again and stay in the subscription: exit 1 (their reasons are above)`,
+  );
+  return 1;
 }

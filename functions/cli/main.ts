@@ -37,8 +37,9 @@ const commands: Readonly<Record<string, string>> = {
   status: `status [--wide | --json]
       each partition: checkpoint, high watermark, lag, last progress, lease holder, paused, open alerts`,
   seek: `seek --topic T [--partition P] (--offset N | --timestamp ISO | --earliest | --latest)
-       --reason "..." [--force] [--dry-run]
-      move checkpoints on purpose, under a lease, with an audit record`,
+       --reason "..." [--force] [--allow-forward] [--dry-run]
+      move checkpoints on purpose, under a lease, with an audit record; a --timestamp seek that would
+      move a partition forwards moves nothing and exits 2 unless --allow-forward`,
   pause: `pause --topic T [--partition P] --reason "..."
       runs skip the partition until it is resumed`,
   resume: `resume --topic T [--partition P] --reason "..."
@@ -47,7 +48,7 @@ const commands: Readonly<Record<string, string>> = {
       list dead letters (origin, kind, reason); acknowledges none`,
   'replay-dead-letters': `replay-dead-letters --subscription S [--max N] [--dry-run]
       re-validate dead letters with the current schema and rules; write those that pass (idempotently,
-      keyed by their origin) and acknowledge them once durable; leave the rest`,
+      keyed by their origin) and acknowledge them once durable; leave the rest (then exit 1)`,
 };
 
 const footer = `configuration comes from the environment (docs/configuration.md); exit codes: 0 ok, 1 failed (retry is safe),

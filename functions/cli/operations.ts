@@ -29,13 +29,15 @@ export interface OperatorArgs {
   target: SeekTarget | null;
   reason: string | null;
   force: boolean;
+  /** seek --timestamp: may move a partition forward (past records not drained yet). */
+  allowForward: boolean;
   dryRun: boolean;
   json: boolean;
   /** status: every column, however wide. */
   wide: boolean;
 }
 
-/** `--topic T [--partition P] (--offset N | --timestamp ISO | --earliest | --latest) --reason "..." [--force] [--dry-run] [--json]` */
+/** `--topic T [--partition P] (--offset N | --timestamp ISO | --earliest | --latest) --reason "..." [--force] [--allow-forward] [--dry-run] [--json]` */
 export function parseOperatorArgs(argv: readonly string[]): OperatorArgs {
   const args: OperatorArgs = {
     topic: '',
@@ -43,6 +45,7 @@ export function parseOperatorArgs(argv: readonly string[]): OperatorArgs {
     target: null,
     reason: null,
     force: false,
+    allowForward: false,
     dryRun: false,
     json: false,
     wide: false,
@@ -91,6 +94,9 @@ export function parseOperatorArgs(argv: readonly string[]): OperatorArgs {
         break;
       case '--force':
         args.force = true;
+        break;
+      case '--allow-forward':
+        args.allowForward = true;
         break;
       case '--dry-run':
         args.dryRun = true;
@@ -178,7 +184,7 @@ export async function seek(deps: OperationsDeps, args: OperatorArgs): Promise<nu
       const lease = await deps.checkpoints.acquire(mark, owner, 60_000);
       if (lease === undefined) {
         deps.print(
-          `partition ${partitionId(mark)} is leased by a running drain; nothing was moved. Try again once it has finished.`,
+          `partition ${partitionId(mark)} is leased by a running drain; nothing was moved. Try again once it has finished: pause the schedule first (gcloud scheduler jobs pause <pipeline>-drain-schedule, docs/operations.md), and resume it after the seek.`,
         );
         return 1;
       }
@@ -190,6 +196,19 @@ export async function seek(deps: OperationsDeps, args: OperatorArgs): Promise<nu
           `partition ${partitionId(mark)} has a flush [${lease.intent.fromOffset}, ${lease.intent.nextOffset}) recorded but not finished; nothing was moved. Run the drain once, then seek again.`,
         );
         return 1;
+      }
+    }
+    if (target.kind === 'timestamp' && !args.allowForward) {
+      const forward = leases.filter(({ lease, to }) => lease.nextOffset !== null && to > lease.nextOffset);
+      if (forward.length > 0) {
+        for (const { lease, to, mark } of forward)
+          deps.print(
+            `${partitionId(mark)} would move forwards from ${lease.nextOffset} to ${to}: records [${lease.nextOffset}, ${to}) would never be drained`,
+          );
+        deps.print(
+          `nothing was moved: a --timestamp seek moves a partition forwards when no record before the time is left to drain (its checkpoint is before the time); --allow-forward to move those too`,
+        );
+        return 2;
       }
     }
     for (const { lease, to, mark } of leases) {

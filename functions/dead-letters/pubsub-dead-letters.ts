@@ -42,8 +42,15 @@ export function deadLetterMessage(letter: DeadLetter, context: { pipeline: strin
     if (key.length <= maxAttributeBytes) attributes.key_base64 = key;
     else attributes.key_sha256 = createHash('sha256').update(record.key).digest('hex');
   }
-  // Kafka headers travel as `header_<name>` attributes, as far as Pub/Sub's 100 attributes and 1024-byte
-  // values allow; the rest are dropped (and counted).
+  // The headers exactly as Kafka carried them (order, repeated names, bytes), for the replay to give them
+  // back (`kafka_headers`); when they do not fit one attribute, the letter says so and its replay refuses.
+  const exact = exactHeaders(record);
+  if (exact !== undefined) {
+    if (Buffer.byteLength(exact) <= maxAttributeBytes) attributes.kafka_headers = exact;
+    else attributes.kafka_headers_missing = `${Buffer.byteLength(exact)} bytes: more than an attribute holds`;
+  }
+  // And as `header_<name>` attributes, for people and subscription filters, as far as Pub/Sub's 100
+  // attributes and 1024-byte values allow; the rest are dropped (and counted).
   let dropped = 0;
   for (const [name, headerValue] of Object.entries(record.headers)) {
     const attribute = `header_${name}`;
@@ -67,6 +74,18 @@ export function deadLetterMessage(letter: DeadLetter, context: { pipeline: strin
     attributes.value_sha256 = createHash('sha256').update(value).digest('hex');
   }
   return { data, attributes };
+}
+
+/**
+ * A record's headers as one attribute's value: `[[name, value in base64 or null], ...]` in JSON, in the order
+ * Kafka carried them, repeated names kept; undefined when it has none.
+ */
+function exactHeaders(record: DeadLetter['record']): string | undefined {
+  const raw =
+    record.rawHeaders ??
+    Object.entries(record.headers).map(([key, value]) => ({ key, value: Buffer.from(value) }));
+  if (raw.length === 0) return undefined;
+  return JSON.stringify(raw.map((h) => [h.key, h.value === null ? null : h.value.toString('base64')]));
 }
 
 /**

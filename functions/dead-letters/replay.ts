@@ -29,14 +29,24 @@ export interface ReplayOutcome {
   stillFailing: { origin: string; reason: string }[];
 }
 
-/** The Kafka record a dead letter came from, rebuilt from its attributes; undefined if it cannot be. */
-export function recordOf(letter: Pick<PulledLetter, 'data' | 'attributes'>): KafkaRecord | undefined {
+/**
+ * The Kafka record a dead letter came from, rebuilt from its attributes as the drain saw it: key, headers
+ * (in order, repeated names, bytes) and all; undefined if it does not say where it came from, or why it
+ * cannot be rebuilt whole (a key or headers too large for Pub/Sub's attributes).
+ */
+export function recordOf(
+  letter: Pick<PulledLetter, 'data' | 'attributes'>,
+): KafkaRecord | string | undefined {
   const a = letter.attributes;
   const partition = Number(a.source_partition);
   const offset = Number(a.source_offset);
   const timestamp = Date.parse(a.source_timestamp ?? '');
   if (!a.source_topic || !Number.isInteger(partition) || !Number.isInteger(offset) || Number.isNaN(timestamp))
     return undefined;
+  if (a.key_sha256 !== undefined)
+    return 'its key was too large for a Pub/Sub attribute (the letter holds its SHA-256 only): it cannot be replayed as it was';
+  const headers = headersOf(a);
+  if (typeof headers === 'string') return headers;
   return {
     topic: a.source_topic,
     partition,
@@ -44,8 +54,62 @@ export function recordOf(letter: Pick<PulledLetter, 'data' | 'attributes'>): Kaf
     timestamp,
     key: a.key_base64 === undefined ? null : Buffer.from(a.key_base64, 'base64'),
     value: letter.data,
-    headers: {},
+    headers: headersAsText(headers),
+    rawHeaders: headers,
   };
+}
+
+type RawHeaders = NonNullable<KafkaRecord['rawHeaders']>;
+
+/** The headers a letter carries: exact (`kafka_headers`), or, in a letter of an older drain, as text. */
+function headersOf(a: Readonly<Record<string, string>>): RawHeaders | string {
+  if (a.kafka_headers_missing !== undefined)
+    return `its headers were too large for a Pub/Sub attribute (${a.kafka_headers_missing}): it cannot be replayed as it was`;
+  if (a.kafka_headers !== undefined) {
+    let pairs: unknown;
+    try {
+      pairs = JSON.parse(a.kafka_headers);
+    } catch {
+      pairs = undefined;
+    }
+    const valid =
+      Array.isArray(pairs) &&
+      pairs.every(
+        (p) =>
+          Array.isArray(p) &&
+          p.length === 2 &&
+          typeof p[0] === 'string' &&
+          (p[1] === null || typeof p[1] === 'string'),
+      );
+    if (!valid) return 'its kafka_headers attribute is not a list of [name, base64 value] pairs';
+    return (pairs as [string, string | null][]).map(([key, value]) => ({
+      key,
+      value: value === null ? null : Buffer.from(value, 'base64'),
+    }));
+  }
+  if (a.headers_dropped !== undefined)
+    return `${a.headers_dropped} of its headers did not fit in Pub/Sub's attributes: it cannot be replayed as it was`;
+  return Object.entries(a)
+    .filter(([name]) => name.startsWith('header_'))
+    .map(([name, value]) => ({ key: name.slice('header_'.length), value: Buffer.from(value) }));
+}
+
+/** The headers by name, as the Kafka source gives them (repeated names' values joined by commas). */
+function headersAsText(raw: RawHeaders): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const { key, value } of raw) {
+    const text = value === null ? 'null' : value.toString();
+    out[key] = key in out ? `${out[key]},${text}` : text;
+  }
+  return out;
+}
+
+/** `topic:partition:offset` of a letter, as its attributes say. */
+function originOf(letter: Pick<PulledLetter, 'attributes'>): string {
+  const a = letter.attributes;
+  return a.source_topic === undefined
+    ? 'unknown origin'
+    : `${a.source_topic}:${a.source_partition}:${a.source_offset}`;
 }
 
 /**
@@ -76,13 +140,16 @@ export async function replayDeadLetters(
       if (letters.length === 0) break;
       const passing: { letter: PulledLetter; row: RowToWrite; target: ReplayTarget }[] = [];
       for (const letter of letters) {
-        const record = recordOf(letter);
-        const origin = record ? `${record.topic}:${record.partition}:${record.offset}` : 'unknown origin';
+        const rebuilt = recordOf(letter);
+        const record = typeof rebuilt === 'string' ? undefined : rebuilt;
+        const origin = originOf(letter);
         const target = record === undefined ? undefined : await deps.target(record);
         const made =
-          record !== undefined && target === undefined
-            ? `no route takes this record of topic "${record.topic}"`
-            : await rowFor(record, letter, target!);
+          typeof rebuilt === 'string'
+            ? rebuilt
+            : record !== undefined && target === undefined
+              ? `no route takes this record of topic "${record.topic}"`
+              : await rowFor(record, letter, target!);
         if (typeof made === 'string') {
           outcome.stillFailing.push({ origin, reason: made });
           deps.print(`still failing ${origin}: ${made}`);

@@ -49,8 +49,10 @@ test('a rule rejects records; the rule is fixed; replay moves them into the tabl
     ...pipeline.env,
     RULES_MODULE: fixed,
   });
-  expect(replayed.code).toBe(0);
+  // A letter that fails again stays: the replay has not finished, exit 1, saying how many.
+  expect(replayed.code).toBe(1);
   expect(replayed.stdout).toContain('replayed 4, still failing 1');
+  expect(replayed.stdout).toContain('1 letters fail again and stay in the subscription: exit 1');
   expect(replayed.stdout).toContain('schema: n: must be an INT64');
   expect((await tableOffsets(clients, pipeline)).get(0)).toEqual([...Array(20).keys()]);
   // The record that still fails stays in the subscription; the replayed ones were acknowledged.

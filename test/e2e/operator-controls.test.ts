@@ -178,6 +178,7 @@ describe('seek, pause, resume', () => {
     );
     expect(refused.code).toBe(1);
     expect(refused.stdout).toContain('leased by a running drain');
+    expect(refused.stdout).toContain('pause the schedule first (gcloud scheduler jobs pause');
     await running.release(lease!);
 
     const outside = await runCli(
@@ -195,6 +196,46 @@ describe('seek, pause, resume', () => {
     );
     expect(forced.code).toBe(0);
     expect(await auditOf(pipeline)).toEqual([expect.objectContaining({ from: 10, to: 50, forced: true })]);
+  });
+
+  test('a --timestamp seek that would move a partition forwards lists it and moves nothing (exit 2) unless --allow-forward', async () => {
+    const pipeline = await createPipeline(clients, 2);
+    await produce(pipeline.topic, [...records(0, 0, 10), ...records(1, 0, 10)]);
+    expect((await runJob(pipeline.env)).code).toBe(0);
+    // Partition 1 has 5 records not drained yet, all before the time; partition 0 gets 5 after it.
+    await produce(pipeline.topic, records(1, 10, 5));
+    const time = new Date(Date.now() + 20);
+    await new Promise((resolve) => setTimeout(resolve, 40));
+    await produce(pipeline.topic, records(0, 10, 5));
+    const seek = (...more: string[]) =>
+      runCli(
+        ['seek', '--topic', pipeline.topic, '--timestamp', time.toISOString(), '--reason', 'x', ...more],
+        pipeline.env,
+      );
+
+    const refused = await seek();
+    expect(refused.code).toBe(2);
+    expect(refused.stdout).toContain(`${pipeline.topic}~1 would move forwards from 10 to 15`);
+    expect(refused.stdout).not.toContain(`${pipeline.topic}~0 would move`);
+    expect(refused.stdout).toContain('nothing was moved');
+    expect(refused.stdout).toContain('--allow-forward');
+    expect(await checkpointsOf(clients, pipeline)).toEqual(
+      new Map([
+        [0, 10],
+        [1, 10],
+      ]),
+    );
+    expect(await auditOf(pipeline)).toEqual([]);
+
+    const allowed = await seek('--allow-forward');
+    expect(allowed.code, allowed.stderr).toBe(0);
+    expect(allowed.stdout).toContain(`moved ${pipeline.topic}~1 from 10 to 15 (forwards)`);
+    expect(await checkpointsOf(clients, pipeline)).toEqual(
+      new Map([
+        [0, 10],
+        [1, 15],
+      ]),
+    );
   });
 
   test('bad arguments exit 2 with a clear message and change nothing', async () => {
