@@ -16,7 +16,15 @@ export default defineConfig({
     outputFile: { json: 'test-results/suite.json' },
     sequence: { sequencer: SlowestFirstSequencer },
     projects: [
-      { test: { name: 'unit', include: ['test/unit/**/*.test.ts'], sequence: { groupOrder: 0 } } },
+      // Unit and integration files side by side (the integration files wait on services much of the time).
+      {
+        test: {
+          name: 'unit',
+          include: ['test/unit/**/*.test.ts'],
+          maxWorkers: 3,
+          sequence: { groupOrder: 0 },
+        },
+      },
       {
         test: {
           name: 'integration',
@@ -24,8 +32,8 @@ export default defineConfig({
           globalSetup: ['test/support/global-setup.ts'],
           testTimeout: 60_000,
           hookTimeout: 120_000,
-          maxWorkers: 2,
-          sequence: { groupOrder: 1 },
+          maxWorkers: 3,
+          sequence: { groupOrder: 0 },
         },
       },
       {
@@ -39,7 +47,7 @@ export default defineConfig({
           testTimeout: 900_000,
           hookTimeout: 120_000,
           maxWorkers: e2eWorkers,
-          sequence: { groupOrder: 2 },
+          sequence: { groupOrder: 1 },
         },
       },
     ],

@@ -9,13 +9,14 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
 export const slowestFirst = [
   'test/e2e/service-faults.test.ts',
+  'test/e2e/thousand-partitions.test.ts',
   'test/e2e/crash-matrix-merge.test.ts',
   'test/e2e/crash-matrix-load.test.ts',
   'test/e2e/crash-matrix-storage-write.test.ts',
   'test/e2e/crash-matrix-insert-all.test.ts',
-  'test/e2e/formats.test.ts',
-  'test/e2e/route-when.test.ts',
   'test/e2e/merge-scale.test.ts',
+  'test/e2e/route-when.test.ts',
+  'test/e2e/formats.test.ts',
   'test/e2e/gap-alerts.test.ts',
   'test/e2e/operator-controls.test.ts',
   'test/e2e/cdc.test.ts',
@@ -24,8 +25,9 @@ export const slowestFirst = [
   'test/e2e/replay-verify.test.ts',
   'test/e2e/managed-kafka-oauth.test.ts',
   'test/e2e/schema-evolution.test.ts',
-  'test/e2e/thousand-partitions.test.ts',
   'test/e2e/run-contract.test.ts',
+  'test/e2e/debezium.test.ts',
+  'test/e2e/routes.test.ts',
 ];
 
 function rank(file: TestSpecification): number {
