@@ -6,13 +6,29 @@
 //
 // The cache is made under the node flags of the Dockerfile's ENTRYPOINT: V8 refuses a cache made under
 // other flags (the image build copies the Dockerfile for this).
+//
+// `--sources --out DIR --plain-node` makes the same from the TypeScript sources (no `npm run build`: esbuild
+// reads them), into DIR, with the cache made for a plain `node DIR/job.mjs`: the CLI the tests start
+// (test/support/test-cli.ts).
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
 import { build } from 'esbuild';
 
+const { values: options } = parseArgs({
+  options: {
+    sources: { type: 'boolean', default: false },
+    out: { type: 'string', default: 'dist' },
+    'plain-node': { type: 'boolean', default: false },
+  },
+});
+const out = options.out;
+const entry = (name) => (options.sources ? `functions/cli/${name}.ts` : `dist/functions/cli/${name}.js`);
+
 await build({
-  entryPoints: ['dist/functions/cli/main.js'],
-  outfile: 'dist/job-bundle.cjs',
+  entryPoints: [entry('main')],
+  outfile: join(out, 'job-bundle.cjs'),
   bundle: true,
   platform: 'node',
   // CommonJS: Node 20 has a code cache for scripts (vm.Script), not for ES modules.
@@ -33,20 +49,23 @@ await build({
   logLevel: 'warning',
 });
 await build({
-  entryPoints: ['dist/functions/cli/image-entry.js'],
-  outfile: 'dist/job.mjs',
+  entryPoints: [entry('image-entry')],
+  outfile: join(out, 'job.mjs'),
   platform: 'node',
   format: 'esm',
   target: 'node20',
   logLevel: 'warning',
 });
 
-const entrypoint = readFileSync('Dockerfile', 'utf8').match(/^ENTRYPOINT \[(.*)\]$/m)?.[1];
-if (entrypoint === undefined) throw new Error('the Dockerfile has no ENTRYPOINT [...] line');
-const flags = [...entrypoint.matchAll(/"(--[^"]+)"/g)].map((m) => m[1]);
-rmSync('dist/job-bundle.cache', { force: true });
-const made = spawnSync(process.execPath, [...flags, 'dist/job.mjs', '--make-code-cache'], {
+function entrypointFlags() {
+  const entrypoint = readFileSync('Dockerfile', 'utf8').match(/^ENTRYPOINT \[(.*)\]$/m)?.[1];
+  if (entrypoint === undefined) throw new Error('the Dockerfile has no ENTRYPOINT [...] line');
+  return [...entrypoint.matchAll(/"(--[^"]+)"/g)].map((m) => m[1]);
+}
+const flags = options['plain-node'] ? [] : entrypointFlags();
+const cache = join(out, 'job-bundle.cache');
+rmSync(cache, { force: true });
+const made = spawnSync(process.execPath, [...flags, join(out, 'job.mjs'), '--make-code-cache'], {
   stdio: ['ignore', 'ignore', 'inherit'],
 });
-if (made.status !== 0 || !existsSync('dist/job-bundle.cache'))
-  throw new Error(`making the code cache failed (exit ${made.status})`);
+if (made.status !== 0 || !existsSync(cache)) throw new Error(`making the code cache failed (exit ${made.status})`);
