@@ -1,29 +1,15 @@
-/**
- * Bad input end to end: schema and rule failures become dead letters with their reason and origin, and
- * once the rule is fixed, replay moves them into the table, idempotently.
- */
-import { writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { expect, test } from 'vitest';
-import { createPipeline, e2eClients, runCli, runJob, tableOffsets } from '../support/job.js';
+import { createPipeline, e2eClients, moduleFile, runCli, runJob, tableOffsets } from '../support/job.js';
 import { produce } from '../support/kafka.js';
 import { pullAll } from '../support/pubsub.js';
-import { uniqueName } from '../support/stack.js';
 
 const clients = await e2eClients();
 
-function rulesModule(body: string): string {
-  const file = join(tmpdir(), `${uniqueName('rules')}.mjs`);
-  writeFileSync(file, body);
-  return file;
-}
-
 test('a rule rejects records; the rule is fixed; replay moves them into the table; a second replay inserts nothing', async () => {
-  const strict = rulesModule(
+  const strict = moduleFile(
     "export function validate(order) { return order.n % 5 === 0 ? 'n ' + order.n + ' is a multiple of 5' : true; }",
   );
-  const fixed = rulesModule('export async function validate() { return { ok: true }; }');
+  const fixed = moduleFile('export async function validate() { return { ok: true }; }');
   const pipeline = await createPipeline(clients, 1, { BQ_WRITE_MODE: 'merge', RULES_MODULE: strict });
   // A second subscription on the dead-letter topic sees every dead letter too: the second replay.
   const second = `${pipeline.deadLetterTopic}-second`;

@@ -1,31 +1,26 @@
-/**
- * A replayed dead letter is the record as the drain saw it (#64): records written by kcat (librdkafka)
- * with keys and headers (a name repeated), refused by a rule, replayed after the rule is fixed: each
- * replayed row equals, column by column but `_ingested_at`, the row a clean run of the same records writes
- * into another table, through a transform that reads the headers and the key, with the `_kafka_headers` and
- * `_kafka_key_text` columns. A letter whose key was too large for Pub/Sub's attributes stays in the
- * subscription with its reason, and the replay exits 1 saying how many stayed.
- */
 import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
-import { createPipeline, e2eClients, errorsOf, type Pipeline, runCli, runJob } from '../support/job.js';
+import {
+  createPipeline,
+  e2eClients,
+  errorsOf,
+  moduleFile,
+  type Pipeline,
+  runCli,
+  runJob,
+} from '../support/job.js';
 import { run } from '../support/producers.js';
-import { stackEnv, uniqueName } from '../support/stack.js';
+import { stackEnv } from '../support/stack.js';
 
 const clients = await e2eClients();
 
-function module(body: string): string {
-  const file = join(tmpdir(), `${uniqueName('module')}.mjs`);
-  writeFileSync(file, body);
-  return file;
-}
-const strict = module(
+const strict = moduleFile(
   "export function validate(row) { return row.n % 2 === 0 ? true : 'n ' + row.n + ' is odd'; }",
 );
-const fixed = module('export function validate() { return true; }');
-const transform = module(
+const fixed = moduleFile('export function validate() { return true; }');
+const transform = moduleFile(
   `export function transform(order, context) {
   return { ...order, note: context.headers.source + '/' + context.headers.trace + '/' + context.keyText };
 }
@@ -105,5 +100,61 @@ describe.each(['storage-write', 'merge', 'load'])('%s mode', (mode) => {
     expect([...replayed.keys()].sort()).toEqual([0, 1, 2, 3, 4, 5, 6]);
     for (const [offset, row] of replayed) expect(row, `offset ${offset}`).toBe(expected.get(offset));
     expect(JSON.parse(replayed.get(1)!)).toMatchObject({ note: 'web/x,y/k-1', _kafka_key_text: 'k-1' });
+  });
+});
+
+describe.each(['storage-write', 'merge'])('%s mode, routes chosen by a header', (mode) => {
+  test('a replayed letter goes back to the table its header chose', async () => {
+    const pipeline = await createPipeline(clients, 1, { BQ_WRITE_MODE: mode });
+    const { dataset, topic } = pipeline;
+    const routesFile = join(tmpdir(), `${pipeline.id}.routes.json`);
+    const schemaFile = pipeline.env.BQ_SCHEMA_FILE;
+    const routes = (rulesModule: string) =>
+      writeFileSync(
+        routesFile,
+        JSON.stringify(
+          ['order', 'refund'].map((kind) => ({
+            topics: [topic],
+            table: `${dataset}.${kind}s`,
+            schemaFile,
+            rulesModule,
+            when: { header: { kind } },
+          })),
+        ),
+      );
+    routes(strict);
+    for (const key of ['KAFKA_TOPICS', 'BQ_TABLE', 'BQ_SCHEMA_FILE']) delete pipeline.env[key];
+    pipeline.env.ROUTES_FILE = routesFile;
+    // kcat: orders at offsets 0-3, refunds at 4-7, each kind in its `kind` header.
+    for (const [kind, from] of [
+      ['order', 0],
+      ['refund', 4],
+    ] as const) {
+      const lines = Array.from({ length: 4 }, (_, i) => JSON.stringify({ id: `${kind}-${i}`, n: from + i }));
+      await run(
+        'kcat',
+        ['-b', stackEnv().KAFKA_BROKERS, '-P', '-t', topic, '-p', '0', '-H', `kind=${kind}`],
+        `${lines.join('\n')}\n`,
+      );
+    }
+    const drained = await runJob(pipeline.env);
+    expect(drained.code, errorsOf(drained.lines)).toBe(0);
+    expect(drained.summary).toMatchObject({ rowsWritten: 4, deadLettered: 4 });
+
+    routes(fixed);
+    const replay = await runCli(
+      ['replay-dead-letters', '--subscription', pipeline.deadLetterSubscription],
+      pipeline.env,
+    );
+    expect(replay.stdout, replay.stderr).toContain('replayed 4, still failing 0');
+    expect(replay.code).toBe(0);
+    const offsetsIn = async (table: string) => {
+      const [rows] = await clients.bigquery.query({
+        query: `SELECT _kafka_offset AS o FROM \`${dataset}.${table}\` ORDER BY o`,
+      });
+      return rows.map((r: { o: number }) => Number(r.o));
+    };
+    expect(await offsetsIn('orders')).toEqual([0, 1, 2, 3]);
+    expect(await offsetsIn('refunds')).toEqual([4, 5, 6, 7]);
   });
 });

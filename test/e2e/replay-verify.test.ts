@@ -1,16 +1,8 @@
-/**
- * The documented repair, then `verify`: dead letters replayed into the table after the rule is fixed are
- * recorded in the replay log, and verify holds the table to it: every committed row once, every replayed
- * letter once, nothing else. A row deleted or added by hand is caught; a replay killed after its rows are
- * durable but before its record, run again, leaves each letter once and verify clean.
- */
-import { writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import {
   createPipeline,
   e2eClients,
+  moduleFile,
   type Pipeline,
   runCli,
   runJob,
@@ -19,19 +11,13 @@ import {
   waitFor,
 } from '../support/job.js';
 import { produce } from '../support/kafka.js';
-import { uniqueName } from '../support/stack.js';
 
 const clients = await e2eClients();
 
-function rulesModule(body: string): string {
-  const file = join(tmpdir(), `${uniqueName('rules')}.mjs`);
-  writeFileSync(file, body);
-  return file;
-}
-const strict = rulesModule(
+const strict = moduleFile(
   "export function validate(order) { return order.n % 5 === 0 ? 'n ' + order.n + ' is a multiple of 5' : true; }",
 );
-const fixed = rulesModule('export async function validate() { return { ok: true }; }');
+const fixed = moduleFile('export async function validate() { return { ok: true }; }');
 
 /** 2 partitions of 20 records: 4 of each rejected by the rule (replayable), 1 broken JSON (not). */
 async function drainedWithLetters(mode: string): Promise<Pipeline> {

@@ -344,3 +344,10 @@ export async function waitFor<T>(
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
+
+/** A user module (rules, transform) written to a file of its own, as an operator's RULES_MODULE would be. */
+export function moduleFile(body: string): string {
+  const file = join(tmpdir(), `${uniqueName('module')}.mjs`);
+  writeFileSync(file, body);
+  return file;
+}
