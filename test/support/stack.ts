@@ -41,6 +41,7 @@ function readEnvFile(file: string): StackEnv {
 export function useOwnStack(name: string): void {
   const dir = join(sharedStackDir, name);
   const offset = 10_000;
+  // The first stack's ports (its variables, else stack.sh's defaults), each 10,000 higher.
   const ports: Record<string, number> = {
     KBD_KAFKA_PORT: 19092,
     KBD_KAFKA_CONTROLLER_PORT: 19093,
@@ -54,7 +55,9 @@ export function useOwnStack(name: string): void {
   const scriptEnv: Record<string, string> = {
     KBD_STACK_DIR: dir,
     KBD_STACK_SERVICES: 'kafka firestore pubsub bigquery',
-    ...Object.fromEntries(Object.entries(ports).map(([k, port]) => [k, String(port + offset)])),
+    ...Object.fromEntries(
+      Object.entries(ports).map(([k, port]) => [k, String(Number(process.env[k] ?? port) + offset)]),
+    ),
   };
   const script = join(root, 'stack', 'stack.sh');
   const options = {
