@@ -364,8 +364,8 @@ start_bigquery() {
 
 # Lanes: more BigQuery emulators beside the stack's own, lane N on BIGQUERY_PORT+100+N (REST) and
 # BIGQUERY_GRPC_PORT+100+N (gRPC), so that end-to-end files run side by side, each on a fresh emulator of
-# its own (the test worker N restarts lane N when a file starts). `lane N` starts lane N anew, its data gone,
-# and prints its two endpoints; `down` stops every lane.
+# its own (a file claims the first free lane, starts it anew and stops it when it ends: test/support/stack.ts).
+# `lane N` starts lane N anew, its data gone, and prints its two endpoints; `down` stops every lane.
 lane_ports() { echo "$((BIGQUERY_PORT + 100 + $1)) $((BIGQUERY_GRPC_PORT + 100 + $1))"; }
 
 lane() {
