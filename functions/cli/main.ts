@@ -9,8 +9,10 @@ import { pathToFileURL } from 'node:url';
 import kafkajs from 'kafkajs';
 import { createFirestoreCheckpoints } from '../checkpoints/firestore-checkpoints.js';
 import { createGoogleClients } from '../google/clients.js';
+import { resolveSecretReferences } from '../google/secret-references.js';
 import { exitWhenWritten, quietLocalAuth, runMain } from '../job/main.js';
 import { routeTopics } from '../job/routing.js';
+import { ConfigError } from '../kernel/errors.js';
 import { createLogger } from '../kernel/logger.js';
 import { kafkaClientOptions } from '../sources/kafka-client.js';
 import { createKafkaSource } from '../sources/kafka-source.js';
@@ -88,6 +90,29 @@ export async function cli(argv: readonly string[], env: NodeJS.ProcessEnv): Prom
     }
     return runMain({ env, onProgress: process.stderr.isTTY ? progressPrinter() : undefined });
   }
+  if (commands[command] === undefined) {
+    process.stderr.write(`unknown command "${command}"\n${usage}\n`);
+    return 2;
+  }
+  const resolved = await withSecrets(env);
+  return typeof resolved === 'number' ? resolved : operatorCommand(command, rest, resolved);
+}
+
+/** The environment with its Secret Manager references resolved, or the exit code when they cannot be. */
+async function withSecrets(env: NodeJS.ProcessEnv): Promise<NodeJS.ProcessEnv | number> {
+  try {
+    return (await resolveSecretReferences(env)) as NodeJS.ProcessEnv;
+  } catch (error) {
+    process.stderr.write(
+      error instanceof ConfigError
+        ? `configuration error: ${error.message}\n`
+        : `${error instanceof Error ? error.message : String(error)}\n`,
+    );
+    return error instanceof ConfigError ? 2 : 1;
+  }
+}
+
+async function operatorCommand(command: string, rest: string[], env: NodeJS.ProcessEnv): Promise<number> {
   if (command === 'verify') {
     const json = rest.includes('--json');
     const wide = rest.includes('--wide');

@@ -7,6 +7,7 @@ import { type KafkaSecurity, kafkaSecurity } from './kafka.js';
 import { deepFreeze, type Env, reader } from './reader.js';
 import type { Route } from './routes.js';
 import { runShape } from './run.js';
+import { secretManagerEndpoint } from './secret-manager-endpoint.js';
 import { parseStartPosition, type StartPosition } from './start-position.js';
 import { registryOf, routesOf, type SchemaRegistryConfig } from './tables.js';
 
@@ -40,7 +41,12 @@ export interface DrainConfig {
   readonly schemaRegistry: SchemaRegistryConfig | null;
   readonly bigquery: BigQueryConfig;
   /** Local emulators (host:port); null in production. */
-  readonly emulators: { readonly firestore: string | null; readonly pubsub: string | null };
+  readonly emulators: {
+    readonly firestore: string | null;
+    readonly pubsub: string | null;
+    /** Where secret references were resolved (resolved before parsing: secret-references.ts). */
+    readonly secretManager: string | null;
+  };
   readonly deadLetterTopic: string;
   readonly alertTopic: string | null;
   readonly budgetSeconds: number;
@@ -110,6 +116,7 @@ export function parseConfig(
     emulators: {
       firestore: read.matching('FIRESTORE_EMULATOR_HOST', /^[^\s:/]+:\d{1,5}$/, 'host:port', true),
       pubsub: read.matching('PUBSUB_EMULATOR_HOST', /^[^\s:/]+:\d{1,5}$/, 'host:port', true),
+      secretManager: secretManagerEndpoint(read),
     },
     deadLetterTopic: read.matching(
       'DEAD_LETTER_TOPIC',

@@ -16,12 +16,12 @@ export const valueAndWriteSettings = {
   },
   SCHEMA_REGISTRY_USERNAME: {
     section: 'values',
-    meaning: 'Basic auth to the registry, with `SCHEMA_REGISTRY_PASSWORD`.',
+    meaning: 'Basic auth to the registry, with `SCHEMA_REGISTRY_PASSWORD`; or a Secret Manager reference.',
   },
   SCHEMA_REGISTRY_PASSWORD: {
     section: 'values',
     meaning:
-      'Basic auth to the registry, with `SCHEMA_REGISTRY_USERNAME`. In production from Secret Manager.',
+      'Basic auth to the registry, with `SCHEMA_REGISTRY_USERNAME`. In production from Secret Manager; or a reference (`projects/P/secrets/S/versions/V`).',
   },
   SCHEMA_REGISTRY_AUTH: {
     section: 'values',

@@ -53,12 +53,14 @@ export const settings = {
   KAFKA_SASL_USERNAME: {
     section: 'kafka',
     shown: 'required with PLAIN and SCRAM',
-    meaning: 'The SASL user. In production from Secret Manager.',
+    meaning:
+      'The SASL user. In production from Secret Manager; or a Secret Manager reference (`projects/P/secrets/S/versions/V`).',
   },
   KAFKA_SASL_PASSWORD: {
     section: 'kafka',
     shown: 'required with PLAIN and SCRAM',
-    meaning: 'The SASL password. In production from Secret Manager.',
+    meaning:
+      'The SASL password. In production from Secret Manager; or a Secret Manager reference (`projects/P/secrets/S/versions/V`).',
   },
   KAFKA_OAUTH_PROVIDER: {
     section: 'kafka',
@@ -73,15 +75,17 @@ export const settings = {
   },
   KAFKA_SSL_CA_FILE: {
     section: 'kafka',
-    meaning: "PEM file of a private CA that signed the brokers' certificates.",
+    meaning:
+      "PEM file of a private CA that signed the brokers' certificates, or a Secret Manager reference to the PEM.",
   },
   KAFKA_SSL_CERT_FILE: {
     section: 'kafka',
-    meaning: 'PEM client certificate for mTLS; with `KAFKA_SSL_KEY_FILE`.',
+    meaning:
+      'PEM client certificate for mTLS (a file or a Secret Manager reference); with `KAFKA_SSL_KEY_FILE`.',
   },
   KAFKA_SSL_KEY_FILE: {
     section: 'kafka',
-    meaning: 'PEM client key for mTLS; with `KAFKA_SSL_CERT_FILE`.',
+    meaning: 'PEM client key for mTLS (a file or a Secret Manager reference); with `KAFKA_SSL_CERT_FILE`.',
   },
   START_POSITION: {
     section: 'kafka',
@@ -227,6 +231,11 @@ export const settings = {
   },
   FIRESTORE_EMULATOR_HOST: { section: 'local', meaning: "`host:port` of Firestore's emulator." },
   PUBSUB_EMULATOR_HOST: { section: 'local', meaning: "`host:port` of Pub/Sub's emulator." },
+  SECRET_MANAGER_ENDPOINT: {
+    section: 'local',
+    meaning:
+      '`host:port` of a plaintext gRPC Secret Manager (tests serve its protocol; no emulator exists). See [operations](operations.md).',
+  },
 } as const satisfies Record<string, Setting>;
 
 export type SettingName = keyof typeof settings;

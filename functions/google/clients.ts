@@ -23,7 +23,7 @@ export interface GoogleClients {
 export function createGoogleClients(
   config: {
     project: DrainConfig['project'];
-    emulators: DrainConfig['emulators'];
+    emulators: Pick<DrainConfig['emulators'], 'firestore' | 'pubsub'>;
     bigquery: Pick<DrainConfig['bigquery'], 'apiEndpoint' | 'location' | 'storageEndpoint'>;
   },
   onBigQueryError?: () => void,

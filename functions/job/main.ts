@@ -8,9 +8,10 @@
 import { parseConfig } from '../config/config.js';
 import { tableName } from '../config/routes.js';
 import { freshnessLines, summaryLine } from '../drain/run-summary.js';
+import { resolveSecretReferences } from '../google/secret-references.js';
 import { createCallTracker, describe } from '../kernel/calls.js';
 import { armCrashPoints, crashPointsOf } from '../kernel/crash-points.js';
-import { asError, ConfigError } from '../kernel/errors.js';
+import { asError, ConfigError, DrainError } from '../kernel/errors.js';
 import { createLogger, type Logger } from '../kernel/logger.js';
 import type { RunSummary } from '../kernel/summary.js';
 import { cutoffAfterSettleMs, settleMs } from './deadline.js';
@@ -27,8 +28,12 @@ export interface MainIo {
 export async function runMain(io: MainIo): Promise<number> {
   let config: ReturnType<typeof parseConfig>;
   try {
-    config = parseConfig(io.env);
+    config = parseConfig(await resolveSecretReferences(io.env));
   } catch (error) {
+    // Secret Manager did not answer: a retry may find it back (exit 1).
+    if (error instanceof DrainError && !(error instanceof ConfigError)) {
+      return finishWithError(createLogger({ level: 'info' }), io.env.PIPELINE_ID?.trim() ?? '', error);
+    }
     return refuseConfig(io.env, error);
   }
   const logger = createLogger({ level: config.logLevel });

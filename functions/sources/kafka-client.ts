@@ -85,6 +85,8 @@ function tlsOptions(
 ): ConnectionOptions | true {
   const pem = (variable: string, path: string | null): string | undefined => {
     if (path === null) return undefined;
+    // A Secret Manager reference was resolved at start to the PEM itself (secret-references.ts).
+    if (path.startsWith('-----BEGIN ')) return path;
     try {
       return readFile(path);
     } catch (error) {

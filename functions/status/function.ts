@@ -6,6 +6,7 @@ import * as functions from '@google-cloud/functions-framework';
 import kafkajs from 'kafkajs';
 import { parseConfig } from '../config/config.js';
 import { createGoogleClients } from '../google/clients.js';
+import { resolveSecretReferences } from '../google/secret-references.js';
 import { routeTopics } from '../job/routing.js';
 import { ConfigError } from '../kernel/errors.js';
 import { createLogger } from '../kernel/logger.js';
@@ -16,7 +17,7 @@ import { partitionStatus } from './partition-status.js';
 functions.http('status', async (_request, response) => {
   let config: ReturnType<typeof parseConfig>;
   try {
-    config = parseConfig(process.env);
+    config = parseConfig(await resolveSecretReferences(process.env));
   } catch (error) {
     response.status(500).json({
       error: error instanceof ConfigError ? `configuration error: ${error.message}` : 'configuration error',
