@@ -141,6 +141,11 @@ export interface InfraConfig {
   readonly maxRetries: number;
   /** Who may call the private status function, e.g. `group:data-oncall@example.com`. */
   readonly statusInvokers: string[];
+  /**
+   * Principals who may run operator commands in the cloud: `roles/run.developer` on the operations job
+   * only (running it with other arguments is `run.jobs.runWithOverrides`).
+   */
+  readonly operators: string[];
   /** Where alert policies notify (Cloud Monitoring notification channel ids); may be empty. */
   readonly notificationChannels: string[];
 }
@@ -262,6 +267,7 @@ export function readInfraConfig(): InfraConfig {
     image: config.get('image'),
     maxRetries: config.getNumber('maxRetries') ?? 3,
     statusInvokers: config.getObject<string[]>('statusInvokers') ?? [],
+    operators: config.getObject<string[]>('operators') ?? [],
     notificationChannels: config.getObject<string[]>('notificationChannels') ?? [],
   };
 }

@@ -39,6 +39,8 @@ export class DrainJob extends pulumi.ComponentResource {
   readonly imageRepository: pulumi.Output<string>;
   /** The image the job and the status service run, pinned by digest (image.ts). */
   readonly image: PipelineImage;
+  /** The pipeline's secrets in Secret Manager (`{pipeline}-kafka-sasl-password` and alike). */
+  readonly secrets: gcp.secretmanager.Secret[] = [];
 
   constructor(name: string, config: InfraConfig, data: PipelineData, opts?: pulumi.ComponentResourceOptions) {
     super('kafka-bigquery-drain:index:DrainJob', name, {}, opts);
@@ -108,6 +110,12 @@ export class DrainJob extends pulumi.ComponentResource {
         { topic: topic.name, role: 'roles/pubsub.publisher', member: jobMember },
         parent,
       );
+      // `check` looks each topic up (pubsub.topics.get), which the publisher role does not hold.
+      new gcp.pubsub.TopicIAMMember(
+        `${name}-job-views-${key}`,
+        { topic: topic.name, role: 'roles/pubsub.viewer', member: jobMember },
+        parent,
+      );
     }
 
     // Each secret: a Secret Manager secret, its version, and read access for the job's account only.
@@ -123,6 +131,7 @@ export class DrainJob extends pulumi.ComponentResource {
         { secret: made.id, secretData: value },
         parent,
       );
+      this.secrets.push(made);
       new gcp.secretmanager.SecretIamMember(
         `${name}-job-reads-${variable}`,
         { secretId: made.id, role: 'roles/secretmanager.secretAccessor', member: jobMember },

@@ -47,6 +47,8 @@ export class PipelineData extends pulumi.ComponentResource {
   readonly errorTable: gcp.bigquery.Table;
   readonly deadLetterTopic: gcp.pubsub.Topic;
   readonly alertTopic: gcp.pubsub.Topic;
+  /** What `dead-letters` and `replay-dead-letters` pull (`{pipeline}-dead-letters-pull`). */
+  readonly deadLetterSubscription: gcp.pubsub.Subscription;
 
   constructor(name: string, config: InfraConfig, opts?: pulumi.ComponentResourceOptions) {
     super('kafka-bigquery-drain:index:PipelineData', name, {}, opts);
@@ -148,7 +150,7 @@ export class PipelineData extends pulumi.ComponentResource {
       parent,
     );
     this.alertTopic = new gcp.pubsub.Topic(`${name}-alerts`, { name: `${config.pipelineId}-alerts` }, parent);
-    new gcp.pubsub.Subscription(
+    this.deadLetterSubscription = new gcp.pubsub.Subscription(
       `${name}-dead-letters-pull`,
       {
         topic: this.deadLetterTopic.name,

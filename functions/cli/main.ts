@@ -188,7 +188,11 @@ async function operate(command: string, argv: readonly string[], env: NodeJS.Pro
     const deps: OperationsDeps = {
       checkpoints: createFirestoreCheckpoints(clients.firestore, config.pipelineId),
       source,
-      actor: `${userInfo().username}@${hostname()}`,
+      // In the cloud, the operations job's execution (Cloud Audit Logs say who started it).
+      actor:
+        env.CLOUD_RUN_JOB === undefined
+          ? `${userInfo().username}@${hostname()}`
+          : `${env.CLOUD_RUN_JOB}/${env.CLOUD_RUN_EXECUTION ?? 'unknown'}`,
       writeMode: config.bigquery.writeMode,
       topics,
       print: (line) => process.stdout.write(`${line}\n`),

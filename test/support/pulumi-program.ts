@@ -97,10 +97,11 @@ export async function runProgram(overrides: Record<string, string | null> = {}) 
   );
   await new Promise((resolve) => setTimeout(resolve, 50));
   const ofType = (type: string) => resources.filter((r) => r.type === type);
+  /** The one resource of a type, the operations job's aside (it repeats the drain's job and account). */
   const one = (type: string) => {
-    const found = ofType(type);
+    const found = ofType(type).filter((r) => !r.name.startsWith('operations-'));
     expect(found, type).toHaveLength(1);
     return found[0]!;
   };
-  return { resources, ofType, one };
+  return { resources, ofType, one, program };
 }

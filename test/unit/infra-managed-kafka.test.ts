@@ -45,19 +45,23 @@ test('OAUTHBEARER with Google credentials: the settings reach the job, and no Ka
   expect(program.ofType('gcp:secretmanager/secretIamMember:SecretIamMember')).toEqual([]);
 });
 
-test("the job's account, and only it, is a Managed Kafka client of the cluster's project", () => {
+test("the pipeline's two accounts (the job's, the operator commands'), and only they, are Managed Kafka clients of the cluster's project", () => {
   const grants = program
     .ofType('gcp:projects/iAMMember:IAMMember')
     .filter((g) => g.inputs.role === 'roles/managedkafka.client');
   expect(grants.map((g) => [g.inputs.project, g.inputs.member])).toEqual([
     ['kafka-proj', 'serviceAccount:orders-drain@proj.iam.gserviceaccount.com'],
+    ['kafka-proj', 'serviceAccount:orders-ops@proj.iam.gserviceaccount.com'],
   ]);
   // Nothing broader came with it.
-  const roles = program
-    .ofType('gcp:projects/iAMMember:IAMMember')
-    .map((g) => g.inputs.role)
-    .sort();
-  expect(roles).toEqual(['roles/bigquery.jobUser', 'roles/datastore.user', 'roles/managedkafka.client']);
+  for (const account of ['orders-drain', 'orders-ops']) {
+    const roles = program
+      .ofType('gcp:projects/iAMMember:IAMMember')
+      .filter((g) => g.inputs.member === `serviceAccount:${account}@proj.iam.gserviceaccount.com`)
+      .map((g) => g.inputs.role)
+      .sort();
+    expect(roles).toEqual(['roles/bigquery.jobUser', 'roles/datastore.user', 'roles/managedkafka.client']);
+  }
 });
 
 test('Direct VPC egress, private ranges only, for the job and for the status service that reads Kafka too', () => {

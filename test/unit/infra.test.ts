@@ -103,9 +103,10 @@ describe('the Pulumi program', () => {
     const allowed: Record<string, string[]> = {
       'gcp:bigquery/datasetIamMember:DatasetIamMember': ['roles/bigquery.dataEditor'],
       'gcp:bigquery/iamMember:IamMember': ['roles/bigquery.dataEditor'],
-      'gcp:pubsub/topicIAMMember:TopicIAMMember': ['roles/pubsub.publisher'],
+      'gcp:pubsub/topicIAMMember:TopicIAMMember': ['roles/pubsub.publisher', 'roles/pubsub.viewer'],
+      'gcp:pubsub/subscriptionIAMMember:SubscriptionIAMMember': ['roles/pubsub.subscriber'],
       'gcp:secretmanager/secretIamMember:SecretIamMember': ['roles/secretmanager.secretAccessor'],
-      'gcp:cloudrunv2/jobIamMember:JobIamMember': ['roles/run.invoker'],
+      'gcp:cloudrunv2/jobIamMember:JobIamMember': ['roles/run.invoker', 'roles/run.developer'],
       'gcp:cloudrunv2/serviceIamMember:ServiceIamMember': ['roles/run.invoker'],
       // Project level only where no resource-level grant exists.
       'gcp:projects/iAMMember:IAMMember': [
@@ -125,6 +126,7 @@ describe('the Pulumi program', () => {
     expect(ofType('gcp:projects/iAMPolicy:IAMPolicy')).toEqual([]);
     // The job may publish to exactly its two topics.
     const publishes = ofType('gcp:pubsub/topicIAMMember:TopicIAMMember')
+      .filter((g) => g.inputs.role === 'roles/pubsub.publisher')
       .map((g) => g.inputs.topic)
       .sort();
     expect(publishes).toEqual(['orders-alerts', 'orders-dead-letters']);
