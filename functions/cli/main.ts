@@ -8,6 +8,7 @@ import { hostname, userInfo } from 'node:os';
 import { pathToFileURL } from 'node:url';
 import kafkajs from 'kafkajs';
 import { createFirestoreCheckpoints } from '../checkpoints/firestore-checkpoints.js';
+import { recordGoogleCalls } from '../google/call-recorder.js';
 import { createGoogleClients } from '../google/clients.js';
 import { resolveSecretReferences } from '../google/secret-references.js';
 import { exitWhenWritten, quietLocalAuth, runMain } from '../job/main.js';
@@ -71,6 +72,7 @@ export { exitWhenWritten };
 
 export async function cli(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<number> {
   quietLocalAuth(env);
+  recordGoogleCalls(env);
   const [command, ...rest] = argv;
   if (command === undefined || helpFlags.includes(command) || command === 'help') {
     const topic = command === 'help' ? commands[rest[0] ?? ''] : undefined;

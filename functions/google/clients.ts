@@ -4,6 +4,7 @@ import { Firestore } from '@google-cloud/firestore';
 import { PubSub } from '@google-cloud/pubsub';
 import * as grpc from '@grpc/grpc-js';
 import type { DrainConfig } from '../config/config.js';
+import { recordBigQueryCalls } from './call-recorder.js';
 import { patchFirestoreTermination } from './firestore-patch.js';
 
 export interface GoogleClients {
@@ -55,6 +56,7 @@ export function createGoogleClients(
           },
         }),
   });
+  recordBigQueryCalls(bigquery);
   let writer: managedwriter.WriterClient | undefined;
   const storage = config.bigquery.storageEndpoint ?? null;
   return {

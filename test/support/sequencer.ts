@@ -15,6 +15,7 @@ export const slowestFirst = [
   'test/e2e/crash-matrix-storage-write.test.ts',
   'test/e2e/crash-matrix-insert-all.test.ts',
   'test/e2e/merge-scale.test.ts',
+  'test/e2e/permissions.test.ts',
   'test/e2e/route-when.test.ts',
   'test/e2e/formats.test.ts',
   'test/e2e/gap-alerts.test.ts',
