@@ -68,6 +68,8 @@ export function statusLines(partitions: readonly PartitionStatus[], width: numbe
       ? [
           { header: 'lease expires', value: (p: PartitionStatus) => shortTime(p.leaseExpiresAt) },
           { header: 'log start', value: (p: PartitionStatus) => p.logStart },
+          // After a backward seek: the offset the replay runs to (freshness counts from there).
+          { header: 'replaying to', value: (p: PartitionStatus) => p.replayUntil },
         ]
       : []),
     { header: 'replayed', value: (p) => p.replayed },

@@ -5,7 +5,8 @@ import type { DrainRun } from './run-state.js';
 
 /**
  * The run's end, after its leases are released: every partition it looked at gets its freshness, the age
- * of the first record at or after its checkpoint, now. The record is the one this run fetched there if it
+ * of the first record at or after its checkpoint, now (of a partition replaying an operator's backward
+ * seek, at or after the replay's end: a replay is no outage, but new records held up behind it are late). The record is the one this run fetched there if it
  * did (a batch it did not commit), else one bounded read (records that arrived during the run count: they
  * wait too). Not at a signal's stop, where time is short: then only what the run saw, and lag, say it.
  */
@@ -16,9 +17,14 @@ export async function measureFreshness(run: DrainRun): Promise<void> {
     const timestamp = entry.headTimestamp;
     if (timestamp !== undefined) heads.set(partitionId(entry.mark), timestamp);
   }
+  // A partition replaying an operator's seek: the record waiting behind the replay says its freshness.
+  for (const line of lines) {
+    if (line.replayUntil !== undefined && (line.to === null || line.to >= line.replayUntil))
+      delete line.replayUntil;
+  }
   const unread: Position[] = lines
     .filter((p) => p.to !== null && !heads.has(partitionId(p)))
-    .map((p) => ({ topic: p.topic, partition: p.partition, offset: p.to! }));
+    .map((p) => ({ topic: p.topic, partition: p.partition, offset: Math.max(p.to!, p.replayUntil ?? 0) }));
   if (unread.length > 0 && run.stop.reason !== 'signal') {
     try {
       for (const [id, timestamp] of await run.ports.source.headTimestamps(unread)) heads.set(id, timestamp);

@@ -52,6 +52,7 @@ export class PartitionLease {
     this.#position = init.position;
     this.#lastRenewedAt = init.at;
     this.#replayUntil = init.lease.replayUntil ?? 0;
+    if (this.#replayUntil > init.position) this.#summary.replayUntil = this.#replayUntil;
     this.#onLeft = onLeft;
   }
 
@@ -62,6 +63,8 @@ export class PartitionLease {
 
   /** The timestamp of the record at the checkpoint, if this run fetched it (undefined: not known here). */
   get headTimestamp(): number | undefined {
+    // A replayed record's age is not the partition's freshness (measureFreshness reads past the replay).
+    if (this.#position < this.#replayUntil) return undefined;
     return this.#head?.position === this.#position ? this.#head.timestamp : undefined;
   }
 

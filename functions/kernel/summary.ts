@@ -25,6 +25,12 @@ export interface PartitionSummary extends PartitionRef {
    * waits); null when it could not be read (no checkpoint known, Kafka did not answer in time).
    */
   freshnessSeconds?: number | null;
+  /**
+   * The checkpoint is below it on purpose (an operator's backward seek): the records up to it are replayed,
+   * and freshness counts from the first record at or after it, the one that waits behind the replay.
+   * Absent when the partition is not replaying.
+   */
+  replayUntil?: number;
   /** The records this run committed of the partition, from their Kafka timestamp to the commit; absent when none. */
   latencyMs?: LatencyFigures;
   /** Why this partition was not (fully) drained, if it was not. */

@@ -20,6 +20,11 @@ export interface PartitionStatus {
    * it could not be read.
    */
   freshnessSeconds: number | null;
+  /**
+   * The checkpoint is below it after an operator's backward seek: the records up to it are replayed, and
+   * freshness counts from the first record at or after it. Null when not replaying.
+   */
+  replayUntil: number | null;
   paused: boolean;
   leaseOwner: string | null;
   leaseExpiresAt: string | null;
@@ -68,6 +73,10 @@ export async function partitionStatus(
       // A partition never drained starts at its log start, so that is its lag.
       lag: mark.end - (checkpoint ?? mark.logStart),
       freshnessSeconds: null as number | null,
+      replayUntil:
+        doc?.replayUntil != null && checkpoint !== null && checkpoint < doc.replayUntil
+          ? doc.replayUntil
+          : null,
       paused: doc?.paused === true,
       leaseOwner: held ? doc!.leaseOwner : null,
       leaseExpiresAt: held ? doc!.leaseExpiresAt!.toDate().toISOString() : null,
@@ -77,12 +86,13 @@ export async function partitionStatus(
     };
   });
   // Live freshness: one bounded read per partition whose records wait (the probe batches them per leader).
+  // A partition replaying an operator's seek: the record waiting behind the replay says how fresh it is.
   const waiting: Position[] = lines
     .filter((p) => (p.lag ?? 0) > 0)
     .map((p) => ({
       topic: p.topic,
       partition: p.partition,
-      offset: Math.max(p.checkpoint ?? p.logStart, p.logStart),
+      offset: Math.max(p.checkpoint ?? p.logStart, p.logStart, p.replayUntil ?? 0),
     }));
   const heads = await headsWithin(deps.source, waiting);
   const now = Date.now();

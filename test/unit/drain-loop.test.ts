@@ -627,6 +627,41 @@ describe('freshness and latency in the run summary', () => {
     expect(summary.latencyMs.count).toBe(line.read);
   });
 
+  test("a backward seek's replay is no outage: freshness counts from the record waiting behind the replay", async () => {
+    // 10,000 records an hour old, drained; 10 new ones two minutes old arrive; an operator seeks back to 0.
+    const log = agedLog(1, 10_000, 3_600_000, start);
+    const { ports, checkpoints, context, clock, sleep } = setup(log, start);
+    await runDrain(ports, options, context);
+    for (let n = 10_000; n < 10_010; n++) {
+      log.get('t~0')!.push(record('t', 0, n, { n }));
+      (log.get('t~0')![n] as { timestamp: number }).timestamp = start - 120_000;
+    }
+    checkpoints.seek({ topic: 't', partition: 0 }, 0);
+    const realWrite = ports.sink.write.bind(ports.sink);
+    ports.sink.write = async (rows) => {
+      await sleep(10);
+      return realWrite(rows);
+    };
+    const summary = await runDrain(ports, { ...options, runId: 'run-2', budgetMs: 300 }, context);
+
+    // The budget ends the run inside the replay: the hour-old records are not what it reports.
+    const line = summary.partitions[0]!;
+    expect(summary.stopReason).toBe('budget');
+    expect(line.to).toBeLessThan(10_000);
+    expect(line.replayUntil).toBe(10_000);
+    expect(line.freshnessSeconds).toBe(Math.floor((clock.now() - (start - 120_000)) / 1000));
+    expect(summary.freshnessSeconds).toBe(line.freshnessSeconds);
+    // Nor do the replayed records count in latency.
+    expect(summary.latencyMs.count).toBe(0);
+
+    // A run that ends past the replay reports as any other.
+    ports.sink.write = realWrite;
+    const after = await runDrain(ports, { ...options, runId: 'run-3' }, context);
+    expect(after.partitions[0]).toMatchObject({ lag: 0, freshnessSeconds: 0 });
+    expect(after.partitions[0]!.replayUntil).toBeUndefined();
+    expect(after.latencyMs.count).toBe(10);
+  });
+
   test('a paused partition and one held elsewhere count with the age of what waits at their checkpoints', async () => {
     const log = agedLog(3, 10, 600_000, start);
     const { ports, checkpoints, context } = setup(log, start);

@@ -50,6 +50,7 @@ const status = (partition: number, alerts: string[], paused = false): PartitionS
   logStart: 1_000,
   lag: 10_000,
   freshnessSeconds: 3_725,
+  replayUntil: null,
   paused,
   leaseOwner: 'orders-drain-x8k2p/run-mx6e1zm7-4f2a/task-17',
   leaseExpiresAt: '2026-12-03T18:01:02.345Z',
