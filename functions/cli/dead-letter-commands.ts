@@ -1,6 +1,7 @@
 /** `dead-letters` (look) and `replay-dead-letters` (write them back to their tables, recorded for verify). */
 import { recordReplays } from '../checkpoints/replay-log.js';
 import { type Route, routesOfTopic, tableName } from '../config/routes.js';
+import { errorTableCopies } from '../dead-letters/error-table-copies.js';
 import { createDeadLetterSubscription } from '../dead-letters/pubsub-subscription.js';
 import { type ReplayOutcome, type ReplayTarget, replayDeadLetters } from '../dead-letters/replay.js';
 import { createRecordNames } from '../formats/record-names.js';
@@ -120,6 +121,10 @@ export async function deadLetterCommand(
       const outcome = await replayDeadLetters(
         {
           pull: (n) => letters.pull(n),
+          // Each mode but insert-all writes its dead letters into the error tables itself, whole.
+          ...(config.bigquery.writeMode === 'insert-all'
+            ? {}
+            : { kept: (origins) => errorTableCopies(clients.bigquery, config.routes, origins) }),
           target,
           now: () => new Date(),
           print,

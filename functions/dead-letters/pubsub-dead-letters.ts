@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { PubSub, Topic } from '@google-cloud/pubsub';
 import { grpcError } from '../google/grpc-errors.js';
+import { exactHeadersText } from '../kernel/exact-headers.js';
 import type { Logger } from '../kernel/logger.js';
 import type { DeadLetters } from '../kernel/ports.js';
 import type { DeadLetter } from '../kernel/records.js';
@@ -44,7 +45,7 @@ export function deadLetterMessage(letter: DeadLetter, context: { pipeline: strin
   }
   // The headers exactly as Kafka carried them (order, repeated names, bytes), for the replay to give them
   // back (`kafka_headers`); when they do not fit one attribute, the letter says so and its replay refuses.
-  const exact = exactHeaders(record);
+  const exact = exactHeadersText(record);
   if (exact !== undefined) {
     if (Buffer.byteLength(exact) <= maxAttributeBytes) attributes.kafka_headers = exact;
     else attributes.kafka_headers_missing = `${Buffer.byteLength(exact)} bytes: more than an attribute holds`;
@@ -74,18 +75,6 @@ export function deadLetterMessage(letter: DeadLetter, context: { pipeline: strin
     attributes.value_sha256 = createHash('sha256').update(value).digest('hex');
   }
   return { data, attributes };
-}
-
-/**
- * A record's headers as one attribute's value: `[[name, value in base64 or null], ...]` in JSON, in the order
- * Kafka carried them, repeated names kept; undefined when it has none.
- */
-function exactHeaders(record: DeadLetter['record']): string | undefined {
-  const raw =
-    record.rawHeaders ??
-    Object.entries(record.headers).map(([key, value]) => ({ key, value: Buffer.from(value) }));
-  if (raw.length === 0) return undefined;
-  return JSON.stringify(raw.map((h) => [h.key, h.value === null ? null : h.value.toString('base64')]));
 }
 
 /**

@@ -1,8 +1,9 @@
 import type { ReplayedLetter } from '../checkpoints/replay-log.js';
 import type { ValueFormat } from '../formats/value-format.js';
 import { crashPoint } from '../kernel/crash-points.js';
+import { parseExactHeaders, type RawHeaders } from '../kernel/exact-headers.js';
 import type { Sink } from '../kernel/ports.js';
-import type { KafkaRecord, RowResult, RowToWrite } from '../kernel/records.js';
+import type { KafkaRecord, Position, RowResult, RowToWrite } from '../kernel/records.js';
 import { rowOf } from '../records/classify.js';
 import { isDeadLetter, type RowShape, userColumns } from '../records/records.js';
 import type { Rules } from '../records/rules.js';
@@ -36,6 +37,7 @@ export interface ReplayOutcome {
  */
 export function recordOf(
   letter: Pick<PulledLetter, 'data' | 'attributes'>,
+  kept?: KeptLetter,
 ): KafkaRecord | string | undefined {
   const a = letter.attributes;
   const partition = Number(a.source_partition);
@@ -43,49 +45,48 @@ export function recordOf(
   const timestamp = Date.parse(a.source_timestamp ?? '');
   if (!a.source_topic || !Number.isInteger(partition) || !Number.isInteger(offset) || Number.isNaN(timestamp))
     return undefined;
-  if (a.key_sha256 !== undefined)
+  if (a.key_sha256 !== undefined && kept === undefined)
     return 'its key was too large for a Pub/Sub attribute (the letter holds its SHA-256 only): it cannot be replayed as it was';
-  const headers = headersOf(a);
+  // The letter's own headers where it has them whole, else the error table's copy.
+  const own = headersOf(a);
+  const headers = typeof own === 'string' && kept !== undefined ? kept.headers : own;
   if (typeof headers === 'string') return headers;
   return {
     topic: a.source_topic,
     partition,
     offset,
     timestamp,
-    key: a.key_base64 === undefined ? null : Buffer.from(a.key_base64, 'base64'),
+    key:
+      kept !== undefined ? kept.key : a.key_base64 === undefined ? null : Buffer.from(a.key_base64, 'base64'),
     value: letter.data,
     headers: headersAsText(headers),
     rawHeaders: headers,
   };
 }
 
-type RawHeaders = NonNullable<KafkaRecord['rawHeaders']>;
+/** A dead letter's key and headers as the error table keeps them (whole, unlike Pub/Sub's attributes). */
+export interface KeptLetter {
+  readonly key: Buffer | null;
+  /** The exact headers; a reason when the row holds them as text only (an older drain's). */
+  readonly headers: RawHeaders | string;
+}
+
+/** Does the letter lack its key or headers (too large for Pub/Sub's attributes), so that only the error table has them? */
+function lacksWhatTheErrorTableKeeps(a: Readonly<Record<string, string>>): boolean {
+  return (
+    a.key_sha256 !== undefined || a.kafka_headers_missing !== undefined || a.headers_dropped !== undefined
+  );
+}
 
 /** The headers a letter carries: exact (`kafka_headers`), or, in a letter of an older drain, as text. */
 function headersOf(a: Readonly<Record<string, string>>): RawHeaders | string {
   if (a.kafka_headers_missing !== undefined)
     return `its headers were too large for a Pub/Sub attribute (${a.kafka_headers_missing}): it cannot be replayed as it was`;
   if (a.kafka_headers !== undefined) {
-    let pairs: unknown;
-    try {
-      pairs = JSON.parse(a.kafka_headers);
-    } catch {
-      pairs = undefined;
-    }
-    const valid =
-      Array.isArray(pairs) &&
-      pairs.every(
-        (p) =>
-          Array.isArray(p) &&
-          p.length === 2 &&
-          typeof p[0] === 'string' &&
-          (p[1] === null || typeof p[1] === 'string'),
-      );
-    if (!valid) return 'its kafka_headers attribute is not a list of [name, base64 value] pairs';
-    return (pairs as [string, string | null][]).map(([key, value]) => ({
-      key,
-      value: value === null ? null : Buffer.from(value, 'base64'),
-    }));
+    return (
+      parseExactHeaders(a.kafka_headers) ??
+      'its kafka_headers attribute is not a list of [name, base64 value] pairs'
+    );
   }
   if (a.headers_dropped !== undefined)
     return `${a.headers_dropped} of its headers did not fit in Pub/Sub's attributes: it cannot be replayed as it was`;
@@ -121,6 +122,11 @@ function originOf(letter: Pick<PulledLetter, 'attributes'>): string {
 export async function replayDeadLetters(
   deps: {
     pull: (max: number) => Promise<PulledLetter[]>;
+    /**
+     * The error table's copies of letters that lack their key or headers (by `topic:partition:offset`);
+     * absent where the mode keeps none (insert-all: the table holds what Pub/Sub had).
+     */
+    kept?: (origins: readonly Position[]) => Promise<Map<string, KeptLetter>>;
     /** The target of a letter's record (its route); undefined when no route takes it now. */
     target: (record: KafkaRecord) => Promise<ReplayTarget | undefined>;
     now: () => Date;
@@ -139,8 +145,9 @@ export async function replayDeadLetters(
       );
       if (letters.length === 0) break;
       const passing: { letter: PulledLetter; row: RowToWrite; target: ReplayTarget }[] = [];
+      const kept = await keptCopies(letters);
       for (const letter of letters) {
-        const rebuilt = recordOf(letter);
+        const rebuilt = rebuild(letter, kept);
         const record = typeof rebuilt === 'string' ? undefined : rebuilt;
         const origin = originOf(letter);
         const target = record === undefined ? undefined : await deps.target(record);
@@ -202,6 +209,32 @@ export async function replayDeadLetters(
     await Promise.all(left.map((l) => l.release()));
   }
   return outcome;
+
+  /** The error table's copies of the letters that need them, by origin. */
+  async function keptCopies(letters: readonly PulledLetter[]): Promise<Map<string, KeptLetter>> {
+    const wanting = letters.filter(
+      (l) => lacksWhatTheErrorTableKeeps(l.attributes) && recordOf(l) !== undefined,
+    );
+    if (wanting.length === 0 || deps.kept === undefined) return new Map();
+    return deps.kept(
+      wanting.map(({ attributes: a }) => ({
+        topic: a.source_topic!,
+        partition: Number(a.source_partition),
+        offset: Number(a.source_offset),
+      })),
+    );
+  }
+
+  /** The letter's record, its key and headers from the error table where the letter lacks them. */
+  function rebuild(letter: PulledLetter, kept: Map<string, KeptLetter>): KafkaRecord | string | undefined {
+    const rebuilt = recordOf(letter);
+    if (typeof rebuilt !== 'string' || !lacksWhatTheErrorTableKeeps(letter.attributes)) return rebuilt;
+    if (deps.kept === undefined)
+      return `${rebuilt} (in insert-all mode the error table keeps only what the letter holds)`;
+    const copy = kept.get(originOf(letter));
+    if (copy === undefined) return `${rebuilt}, and the error table holds no copy of it`;
+    return recordOf(letter, copy);
+  }
 
   /** The letter's row as the drain would make it now, or why it still fails. */
   async function rowFor(

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { ConfigError } from '../kernel/errors.js';
+import { exactHeadersText } from '../kernel/exact-headers.js';
 import type { DeadLetter, MetadataColumns } from '../kernel/records.js';
 
 export interface SchemaField {
@@ -90,6 +91,13 @@ export const deadLetterTableSchema: readonly SchemaField[] = [
   { name: 'error_message', type: 'STRING', mode: 'REQUIRED' },
   { name: 'headers', type: 'JSON', mode: 'NULLABLE' },
   { name: '_ingested_at', type: 'TIMESTAMP', mode: 'REQUIRED' },
+  // Last: added to error tables made before it (ensureColumns), where a new column can only go at the end.
+  {
+    name: 'kafka_headers',
+    type: 'STRING',
+    mode: 'NULLABLE',
+    description: 'the headers exactly, for a replay: [[name, base64 value or null], ...] in order',
+  },
 ];
 
 /**
@@ -115,6 +123,7 @@ export function deadLetterRow(
     error_message: letter.message.slice(0, 16_384),
     headers: Object.keys(record.headers).length === 0 ? null : JSON.stringify(record.headers),
     _ingested_at: ingestedAt.toISOString(),
+    kafka_headers: exactHeadersText(record) ?? null,
   };
 }
 

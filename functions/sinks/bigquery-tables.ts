@@ -135,6 +135,39 @@ export async function ensureTable(
 }
 
 /**
+ * An error table (`{table}_dead_letters`), made if missing; one made by an older drain gets the columns it
+ * lacks (nullable ones, added at the end: `kafka_headers`), so that new rows fit it.
+ */
+export async function ensureErrorTable(
+  bigquery: BigQuery,
+  target: { dataset: string; location: string | null },
+  name: string,
+  fields: readonly SchemaField[],
+): Promise<void> {
+  try {
+    const { table, existed } = await createTableIfMissing(
+      bigquery.dataset(target.dataset),
+      name,
+      { schema: { fields: [...fields] } },
+      target,
+    );
+    if (existed) await addMissingColumns(table, fields);
+  } catch (error) {
+    throw bigQueryError(error, `ensure table ${name}`);
+  }
+}
+
+/** Adds the nullable fields of `fields` the table lacks, after its own (BigQuery adds columns at the end only). */
+export async function addMissingColumns(table: Table, fields: readonly SchemaField[]): Promise<void> {
+  const [metadata] = await table.getMetadata();
+  const present: SchemaField[] = metadata.schema?.fields ?? [];
+  const names = new Set(present.map((f) => f.name.toLowerCase()));
+  const missing = fields.filter((f) => !names.has(f.name.toLowerCase()) && f.mode !== 'REQUIRED');
+  if (missing.length === 0) return;
+  await table.setMetadata({ schema: { fields: [...present, ...missing] } });
+}
+
+/**
  * Creates the table unless it exists, and first its dataset when `withDataset` says where; another task
  * creating either at the same moment is no error (409). Says whether the table was there already.
  */

@@ -42,6 +42,15 @@ async function produce(topic: string): Promise<void> {
     ],
     `${lines.join('\n')}\n`,
   );
+  // Offset 8: a header too large for a Pub/Sub attribute (its letter says `kafka_headers_missing`).
+  await run(
+    'kcat',
+    [
+      ...['-b', stackEnv().KAFKA_BROKERS, '-P', '-t', topic, '-p', '0', '-K', '\t'],
+      ...['-H', 'source=batch', '-H', 'trace=z', '-H', `blob=${'b'.repeat(1_200)}`],
+    ],
+    `k-8\t${JSON.stringify({ id: 'r8', n: 9 })}\n`,
+  );
 }
 
 const columns = [
@@ -65,8 +74,13 @@ async function rowsOf(pipeline: Pipeline): Promise<Map<number, string>> {
   return new Map(rows.map((r: Record<string, unknown>) => [Number(r._kafka_offset), JSON.stringify(r)]));
 }
 
-describe.each(['storage-write', 'merge', 'load'])('%s mode', (mode) => {
-  test('replayed rows equal a clean run’s, headers and key included; a letter that cannot be replayed whole stays (exit 1)', async () => {
+describe.each([
+  ['storage-write', true],
+  ['merge', true],
+  ['load', true],
+  ['insert-all', false],
+])('%s mode', (mode, errorTableKeepsLetters) => {
+  test('replayed rows equal a clean run’s, headers and key included, those too large for Pub/Sub taken from the error table', async () => {
     const settings = {
       BQ_WRITE_MODE: mode,
       TRANSFORM_MODULE: transform,
@@ -77,29 +91,43 @@ describe.each(['storage-write', 'merge', 'load'])('%s mode', (mode) => {
     await produce(pipeline.topic);
     const drained = await runJob(pipeline.env);
     expect(drained.code, errorsOf(drained.lines)).toBe(0);
-    expect(drained.summary).toMatchObject({ rowsWritten: 4, deadLettered: 4 });
+    // Offsets 1, 3, 5, 7 (its key 1,502 bytes) and 8 (a 1,200-byte header) refused by the rule.
+    expect(drained.summary).toMatchObject({ rowsWritten: 4, deadLettered: 5 });
 
     const replay = await runCli(['replay-dead-letters', '--subscription', pipeline.deadLetterSubscription], {
       ...pipeline.env,
       RULES_MODULE: fixed,
     });
-    expect(replay.stdout).toContain('replayed 3, still failing 1');
-    expect(replay.stdout).toMatch(/its key was too large for a Pub\/Sub attribute/);
-    expect(replay.stdout).toContain('1 letters fail again and stay in the subscription');
-    expect(replay.code).toBe(1);
+    if (errorTableKeepsLetters) {
+      expect(replay.stdout, replay.stderr).toContain('replayed 5, still failing 0');
+      expect(replay.code, replay.stdout + replay.stderr).toBe(0);
+    } else {
+      // insert-all: the error table is what Pub/Sub had; the two letters stay, each with its reason.
+      expect(replay.stdout).toContain('replayed 3, still failing 2');
+      expect(replay.stdout).toMatch(/its key was too large for a Pub\/Sub attribute .*insert-all mode/);
+      expect(replay.stdout).toMatch(/its headers were too large for a Pub\/Sub attribute .*insert-all mode/);
+      expect(replay.stdout).toContain('2 letters fail again and stay in the subscription');
+      expect(replay.code).toBe(1);
+    }
 
     // The same records drained by a clean run (the rule already fixed) into a table of another pipeline.
     const clean = await createPipeline(clients, 1, { ...settings, RULES_MODULE: fixed });
     clean.env.KAFKA_TOPICS = pipeline.topic;
     const cleanRun = await runJob(clean.env);
     expect(cleanRun.code, errorsOf(cleanRun.lines)).toBe(0);
-    expect(cleanRun.summary).toMatchObject({ rowsWritten: 8, deadLettered: 0 });
+    expect(cleanRun.summary).toMatchObject({ rowsWritten: 9, deadLettered: 0 });
 
     const replayed = await rowsOf(pipeline);
     const expected = await rowsOf(clean);
-    expect([...replayed.keys()].sort()).toEqual([0, 1, 2, 3, 4, 5, 6]);
+    expect([...replayed.keys()].sort()).toEqual(
+      errorTableKeepsLetters ? [0, 1, 2, 3, 4, 5, 6, 7, 8] : [0, 1, 2, 3, 4, 5, 6],
+    );
     for (const [offset, row] of replayed) expect(row, `offset ${offset}`).toBe(expected.get(offset));
     expect(JSON.parse(replayed.get(1)!)).toMatchObject({ note: 'web/x,y/k-1', _kafka_key_text: 'k-1' });
+    if (errorTableKeepsLetters) {
+      expect(JSON.parse(replayed.get(7)!)).toMatchObject({ _kafka_key_text: longKey });
+      expect(JSON.parse(replayed.get(8)!)).toMatchObject({ note: 'batch/z/k-8' });
+    }
   });
 });
 

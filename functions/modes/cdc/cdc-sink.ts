@@ -30,7 +30,7 @@ import {
   rejectedLetters,
   storageWriteError,
 } from '../../sinks/append-rows.js';
-import { bigQueryError, createTableIfMissing } from '../../sinks/bigquery-tables.js';
+import { addMissingColumns, bigQueryError, createTableIfMissing } from '../../sinks/bigquery-tables.js';
 import type { EncodedRow } from '../../sinks/contracts.js';
 import { createDirectRows, type DirectRows, directAdder } from '../../sinks/direct-rows.js';
 import type { Transcode } from '../../sinks/json-transcoder.js';
@@ -115,6 +115,8 @@ export async function ensureCdcTable(
       target,
     );
     if (!existed) return;
+    // An error table made by an older drain: the columns added since (a table's own are evolved apart).
+    if (fields === deadLetterTableSchema) await addMissingColumns(table, fields);
     const [metadata] = await table.getMetadata();
     const key: string[] = metadata.tableConstraints?.primaryKey?.columns ?? [];
     if (key.join(',') !== options.primaryKey.join(',')) {

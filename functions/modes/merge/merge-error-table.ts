@@ -2,7 +2,7 @@ import { DrainError } from '../../kernel/errors.js';
 import { onceUntilFailure } from '../../kernel/once.js';
 import { rowKey } from '../../records/records.js';
 import { deadLetterRow, deadLetterTableName, deadLetterTableSchema } from '../../schema/table-schema.js';
-import { ensureTable } from '../../sinks/bigquery-tables.js';
+import { ensureErrorTable } from '../../sinks/bigquery-tables.js';
 import type { ErrorTable } from '../../sinks/contracts.js';
 import { createMergeSink, type MergeSinkOptions } from './merge-sink.js';
 
@@ -33,7 +33,9 @@ export function createMergeErrorTable(
     schema: deadLetterTableSchema,
     stagingKind: 'dead-letters',
   });
-  const ready = onceUntilFailure(() => ensureTable(options.bigquery, options, name, deadLetterTableSchema));
+  const ready = onceUntilFailure(() =>
+    ensureErrorTable(options.bigquery, options, name, deadLetterTableSchema),
+  );
   return {
     async write(letters, ingestedAt, signal) {
       if (letters.length === 0) return;

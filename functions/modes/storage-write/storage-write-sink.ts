@@ -16,7 +16,7 @@ import {
   rejectedLetters,
   storageWriteError,
 } from '../../sinks/append-rows.js';
-import { ensureTable } from '../../sinks/bigquery-tables.js';
+import { ensureErrorTable } from '../../sinks/bigquery-tables.js';
 import type { StreamSink, StreamState } from '../../sinks/contracts.js';
 import { createDirectRows, directAdder } from '../../sinks/direct-rows.js';
 import {
@@ -47,7 +47,7 @@ export function createStorageWriteSink(options: StorageWriteSinkOptions): Stream
   // Per route shape (and value format): its records straight to this table's messages (#42).
   const directRows = createDirectRows(options.schema);
   const errorTableReady = onceUntilFailure(() =>
-    ensureTable(options.bigquery, options, errorTable, deadLetterTableSchema),
+    ensureErrorTable(options.bigquery, options, errorTable, deadLetterTableSchema),
   );
 
   /**
