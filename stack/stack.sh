@@ -20,6 +20,10 @@ KAFKA_SASL_PORT=${KBD_KAFKA_SASL_PORT:-19094}
 # stack/kafka/oauth/GoogleTokenValidator.java against a metadata-server stand-in that the tests run on
 # KBD_METADATA_PORT (test/support/metadata-server.ts), for the one principal allowed.
 KAFKA_OAUTH_PORT=${KBD_KAFKA_OAUTH_PORT:-19095}
+# A fourth as Confluent Cloud has it: SASL/PLAIN over TLS (an API key and secret as user and password).
+KAFKA_PLAIN_PORT=${KBD_KAFKA_PLAIN_PORT:-19098}
+# A fifth as Aiven has it: TLS with a client certificate required (mTLS), no SASL.
+KAFKA_MTLS_PORT=${KBD_KAFKA_MTLS_PORT:-19099}
 METADATA_PORT=${KBD_METADATA_PORT:-19097}
 OAUTH_PRINCIPAL=kbd-drain@${KBD_PROJECT:-local-project}.iam.gserviceaccount.com
 FIRESTORE_PORT=${KBD_FIRESTORE_PORT:-18080}
@@ -86,6 +90,7 @@ PUBSUB_JAR=$(ls "$GCLOUD_PLATFORM"/pubsub-emulator/lib/cloud-pubsub-emulator-*-a
 
 TLS_DIR=$STACK_DIR/tls
 SCRAM_USER=kbd-drain
+PLAIN_USER=kbd-api-key
 LOGS=$STACK_DIR/logs
 PIDS=$STACK_DIR/pids
 # KBD_STACK_SERVICES picks some of them, for a second stack beside the first (the fault tests' own: they
@@ -224,7 +229,12 @@ install_kcat() {
 # certificate for mTLS, and a second CA that signed nothing (the "untrusted" case). Made once per stack
 # directory; the broker reads PEM directly (ssl.keystore.type=PEM).
 make_tls() {
-  [[ -f $TLS_DIR/.complete ]] && return
+  if [[ -f $TLS_DIR/.complete ]]; then
+    # A CA made before the PLAIN and mTLS listeners existed: what they need is new.
+    [[ -f $TLS_DIR/plain-password ]] || openssl rand -hex 16 >"$TLS_DIR/plain-password"
+    make_other_client
+    return
+  fi
   command -v openssl >/dev/null || die "openssl is not on PATH (needed once, to make the local CA)"
   rm -rf "$TLS_DIR" && mkdir -p "$TLS_DIR" && chmod 700 "$TLS_DIR"
   (
@@ -239,8 +249,21 @@ make_tls() {
     openssl req -newkey rsa:2048 -nodes -keyout client.key -out client.csr -subj "/CN=$SCRAM_USER"
     openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out client.pem -days 3650 -extfile client.ext
     openssl rand -hex 16 >scram-password
+    openssl rand -hex 16 >plain-password
   ) >"$LOGS/make-tls.log" 2>&1 || { tail -n 20 "$LOGS/make-tls.log" >&2; die "could not make the local CA and certificates"; }
+  make_other_client
   touch "$TLS_DIR/.complete"
+}
+
+# A client certificate signed by the other CA: one the mTLS listener must refuse.
+make_other_client() {
+  [[ -f $TLS_DIR/other-client.pem ]] && return
+  (
+    cd "$TLS_DIR"
+    openssl req -newkey rsa:2048 -nodes -keyout other-client.key -out other-client.csr -subj "/CN=stranger"
+    openssl x509 -req -in other-client.csr -CA other-ca.pem -CAkey other-ca.key -CAcreateserial \
+      -out other-client.pem -days 3650 -extfile client.ext
+  ) >>"$LOGS/make-tls.log" 2>&1 || die "could not make the other CA's client certificate"
 }
 
 # SCRAM credentials live in the cluster metadata: created with Kafka's own ConfigCommand once the broker
@@ -284,10 +307,10 @@ start_kafka() {
 process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@127.0.0.1:$KAFKA_CONTROLLER_PORT
-listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT,SASL_SSL://127.0.0.1:$KAFKA_SASL_PORT,OAUTH://127.0.0.1:$KAFKA_OAUTH_PORT,CONTROLLER://127.0.0.1:$KAFKA_CONTROLLER_PORT
-advertised.listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT,SASL_SSL://127.0.0.1:$KAFKA_SASL_PORT,OAUTH://127.0.0.1:$KAFKA_OAUTH_PORT
+listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT,SASL_SSL://127.0.0.1:$KAFKA_SASL_PORT,OAUTH://127.0.0.1:$KAFKA_OAUTH_PORT,PLAIN_SSL://127.0.0.1:$KAFKA_PLAIN_PORT,MTLS://127.0.0.1:$KAFKA_MTLS_PORT,CONTROLLER://127.0.0.1:$KAFKA_CONTROLLER_PORT
+advertised.listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT,SASL_SSL://127.0.0.1:$KAFKA_SASL_PORT,OAUTH://127.0.0.1:$KAFKA_OAUTH_PORT,PLAIN_SSL://127.0.0.1:$KAFKA_PLAIN_PORT,MTLS://127.0.0.1:$KAFKA_MTLS_PORT
 controller.listener.names=CONTROLLER
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_SSL:SASL_SSL,OAUTH:SASL_SSL,CONTROLLER:PLAINTEXT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_SSL:SASL_SSL,OAUTH:SASL_SSL,PLAIN_SSL:SASL_SSL,MTLS:SSL,CONTROLLER:PLAINTEXT
 inter.broker.listener.name=PLAINTEXT
 sasl.enabled.mechanisms=SCRAM-SHA-512
 listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
@@ -306,6 +329,17 @@ listener.name.oauth.oauthbearer.sasl.server.callback.handler.class=dev.kbd.stack
 listener.name.oauth.oauthbearer.connections.max.reauth.ms=3600000
 listener.name.oauth.ssl.keystore.type=PEM
 listener.name.oauth.ssl.keystore.location=$TLS_DIR/broker-keystore.pem
+# Confluent Cloud's way in: SASL/PLAIN over TLS, one user (an API key) with its password (its secret).
+listener.name.plain_ssl.sasl.enabled.mechanisms=PLAIN
+listener.name.plain_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_$PLAIN_USER="$(cat "$TLS_DIR/plain-password")";
+listener.name.plain_ssl.ssl.keystore.type=PEM
+listener.name.plain_ssl.ssl.keystore.location=$TLS_DIR/broker-keystore.pem
+# Aiven's: TLS, a client certificate signed by the CA required; no SASL.
+listener.name.mtls.ssl.client.auth=required
+listener.name.mtls.ssl.keystore.type=PEM
+listener.name.mtls.ssl.keystore.location=$TLS_DIR/broker-keystore.pem
+listener.name.mtls.ssl.truststore.type=PEM
+listener.name.mtls.ssl.truststore.location=$TLS_DIR/ca.pem
 # Records up to 12 MiB, so that the tests can produce values past what a BigQuery row can hold.
 message.max.bytes=12582912
 log.dirs=$dir/data
@@ -470,6 +504,10 @@ KBD_KAFKA_SASL_BROKERS=127.0.0.1:$KAFKA_SASL_PORT
 KBD_KAFKA_SASL_USERNAME=$SCRAM_USER
 KBD_KAFKA_SASL_PASSWORD=$(cat "$TLS_DIR/scram-password")
 KBD_KAFKA_OAUTH_BROKERS=127.0.0.1:$KAFKA_OAUTH_PORT
+KBD_KAFKA_PLAIN_BROKERS=127.0.0.1:$KAFKA_PLAIN_PORT
+KBD_KAFKA_PLAIN_USERNAME=$PLAIN_USER
+KBD_KAFKA_PLAIN_PASSWORD=$(cat "$TLS_DIR/plain-password")
+KBD_KAFKA_MTLS_BROKERS=127.0.0.1:$KAFKA_MTLS_PORT
 KBD_OAUTH_PRINCIPAL=$OAUTH_PRINCIPAL
 KBD_METADATA_HOST=127.0.0.1:$METADATA_PORT
 KBD_TLS_DIR=$TLS_DIR
@@ -519,6 +557,10 @@ up() {
       && die "port $KAFKA_SASL_PORT (KBD_KAFKA_SASL_PORT) is already in use by another process"
     [[ $s == kafka ]] && port_open "$KAFKA_OAUTH_PORT" \
       && die "port $KAFKA_OAUTH_PORT (KBD_KAFKA_OAUTH_PORT) is already in use by another process"
+    [[ $s == kafka ]] && port_open "$KAFKA_PLAIN_PORT" \
+      && die "port $KAFKA_PLAIN_PORT (KBD_KAFKA_PLAIN_PORT) is already in use by another process"
+    [[ $s == kafka ]] && port_open "$KAFKA_MTLS_PORT" \
+      && die "port $KAFKA_MTLS_PORT (KBD_KAFKA_MTLS_PORT) is already in use by another process"
     "start_$s"
     started+=("$s")
   done

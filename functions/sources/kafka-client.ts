@@ -138,7 +138,10 @@ export async function checkBrokerCertificate(options: KafkaConfig, timeoutMs = 5
       resolve(error);
     };
     const timer = setTimeout(() => done(), timeoutMs);
-    socket.once('secureConnect', () => done());
+    // In TLS 1.3 a broker checks the client's certificate after the client's handshake is done: one
+    // ApiVersions request (which every listener answers before SASL) hears its verdict.
+    socket.once('secureConnect', () => socket.write(apiVersionsRequest));
+    socket.once('data', () => done());
     socket.once('error', (error) => done(error));
   });
   const code = (failure as { code?: string } | undefined)?.code;
@@ -149,7 +152,29 @@ export async function checkBrokerCertificate(options: KafkaConfig, timeoutMs = 5
       { retriable: false, code },
     );
   }
+  if (failure !== undefined && code !== undefined && refusedClientCertificate.has(code)) {
+    const offered = ssl.cert !== undefined;
+    throw new DrainError(
+      `kafka TLS: broker ${first} refused the connection for its client certificate (${code}): ` +
+        (offered
+          ? 'it does not accept the one in KAFKA_SSL_CERT_FILE (signed by a CA it does not trust, or expired)'
+          : 'it requires one (mTLS): set KAFKA_SSL_CERT_FILE and KAFKA_SSL_KEY_FILE'),
+      { retriable: false, code },
+    );
+  }
 }
+
+/** Kafka's ApiVersions v0, correlation id 1, no client id: the smallest request a broker answers. */
+const apiVersionsRequest = Buffer.from([0, 0, 0, 10, 0, 18, 0, 0, 0, 0, 0, 1, 0xff, 0xff]);
+
+/** OpenSSL's alerts for a client certificate the broker wants and did not get, or does not accept. */
+const refusedClientCertificate = new Set([
+  'ERR_SSL_SSLV3_ALERT_BAD_CERTIFICATE',
+  'ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED',
+  'ERR_SSL_TLSV1_ALERT_UNKNOWN_CA',
+  'ERR_SSL_SSLV3_ALERT_CERTIFICATE_EXPIRED',
+  'ERR_SSL_SSLV3_ALERT_CERTIFICATE_UNKNOWN',
+]);
 
 /** The broker's topics (Kafka's internal ones included; routes leave those out). */
 export async function listTopics(kafka: Kafka): Promise<string[]> {
