@@ -1,4 +1,4 @@
-import type { Firestore } from '@google-cloud/firestore';
+import type { DocumentReference, Firestore } from '@google-cloud/firestore';
 import { PartitionWaitsError } from '../../kernel/errors.js';
 
 /**
@@ -38,11 +38,10 @@ export function createLoadQuota(options: LoadQuotaOptions): LoadQuota {
       const day = new Date(now).toISOString().slice(0, 10);
       const allowed = loadsAllowed(now, perDay, burst);
       const doc = loads.doc(`${options.dataset}.${options.table}@${day}`);
-      const took = await firestore.runTransaction(async (tx) => {
-        const count = Number((await tx.get(doc)).get('count') ?? 0);
-        if (count >= allowed) return false;
-        tx.set(doc, { table: `${options.dataset}.${options.table}`, day, count: count + 1, updatedAt: now });
-        return true;
+      const took = await countOne(doc, allowed, {
+        table: `${options.dataset}.${options.table}`,
+        day,
+        updatedAt: now,
       });
       if (!took) {
         throw new PartitionWaitsError(
@@ -54,6 +53,39 @@ export function createLoadQuota(options: LoadQuotaOptions): LoadQuota {
       }
     },
   };
+}
+
+/** Tasks counting the same table's loads at once: each lost race reads again, this many times at most. */
+const countAttempts = 20;
+
+/**
+ * One more on the day's count unless it has reached `allowed`: a read, then a write conditioned on what
+ * was read (created only if still missing, else updated only if unchanged since), again on a lost race.
+ * Not a transaction: a task killed inside one would hold the document's lock, and the next run's count
+ * would wait for it (the emulator aborts it after 20 s).
+ */
+async function countOne(
+  doc: DocumentReference,
+  allowed: number,
+  fields: { table: string; day: string; updatedAt: number },
+): Promise<boolean> {
+  for (let attempt = 1; ; attempt++) {
+    const snapshot = await doc.get();
+    const count = Number(snapshot.get('count') ?? 0);
+    if (count >= allowed) return false;
+    try {
+      if (snapshot.exists) {
+        await doc.update({ ...fields, count: count + 1 }, { lastUpdateTime: snapshot.updateTime! });
+      } else {
+        await doc.create({ ...fields, count: 1 });
+      }
+      return true;
+    } catch (error) {
+      const code = (error as { code?: unknown }).code;
+      // FAILED_PRECONDITION (written since the read), ALREADY_EXISTS (created since): read again.
+      if ((code !== 9 && code !== 6) || attempt >= countAttempts) throw error;
+    }
+  }
 }
 
 /** The loads a table may have taken by `now` (epoch ms): its share of the day so far plus a run's burst. */
