@@ -3,6 +3,7 @@ import { basename, dirname, relative, resolve } from 'node:path';
 import * as pulumi from '@pulumi/pulumi';
 import { whenRefusal, whenWriteModes } from '../functions/config/bigquery.js';
 import { stalenessOf } from '../functions/config/cdc-config.js';
+import { parseConfig } from '../functions/config/config.js';
 import { bigQueryLoadsPerTablePerDay, loadPlan } from '../functions/config/load-config.js';
 import {
   parseRoutes,
@@ -16,6 +17,7 @@ import {
   tableLayoutProblem,
 } from '../functions/config/table-layout.js';
 import { schedulePeriodSeconds } from './schedule.js';
+import { passedSettings } from './settings-map.js';
 
 /** A table the pipeline writes, with its schema: one per route. */
 export interface InfraRoute {
@@ -148,6 +150,8 @@ export interface InfraConfig {
   readonly operators: string[];
   /** Where alert policies notify (Cloud Monitoring notification channel ids); may be empty. */
   readonly notificationChannels: string[];
+  /** The settings given to the job as they are (settings-map.ts `passed`): variable → value, those set. */
+  readonly passed: Readonly<Record<string, string>>;
 }
 
 export function readInfraConfig(): InfraConfig {
@@ -269,7 +273,40 @@ export function readInfraConfig(): InfraConfig {
     statusInvokers: config.getObject<string[]>('statusInvokers') ?? [],
     operators: config.getObject<string[]>('operators') ?? [],
     notificationChannels: config.getObject<string[]>('notificationChannels') ?? [],
+    passed: passedOf(config, registryUrl),
   };
+}
+
+/**
+ * The passed settings that are set, each checked by the drain's own parser at preview: a wrong value stops
+ * `pulumi preview` naming the key, not the first run.
+ */
+function passedOf(config: pulumi.Config, registryUrl: string | undefined): Record<string, string> {
+  const passed: Record<string, string> = {};
+  for (const { variable, key } of passedSettings) {
+    const value = config.get(key);
+    if (value !== undefined) passed[variable] = value;
+  }
+  const least = {
+    PIPELINE_ID: 'p',
+    GOOGLE_CLOUD_PROJECT: 'g',
+    KAFKA_BROKERS: 'b:1',
+    KAFKA_TOPICS: 't',
+    BQ_DATASET: 'ds',
+    BQ_TABLE: 't',
+    BQ_SCHEMA_FILE: 's.json',
+    DEAD_LETTER_TOPIC: 'dead',
+    // What a passed setting goes with (SCHEMA_REGISTRY_AUTH: a registry).
+    ...(registryUrl === undefined ? {} : { SCHEMA_REGISTRY_URL: registryUrl }),
+  };
+  try {
+    parseConfig({ ...least, ...passed });
+  } catch (error) {
+    const entry = passedSettings.find((p) => p.variable === (error as { variable?: string }).variable);
+    if (entry !== undefined) throw new Error(`${entry.key}: ${(error as Error).message}`);
+    throw error;
+  }
+  return passed;
 }
 
 /** The schedule's period where it has one; else the day (only the alerts on missing runs use it then). */

@@ -230,6 +230,8 @@ export class DrainJob extends pulumi.ComponentResource {
       ...(config.kafkaSaslMechanism === undefined ? {} : { KAFKA_SASL_MECHANISM: config.kafkaSaslMechanism }),
       ...(config.kafkaOauthProvider === undefined ? {} : { KAFKA_OAUTH_PROVIDER: config.kafkaOauthProvider }),
       ...fileEnv,
+      // The settings given as they are (LOG_LEVEL, BATCH_MAX_RECORDS, START_POSITION, ...: settings-map.ts).
+      ...config.passed,
     };
 
     this.secretVolumes = volumes;
