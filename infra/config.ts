@@ -11,6 +11,7 @@ import {
   type ValueFormatName,
   valueFormatNames,
 } from '../functions/config/routes.js';
+import { leastSettings } from '../functions/config/settings.js';
 import {
   defaultTableLayout,
   type TableLayout,
@@ -288,14 +289,7 @@ function passedOf(config: pulumi.Config, registryUrl: string | undefined): Recor
     if (value !== undefined) passed[variable] = value;
   }
   const least = {
-    PIPELINE_ID: 'p',
-    GOOGLE_CLOUD_PROJECT: 'g',
-    KAFKA_BROKERS: 'b:1',
-    KAFKA_TOPICS: 't',
-    BQ_DATASET: 'ds',
-    BQ_TABLE: 't',
-    BQ_SCHEMA_FILE: 's.json',
-    DEAD_LETTER_TOPIC: 'dead',
+    ...leastSettings,
     // What a passed setting goes with (SCHEMA_REGISTRY_AUTH: a registry).
     ...(registryUrl === undefined ? {} : { SCHEMA_REGISTRY_URL: registryUrl }),
   };

@@ -249,3 +249,15 @@ export function settingDefault<K extends 'string' | 'number' | 'boolean'>(
   if (typeof value !== kind) throw new Error(`setting ${name} has no ${kind} default in settings.ts`);
   return value as never;
 }
+
+/** The least a pipeline needs to parse, for checking other settings alone (tests, `pulumi preview`). */
+export const leastSettings: Readonly<Partial<Record<SettingName, string>>> = {
+  PIPELINE_ID: 'p',
+  GOOGLE_CLOUD_PROJECT: 'g',
+  KAFKA_BROKERS: 'b:1',
+  KAFKA_TOPICS: 't',
+  BQ_DATASET: 'ds',
+  BQ_TABLE: 't',
+  BQ_SCHEMA_FILE: 's.json',
+  DEAD_LETTER_TOPIC: 'dead',
+};

@@ -144,27 +144,7 @@ export async function replayDeadLetters(
         Math.min(500, options.max - outcome.replayed - outcome.stillFailing.length),
       );
       if (letters.length === 0) break;
-      const passing: { letter: PulledLetter; row: RowToWrite; target: ReplayTarget }[] = [];
-      const kept = await keptCopies(letters);
-      for (const letter of letters) {
-        const rebuilt = rebuild(letter, kept);
-        const record = typeof rebuilt === 'string' ? undefined : rebuilt;
-        const origin = originOf(letter);
-        const target = record === undefined ? undefined : await deps.target(record);
-        const made =
-          typeof rebuilt === 'string'
-            ? rebuilt
-            : record !== undefined && target === undefined
-              ? `no route takes this record of topic "${record.topic}"`
-              : await rowFor(record, letter, target!);
-        if (typeof made === 'string') {
-          outcome.stillFailing.push({ origin, reason: made });
-          deps.print(`still failing ${origin}: ${made}`);
-          left.push(letter);
-        } else {
-          passing.push({ letter, row: made, target: target! });
-        }
-      }
+      const passing = await passingOf(letters);
       if (options.dryRun) {
         for (const p of passing) deps.print(`would replay ${p.row.rowKey}`);
         outcome.replayed += passing.length;
@@ -209,6 +189,32 @@ export async function replayDeadLetters(
     await Promise.all(left.map((l) => l.release()));
   }
   return outcome;
+
+  /** The letters that make rows now, with their rows and targets; the others counted as still failing. */
+  async function passingOf(letters: readonly PulledLetter[]) {
+    const passing: { letter: PulledLetter; row: RowToWrite; target: ReplayTarget }[] = [];
+    const kept = await keptCopies(letters);
+    for (const letter of letters) {
+      const rebuilt = rebuild(letter, kept);
+      const record = typeof rebuilt === 'string' ? undefined : rebuilt;
+      const origin = originOf(letter);
+      const target = record === undefined ? undefined : await deps.target(record);
+      const made =
+        typeof rebuilt === 'string'
+          ? rebuilt
+          : record !== undefined && target === undefined
+            ? `no route takes this record of topic "${record.topic}"`
+            : await rowFor(record, letter, target!);
+      if (typeof made === 'string') {
+        outcome.stillFailing.push({ origin, reason: made });
+        deps.print(`still failing ${origin}: ${made}`);
+        left.push(letter);
+      } else {
+        passing.push({ letter, row: made, target: target! });
+      }
+    }
+    return passing;
+  }
 
   /** The error table's copies of the letters that need them, by origin. */
   async function keptCopies(letters: readonly PulledLetter[]): Promise<Map<string, KeptLetter>> {

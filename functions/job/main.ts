@@ -26,16 +26,8 @@ export interface MainIo {
 }
 
 export async function runMain(io: MainIo): Promise<number> {
-  let config: ReturnType<typeof parseConfig>;
-  try {
-    config = parseConfig(await resolveSecretReferences(io.env));
-  } catch (error) {
-    // Secret Manager did not answer: a retry may find it back (exit 1).
-    if (error instanceof DrainError && !(error instanceof ConfigError)) {
-      return finishWithError(createLogger({ level: 'info' }), io.env.PIPELINE_ID?.trim() ?? '', error);
-    }
-    return refuseConfig(io.env, error);
-  }
+  const config = await runConfig(io.env);
+  if (typeof config === 'number') return config;
   const logger = createLogger({ level: config.logLevel });
   // The budget counts from the process's start, as Cloud Run counts the task's time: loading the code
   // on a busy machine must not push the run's end past budget + 10 s.
@@ -114,6 +106,19 @@ export async function runMain(io: MainIo): Promise<number> {
 }
 
 /** A configuration that cannot run: exit 2, naming the variable, with the run summary line. */
+/** The run's configuration, its secret references resolved; or the exit code of a run refused at start. */
+async function runConfig(env: MainIo['env']): Promise<ReturnType<typeof parseConfig> | number> {
+  try {
+    return parseConfig(await resolveSecretReferences(env));
+  } catch (error) {
+    // Secret Manager did not answer: a retry may find it back (exit 1).
+    if (error instanceof DrainError && !(error instanceof ConfigError)) {
+      return finishWithError(createLogger({ level: 'info' }), env.PIPELINE_ID?.trim() ?? '', error);
+    }
+    return refuseConfig(env, error);
+  }
+}
+
 function refuseConfig(env: MainIo['env'], error: unknown): number {
   const logger = createLogger({ level: 'info' });
   const variable = error instanceof ConfigError ? error.variable : undefined;

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { parseConfig } from '../../functions/config/config.js';
 import { routeKeys } from '../../functions/config/routes.js';
-import { type Setting, settings } from '../../functions/config/settings.js';
+import { leastSettings, type Setting, settings } from '../../functions/config/settings.js';
 import { partitioningKeys } from '../../functions/config/table-layout.js';
 import { configurationPage, withReference } from '../../scripts/docs.js';
 
@@ -17,16 +17,7 @@ const page = readFileSync(configurationPage, 'utf8');
 const onPage = [...page.matchAll(/^\| `([A-Z][A-Z0-9_]+)` \|/gm)].map((m) => m[1]!);
 
 /** The least a pipeline needs. */
-const minimal: Record<string, string> = {
-  PIPELINE_ID: 'p',
-  GOOGLE_CLOUD_PROJECT: 'g',
-  KAFKA_BROKERS: 'b:1',
-  KAFKA_TOPICS: 't',
-  BQ_DATASET: 'ds',
-  BQ_TABLE: 't',
-  BQ_SCHEMA_FILE: 's.json',
-  DEAD_LETTER_TOPIC: 'dead',
-};
+const minimal: Record<string, string> = { ...leastSettings } as Record<string, string>;
 
 /** Every variable parseConfig asks the environment for while it parses `env`. */
 function variablesRead(env: Record<string, string>): Set<string> {
