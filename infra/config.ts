@@ -151,6 +151,13 @@ export interface InfraConfig {
   readonly operators: string[];
   /** Where alert policies notify (Cloud Monitoring notification channel ids); may be empty. */
   readonly notificationChannels: string[];
+  /**
+   * `create`: this stack makes the project's (default) Firestore database and keeps it; `existing`: it is
+   * there already (another pipeline's stack made it, or the project used Firestore before).
+   */
+  readonly firestoreDatabase: 'create' | 'existing';
+  /** Datasets that exist already: adopted (granted, tables made in them), never made or deleted. */
+  readonly existingDatasets: readonly string[];
   /** The settings given to the job as they are (settings-map.ts `passed`): variable → value, those set. */
   readonly passed: Readonly<Record<string, string>>;
 }
@@ -275,6 +282,8 @@ export function readInfraConfig(): InfraConfig {
     operators: config.getObject<string[]>('operators') ?? [],
     notificationChannels: config.getObject<string[]>('notificationChannels') ?? [],
     passed: passedOf(config, registryUrl),
+    firestoreDatabase: firestoreDatabaseOf(config),
+    existingDatasets: config.getObject<string[]>('existingDatasets') ?? [],
   };
 }
 
@@ -301,6 +310,13 @@ function passedOf(config: pulumi.Config, registryUrl: string | undefined): Recor
     throw error;
   }
   return passed;
+}
+
+function firestoreDatabaseOf(config: pulumi.Config): InfraConfig['firestoreDatabase'] {
+  const value = config.get('firestoreDatabase') ?? 'create';
+  if (value !== 'create' && value !== 'existing')
+    throw new Error(`firestoreDatabase must be create or existing, not ${value}`);
+  return value;
 }
 
 /** The schedule's period where it has one; else the day (only the alerts on missing runs use it then). */

@@ -32,15 +32,20 @@ export const errorTableSchema = [
   },
 ];
 
+/** A dataset by its id: one this program made, or one that existed (`existingDatasets`). */
+export interface DatasetRef {
+  readonly datasetId: pulumi.Output<string>;
+}
+
 /**
  * Where the pipeline's data and state live: the BigQuery dataset with the target and error tables, the
  * Firestore database, and the dead-letter and alert topics (each with a pull subscription, and the
  * dead-letter topic with a BigQuery subscription into the error table).
  */
 export class PipelineData extends pulumi.ComponentResource {
-  /** Every dataset the routes write (the first one's is `dataset`). */
-  readonly datasets: gcp.bigquery.Dataset[];
-  readonly dataset: gcp.bigquery.Dataset;
+  /** Every dataset the routes write (the first one's is `dataset`): made here, or adopted (`existingDatasets`). */
+  readonly datasets: DatasetRef[];
+  readonly dataset: DatasetRef;
   /** Per route, its target table and error table (the first route's are `targetTable` and `errorTable`). */
   readonly tables: { target: gcp.bigquery.Table; errors: gcp.bigquery.Table }[];
   readonly targetTable: gcp.bigquery.Table;
@@ -54,26 +59,38 @@ export class PipelineData extends pulumi.ComponentResource {
     super('kafka-bigquery-drain:index:PipelineData', name, {}, opts);
     const parent = { parent: this };
 
-    new gcp.firestore.Database(
-      `${name}-firestore`,
-      {
-        name: '(default)',
-        locationId: config.region,
-        type: 'FIRESTORE_NATIVE',
-        deleteProtectionState: 'DELETE_PROTECTION_ENABLED',
-      },
-      { ...parent, protect: true },
-    );
+    // The project's one (default) database: made by the first pipeline's stack, which keeps it (protected);
+    // every other pipeline in the project names it existing (`firestoreDatabase: existing`). Each pipeline's
+    // state is under its own `pipelines/{pipelineId}/`.
+    if (config.firestoreDatabase === 'create') {
+      new gcp.firestore.Database(
+        `${name}-firestore`,
+        {
+          name: '(default)',
+          locationId: config.region,
+          type: 'FIRESTORE_NATIVE',
+          deleteProtectionState: 'DELETE_PROTECTION_ENABLED',
+        },
+        { ...parent, protect: true },
+      );
+    }
 
     // One dataset resource per dataset the routes name; the first keeps the single-table names, so that a
-    // pipeline that gains routes keeps its table (no replacement).
-    const datasets = new Map<string, gcp.bigquery.Dataset>();
+    // pipeline that gains routes keeps its table (no replacement). A dataset that exists already (another
+    // pipeline's, a team's) is adopted by its id: granted and written, never made or deleted here.
+    const datasets = new Map<string, DatasetRef>();
     for (const route of config.routes) {
       if (datasets.has(route.dataset)) continue;
       const resourceName = datasets.size === 0 ? `${name}-dataset` : `${name}-dataset-${route.dataset}`;
       datasets.set(
         route.dataset,
-        new gcp.bigquery.Dataset(resourceName, { datasetId: route.dataset, location: config.region }, parent),
+        config.existingDatasets.includes(route.dataset)
+          ? { datasetId: pulumi.output(route.dataset) }
+          : new gcp.bigquery.Dataset(
+              resourceName,
+              { datasetId: route.dataset, location: config.region },
+              parent,
+            ),
       );
     }
     this.datasets = [...datasets.values()];
