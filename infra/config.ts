@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { basename, dirname, relative, resolve } from 'node:path';
-import * as pulumi from '@pulumi/pulumi';
+import type * as pulumi from '@pulumi/pulumi';
 import { whenRefusal, whenWriteModes } from '../functions/config/bigquery.js';
 import { stalenessOf } from '../functions/config/cdc-config.js';
 import { parseConfig } from '../functions/config/config.js';
@@ -17,6 +17,7 @@ import {
   type TableLayout,
   tableLayoutProblem,
 } from '../functions/config/table-layout.js';
+import { type ConfigReader, stackConfig } from './config-reader.js';
 import { schedulePeriodSeconds } from './schedule.js';
 import { passedSettings } from './settings-map.js';
 
@@ -162,9 +163,8 @@ export interface InfraConfig {
   readonly passed: Readonly<Record<string, string>>;
 }
 
-export function readInfraConfig(): InfraConfig {
-  const gcp = new pulumi.Config('gcp');
-  const config = new pulumi.Config();
+export function readInfraConfig(source = stackConfig()): InfraConfig {
+  const { gcp, config } = source;
   const writeMode = config.get('writeMode') ?? 'storage-write';
   if (!['storage-write', 'merge', 'insert-all', 'cdc', 'load'].includes(writeMode)) {
     throw new Error(`writeMode must be storage-write, merge, insert-all, cdc or load, not ${writeMode}`);
@@ -291,7 +291,7 @@ export function readInfraConfig(): InfraConfig {
  * The passed settings that are set, each checked by the drain's own parser at preview: a wrong value stops
  * `pulumi preview` naming the key, not the first run.
  */
-function passedOf(config: pulumi.Config, registryUrl: string | undefined): Record<string, string> {
+function passedOf(config: ConfigReader, registryUrl: string | undefined): Record<string, string> {
   const passed: Record<string, string> = {};
   for (const { variable, key } of passedSettings) {
     const value = config.get(key);
@@ -312,7 +312,7 @@ function passedOf(config: pulumi.Config, registryUrl: string | undefined): Recor
   return passed;
 }
 
-function firestoreDatabaseOf(config: pulumi.Config): InfraConfig['firestoreDatabase'] {
+function firestoreDatabaseOf(config: ConfigReader): InfraConfig['firestoreDatabase'] {
   const value = config.get('firestoreDatabase') ?? 'create';
   if (value !== 'create' && value !== 'existing')
     throw new Error(`firestoreDatabase must be create or existing, not ${value}`);
@@ -333,7 +333,7 @@ function safePeriod(schedule: string): number {
  * end waits for the next run (a period), which may take its whole budget, plus a minute for the task to
  * start and lease; a run that ends with older records waiting has fallen behind by more than a run.
  */
-function freshnessOf(config: pulumi.Config, periodSeconds: number, budgetSeconds: number) {
+function freshnessOf(config: ConfigReader, periodSeconds: number, budgetSeconds: number) {
   const targetSeconds = config.getNumber('freshnessTargetSeconds') ?? periodSeconds + budgetSeconds + 60;
   const goal = config.getNumber('freshnessGoal') ?? 0.99;
   if (!(targetSeconds >= 1) || !Number.isInteger(targetSeconds))
@@ -345,7 +345,7 @@ function freshnessOf(config: pulumi.Config, periodSeconds: number, budgetSeconds
   return { targetSeconds, goal };
 }
 
-function vpcOf(config: pulumi.Config): InfraConfig['vpc'] {
+function vpcOf(config: ConfigReader): InfraConfig['vpc'] {
   const network = config.get('network');
   const subnetwork = config.get('subnetwork');
   const tags = config.getObject<string[]>('networkTags') ?? [];
@@ -398,7 +398,7 @@ function routesOf(
 }
 
 /** fieldNames: strict (default) or sanitize. */
-function fieldNamesOf(config: pulumi.Config): InfraConfig['fieldNames'] {
+function fieldNamesOf(config: ConfigReader): InfraConfig['fieldNames'] {
   const value = config.get('fieldNames') ?? 'strict';
   if (value !== 'strict' && value !== 'sanitize')
     throw new Error(`fieldNames must be strict or sanitize, not ${value}`);
@@ -406,7 +406,7 @@ function fieldNamesOf(config: pulumi.Config): InfraConfig['fieldNames'] {
 }
 
 /** unknownFields: reject (default), ignore, json or evolve. */
-function unknownFieldsOf(config: pulumi.Config): InfraConfig['unknownFields'] {
+function unknownFieldsOf(config: ConfigReader): InfraConfig['unknownFields'] {
   const value = config.get('unknownFields') ?? 'reject';
   if (value !== 'reject' && value !== 'ignore' && value !== 'json' && value !== 'evolve')
     throw new Error(`unknownFields must be reject, ignore, json or evolve, not ${value}`);
@@ -414,7 +414,7 @@ function unknownFieldsOf(config: pulumi.Config): InfraConfig['unknownFields'] {
 }
 
 /** unknownFields evolve: evolveColumnsPerRun (1 to 1,000, default 10), evolveColumnsMax (1 to 10,000, default 300). */
-function evolveColumnsOf(config: pulumi.Config): InfraConfig['evolveColumns'] {
+function evolveColumnsOf(config: ConfigReader): InfraConfig['evolveColumns'] {
   const perRun = config.getNumber('evolveColumnsPerRun') ?? 10;
   const max = config.getNumber('evolveColumnsMax') ?? 300;
   if (!Number.isInteger(perRun) || perRun < 1 || perRun > 1000)
@@ -425,7 +425,7 @@ function evolveColumnsOf(config: pulumi.Config): InfraConfig['evolveColumns'] {
 }
 
 /** load mode: loadJobsPerTablePerDay, refused here as the drain would refuse it (no load for a run). */
-function loadJobsOf(config: pulumi.Config, periodSeconds: number, taskCount: number): number {
+function loadJobsOf(config: ConfigReader, periodSeconds: number, taskCount: number): number {
   const perDay = config.getNumber('loadJobsPerTablePerDay') ?? 1000;
   if (!Number.isInteger(perDay) || perDay < 1 || perDay > bigQueryLoadsPerTablePerDay)
     throw new Error(`loadJobsPerTablePerDay must be 1 to ${bigQueryLoadsPerTablePerDay}, not ${perDay}`);
@@ -436,7 +436,7 @@ function loadJobsOf(config: pulumi.Config, periodSeconds: number, taskCount: num
 }
 
 /** cdc mode's settings: changeFormat, primaryKey, maxStaleness, sourceColumns. */
-function cdcOf(config: pulumi.Config): NonNullable<InfraConfig['cdc']> {
+function cdcOf(config: ConfigReader): NonNullable<InfraConfig['cdc']> {
   const changeFormat = config.require('changeFormat');
   if (changeFormat !== 'debezium' && changeFormat !== 'upsert')
     throw new Error(`changeFormat must be debezium or upsert, not ${changeFormat}`);
@@ -454,7 +454,7 @@ function cdcOf(config: pulumi.Config): NonNullable<InfraConfig['cdc']> {
 }
 
 /** partitionField, partitionType, partitionExpirationDays, requirePartitionFilter, clustering. */
-function layoutOf(config: pulumi.Config): TableLayout {
+function layoutOf(config: ConfigReader): TableLayout {
   const layout: TableLayout = {
     partitionField: config.get('partitionField') ?? defaultTableLayout.partitionField,
     partitionType: (config.get('partitionType') ?? 'DAY').toUpperCase() as TableLayout['partitionType'],

@@ -26,7 +26,7 @@ const inRoutes = {
     'a file the image must carry: name it in a route of `routesFile`, whose folder is built into the image',
 } as const;
 
-export const deployedSettings: Readonly<Record<SettingName, Deployed>> = {
+export const deployedSettings = {
   PIPELINE_ID: { pulumi: 'pipelineId' },
   GOOGLE_CLOUD_PROJECT: { pulumi: 'gcp:project' },
   DEAD_LETTER_TOPIC: { notDeployable: 'made by the program: `{pipelineId}-dead-letters`' },
@@ -98,9 +98,41 @@ export const deployedSettings: Readonly<Record<SettingName, Deployed>> = {
   CDC_SOURCE_COLUMNS: { pulumi: 'cdcSourceColumns' },
   LOAD_JOBS_PER_TABLE_PER_DAY: { pulumi: 'loadJobsPerTablePerDay' },
   SCHEDULE_PERIOD_SECONDS: { notDeployable: 'derived from `schedule`' },
-};
+} as const satisfies Readonly<Record<SettingName, Deployed>>;
+
+/** Every Pulumi key a setting has (`gcp:` ones aside: a component takes `project` and `region`). */
+export type SettingKey = Exclude<
+  {
+    [K in SettingName]: (typeof deployedSettings)[K] extends { readonly pulumi: infer P extends string }
+      ? P
+      : never;
+  }[SettingName],
+  `gcp:${string}`
+>;
+
+/** The keys the program reads that are no setting of the drain: where and how it runs. */
+export const infraKeys = [
+  'region',
+  'schedule',
+  'timeZone',
+  'taskCount',
+  'maxRetries',
+  'image',
+  'statusInvokers',
+  'operators',
+  'notificationChannels',
+  'network',
+  'subnetwork',
+  'networkTags',
+  'vpcEgress',
+  'managedKafkaProject',
+  'freshnessTargetSeconds',
+  'freshnessGoal',
+  'firestoreDatabase',
+  'existingDatasets',
+] as const;
 
 /** The settings the program gives the job as they are: variable → Pulumi key. */
 export const passedSettings: readonly { variable: SettingName; key: string }[] = (
-  Object.entries(deployedSettings) as [SettingName, Deployed][]
+  Object.entries(deployedSettings as Readonly<Record<SettingName, Deployed>>) as [SettingName, Deployed][]
 ).flatMap(([variable, d]) => ('passed' in d && d.passed ? [{ variable, key: d.pulumi }] : []));

@@ -26,42 +26,7 @@ writeFileSync(schemaFile, JSON.stringify([{ name: 'order_id', type: 'STRING', mo
 /** The configuration the tests deploy, with `overrides` (null removes a key); secrets are marked so. */
 export async function runProgram(overrides: Record<string, string | null> = {}) {
   const resources: Registered[] = [];
-  pulumi.runtime.setMocks(
-    {
-      newResource(args) {
-        resources.push({
-          type: args.type,
-          name: args.name,
-          inputs: args.inputs,
-          ...(args.provider === undefined ? {} : { provider: args.provider }),
-        });
-        const state: Record<string, unknown> = { ...args.inputs };
-        if (args.type === 'gcp:serviceaccount/account:Account')
-          state.email = `${args.inputs.accountId}@proj.iam.gserviceaccount.com`;
-        if (args.type === 'gcp:cloudrunv2/service:Service') state.uri = 'https://status.example.run.app';
-        if (args.type === 'gcp:secretmanager/secretVersion:SecretVersion') state.version = '1';
-        if (args.type === 'gcp:monitoring/slo:Slo')
-          state.name = `projects/proj/services/${args.inputs.service}/serviceLevelObjectives/${args.inputs.sloId}`;
-        return { id: `${args.name}-id`, state };
-      },
-      call(args) {
-        if (args.token === 'gcp:organizations/getProject:getProject')
-          return { number: '123456789', projectId: 'proj' };
-        if (args.token === 'gcp:artifactregistry/getDockerImage:getDockerImage') {
-          const { location, project, repositoryId, imageName } = args.inputs;
-          const image = String(imageName).split(':')[0];
-          return {
-            ...args.inputs,
-            selfLink: `${location}-docker.pkg.dev/${project}/${repositoryId}/${image}@${builtDigest}`,
-          };
-        }
-        return args.inputs;
-      },
-    },
-    'kafka-bigquery-drain',
-    'test',
-    false,
-  );
+  pulumi.runtime.setMocks(mocksKeeping(resources), 'kafka-bigquery-drain', 'test', false);
   const config: Record<string, string | null> = {
     'gcp:project': 'proj',
     'gcp:region': 'europe-west1',
@@ -95,6 +60,24 @@ export async function runProgram(overrides: Record<string, string | null> = {}) 
       .all([program.jobName, program.schedulerJob, program.statusUrl, program.targetTable])
       .apply(() => resolve()),
   );
+  return registered(resources, program);
+}
+
+/**
+ * A program of a team's own under the same mocks: `build` makes its resources (components) and gives
+ * outputs that resolve once they are registered.
+ */
+export async function runOwnProgram(build: () => Promise<pulumi.Output<unknown>[]>) {
+  const resources: Registered[] = [];
+  pulumi.runtime.setMocks(mocksKeeping(resources), 'team-program', 'prod', false);
+  pulumi.runtime.setAllConfig({ 'gcp:project': 'proj' });
+  const outputs = await build();
+  await new Promise<void>((resolve) => pulumi.all(outputs).apply(() => resolve()));
+  return registered(resources, outputs);
+}
+
+/** What a program under mocks registered: its resources, by type, and their URNs. */
+async function registered<P>(resources: Registered[], program: P) {
   await new Promise((resolve) => setTimeout(resolve, 50));
   const ofType = (type: string) => resources.filter((r) => r.type === type);
   /** The one resource of a type, the operations job's aside (it repeats the drain's job and account). */
@@ -103,5 +86,47 @@ export async function runProgram(overrides: Record<string, string | null> = {}) 
     expect(found, type).toHaveLength(1);
     return found[0]!;
   };
-  return { resources, ofType, one, program };
+  /** Every resource's URN, as the mock engine made it (the program's own stack resource aside). */
+  const monitor = pulumi.runtime.getMonitor() as unknown as {
+    getRegisteredResources(): Map<string, unknown>;
+  };
+  const urns = [...monitor.getRegisteredResources().keys()]
+    .filter((u) => !u.includes('pulumi:pulumi:Stack'))
+    .sort();
+  return { resources, ofType, one, program, urns };
+}
+
+/** The mocked cloud: it keeps every resource registered and answers as Google would for the few that matter. */
+function mocksKeeping(resources: Registered[]): pulumi.runtime.Mocks {
+  return {
+    newResource(args) {
+      resources.push({
+        type: args.type,
+        name: args.name,
+        inputs: args.inputs,
+        ...(args.provider === undefined ? {} : { provider: args.provider }),
+      });
+      const state: Record<string, unknown> = { ...args.inputs };
+      if (args.type === 'gcp:serviceaccount/account:Account')
+        state.email = `${args.inputs.accountId}@proj.iam.gserviceaccount.com`;
+      if (args.type === 'gcp:cloudrunv2/service:Service') state.uri = 'https://status.example.run.app';
+      if (args.type === 'gcp:secretmanager/secretVersion:SecretVersion') state.version = '1';
+      if (args.type === 'gcp:monitoring/slo:Slo')
+        state.name = `projects/proj/services/${args.inputs.service}/serviceLevelObjectives/${args.inputs.sloId}`;
+      return { id: `${args.name}-id`, state };
+    },
+    call(args) {
+      if (args.token === 'gcp:organizations/getProject:getProject')
+        return { number: '123456789', projectId: 'proj' };
+      if (args.token === 'gcp:artifactregistry/getDockerImage:getDockerImage') {
+        const { location, project, repositoryId, imageName } = args.inputs;
+        const image = String(imageName).split(':')[0];
+        return {
+          ...args.inputs,
+          selfLink: `${location}-docker.pkg.dev/${project}/${repositoryId}/${image}@${builtDigest}`,
+        };
+      }
+      return args.inputs;
+    },
+  };
 }

@@ -1,0 +1,39 @@
+/**
+ * `DrainPipeline`: one pipeline as a Pulumi component, for a team's own program, as many as it wants:
+ *
+ *   import { DrainPipeline } from 'kafka-bigquery-drain/infra/component.js';
+ *   new DrainPipeline('payments', { project: 'acme-data', pipelineId: 'payments', kafkaBrokers: '…', … });
+ *
+ * Its arguments are the stack config's keys (docs/deploy.md's tables: every setting's key is there, from
+ * settings-map.ts), checked the same way; secrets may be Pulumi secrets. Each part is named after the
+ * component (`payments-drain`, `payments-data-…`), so pipelines side by side never share a name.
+ */
+import * as pulumi from '@pulumi/pulumi';
+import { readInfraConfig } from './config.js';
+import { argumentsConfig } from './config-reader.js';
+import { makePipeline, type PipelineOutputs } from './pipeline.js';
+import type { infraKeys, SettingKey } from './settings-map.js';
+
+type ArgumentValue = pulumi.Input<string> | number | boolean | readonly string[];
+
+/** Every key the stack config takes, as a typed argument; `project` and `pipelineId` and the brokers required. */
+export type DrainPipelineArgs = {
+  readonly project: string;
+  readonly pipelineId: string;
+  readonly kafkaBrokers: string;
+} & { readonly [K in SettingKey | (typeof infraKeys)[number]]?: ArgumentValue };
+
+export class DrainPipeline extends pulumi.ComponentResource {
+  readonly outputs: PipelineOutputs;
+
+  constructor(name: string, args: DrainPipelineArgs, opts?: pulumi.ComponentResourceOptions) {
+    super('kafka-bigquery-drain:index:DrainPipeline', name, {}, opts);
+    const config = readInfraConfig(argumentsConfig(args, `DrainPipeline ${name}`));
+    this.outputs = makePipeline(config, (part) => `${name}-${part}`, this);
+    this.registerOutputs({
+      jobName: this.outputs.jobName,
+      operationsJob: this.outputs.operationsJob,
+      statusUrl: this.outputs.statusUrl,
+    });
+  }
+}

@@ -1,0 +1,148 @@
+/**
+ * A team's own Pulumi program, outside this repository (a temporary folder with its own schema file),
+ * with three `DrainPipeline`s: two writing a dataset that exists (`shop`), one its own. Under mocks: one
+ * Firestore database, every name unique, each job's environment exactly its own pipeline's.
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import * as pulumi from '@pulumi/pulumi';
+import { beforeAll, expect, test } from 'vitest';
+import { DrainPipeline, type DrainPipelineArgs } from '../../infra/component.js';
+import { runOwnProgram } from '../support/pulumi-program.js';
+
+const folder = mkdtempSync(join(tmpdir(), 'team-program-'));
+const schemaFile = join(folder, 'payments.schema.json');
+writeFileSync(schemaFile, JSON.stringify([{ name: 'payment_id', type: 'STRING', mode: 'REQUIRED' }]));
+const image = 'europe-west1-docker.pkg.dev/acme-data/drain/kafka-bigquery-drain@sha256:abc';
+
+let program: Awaited<ReturnType<typeof runOwnProgram>>;
+beforeAll(async () => {
+  program = await runOwnProgram(async () => {
+    const common = {
+      project: 'proj',
+      region: 'europe-west1',
+      kafkaBrokers: 'b1:9092',
+      schemaFile,
+      image,
+      kafkaSsl: false,
+    } satisfies Partial<DrainPipelineArgs>;
+    const pipelines = [
+      new DrainPipeline('payments', {
+        ...common,
+        pipelineId: 'payments',
+        kafkaTopics: 'payments',
+        dataset: 'shop',
+        table: 'payments',
+        existingDatasets: ['shop'],
+        batchMaxRecords: 2000,
+        kafkaSaslMechanism: 'plain',
+        kafkaSaslUsername: 'key',
+        kafkaSaslPassword: pulumi.secret('secret'),
+      }),
+      new DrainPipeline('refunds', {
+        ...common,
+        pipelineId: 'refunds',
+        kafkaTopics: 'refunds',
+        dataset: 'shop',
+        table: 'refunds',
+        existingDatasets: ['shop'],
+        firestoreDatabase: 'existing',
+        writeMode: 'merge',
+      }),
+      new DrainPipeline('clicks', {
+        ...common,
+        pipelineId: 'clicks',
+        kafkaTopics: 'clicks',
+        dataset: 'web',
+        table: 'clicks',
+        firestoreDatabase: 'existing',
+        startPosition: 'latest',
+      }),
+    ];
+    return pipelines.map((p) => p.outputs.jobName);
+  });
+});
+
+const jobEnv = (job: string) => {
+  const found = program.ofType('gcp:cloudrunv2/job:Job').find((j) => j.inputs.name === job)!;
+  const list: { name: string; value?: string }[] = found.inputs.template.template.containers[0].envs;
+  return Object.fromEntries(list.map((e) => [e.name, e.value ?? '(secret)']));
+};
+
+test('one Firestore database; the existing dataset adopted, the other made', () => {
+  expect(program.ofType('gcp:firestore/database:Database')).toHaveLength(1);
+  expect(program.ofType('gcp:bigquery/dataset:Dataset').map((d) => d.inputs.datasetId)).toEqual(['web']);
+  const tables = program
+    .ofType('gcp:bigquery/table:Table')
+    .map((t) => `${t.inputs.datasetId}.${t.inputs.tableId}`);
+  expect(tables.sort()).toEqual([
+    'shop.payments',
+    'shop.payments_dead_letters',
+    'shop.refunds',
+    'shop.refunds_dead_letters',
+    'web.clicks',
+    'web.clicks_dead_letters',
+  ]);
+});
+
+test('every resource name and every Google-side name is unique', () => {
+  const urns = program.urns;
+  expect(new Set(urns).size).toBe(urns.length);
+  const logical = program.resources.map((r) => `${r.type}::${r.name}`);
+  expect(new Set(logical).size).toBe(logical.length);
+  const googleNames = program.resources
+    .filter((r) => !/Iam|IAM|projects\/service/.test(r.type))
+    .flatMap((r) =>
+      [r.inputs.name, r.inputs.accountId, r.inputs.secretId, r.inputs.repositoryId, r.inputs.serviceId]
+        .filter((n): n is string => typeof n === 'string' && n !== '(default)')
+        .map((n) => `${r.type} ${n}`),
+    );
+  expect(googleNames.length).toBeGreaterThan(30);
+  expect(new Set(googleNames).size).toBe(googleNames.length);
+});
+
+test("each job's environment is exactly its own pipeline's", () => {
+  const payments = jobEnv('payments-drain');
+  expect(payments).toMatchObject({
+    PIPELINE_ID: 'payments',
+    KAFKA_TOPICS: 'payments',
+    BQ_DATASET: 'shop',
+    BQ_TABLE: 'payments',
+    BQ_WRITE_MODE: 'storage-write',
+    DEAD_LETTER_TOPIC: 'payments-dead-letters',
+    BATCH_MAX_RECORDS: '2000',
+    KAFKA_SASL_PASSWORD: '(secret)',
+  });
+  expect(jobEnv('refunds-drain')).toMatchObject({
+    PIPELINE_ID: 'refunds',
+    BQ_TABLE: 'refunds',
+    BQ_WRITE_MODE: 'merge',
+    DEAD_LETTER_TOPIC: 'refunds-dead-letters',
+  });
+  expect(jobEnv('refunds-drain').BATCH_MAX_RECORDS).toBeUndefined();
+  expect(jobEnv('clicks-drain')).toMatchObject({
+    PIPELINE_ID: 'clicks',
+    BQ_DATASET: 'web',
+    START_POSITION: 'latest',
+  });
+  expect(jobEnv('clicks-drain').KAFKA_SASL_PASSWORD).toBeUndefined();
+  // The operations jobs follow their own pipeline's.
+  expect(jobEnv('payments-ops')).toEqual(jobEnv('payments-drain'));
+  expect(jobEnv('clicks-ops')).toEqual(jobEnv('clicks-drain'));
+});
+
+test('a wrong argument is refused naming the pipeline and the key', async () => {
+  expect(
+    () =>
+      new DrainPipeline('broken', {
+        project: 'proj',
+        pipelineId: 'broken',
+        kafkaBrokers: 'b:1',
+        kafkaTopics: 't',
+        schemaFile,
+        image,
+        taskCount: 'three' as unknown as number,
+      }),
+  ).toThrow(/DrainPipeline broken: argument taskCount must be a number/);
+});
