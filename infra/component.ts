@@ -8,9 +8,11 @@
  * settings-map.ts), checked the same way; secrets may be Pulumi secrets. Each part is named after the
  * component (`payments-drain`, `payments-data-…`), so pipelines side by side never share a name.
  */
+import * as gcp from '@pulumi/gcp';
 import * as pulumi from '@pulumi/pulumi';
 import { readInfraConfig } from './config.js';
 import { argumentsConfig } from './config-reader.js';
+import { overviewJson } from './dashboard.js';
 import { makePipeline, type PipelineOutputs } from './pipeline.js';
 import type { infraKeys, SettingKey } from './settings-map.js';
 
@@ -35,5 +37,40 @@ export class DrainPipeline extends pulumi.ComponentResource {
       operationsJob: this.outputs.operationsJob,
       statusUrl: this.outputs.statusUrl,
     });
+  }
+}
+
+/**
+ * One Cloud Monitoring dashboard across the pipelines of a program, freshness per pipeline first (each
+ * keeps its own dashboard): `new PipelinesOverview('overview', { pipelines: [payments, refunds] })`.
+ */
+export class PipelinesOverview extends pulumi.ComponentResource {
+  readonly dashboard: gcp.monitoring.Dashboard;
+
+  constructor(
+    name: string,
+    args: {
+      readonly pipelines: readonly DrainPipeline[];
+      readonly title?: string;
+      readonly project?: string;
+    },
+    opts?: pulumi.ComponentResourceOptions,
+  ) {
+    super('kafka-bigquery-drain:index:PipelinesOverview', name, {}, opts);
+    const entries = pulumi.all(args.pipelines.map((p) => p.outputs.overview));
+    this.dashboard = new gcp.monitoring.Dashboard(
+      `${name}-dashboard`,
+      {
+        ...(args.project === undefined ? {} : { project: args.project }),
+        dashboardJson: entries.apply((list) =>
+          overviewJson(
+            args.title ?? `kafka-bigquery-drain: ${list.map((e) => e.pipelineId).join(', ')}`,
+            list,
+          ),
+        ),
+      },
+      { parent: this },
+    );
+    this.registerOutputs({ dashboard: this.dashboard.id });
   }
 }

@@ -66,6 +66,67 @@ export function dashboardJson(pipelineId: string, targetSeconds: number, m: Dash
   });
 }
 
+/** What an overview shows of one pipeline. */
+export interface OverviewEntry {
+  readonly pipelineId: string;
+  readonly targetSeconds: number;
+  readonly metrics: DashboardMetrics;
+}
+
+/**
+ * One dashboard across pipelines, freshness first: each pipeline's freshness at run ends against its
+ * target, then each one's error budget left, then its dead letters and its runs by stop reason. Each
+ * pipeline keeps its own dashboard for the rest.
+ */
+export function overviewJson(title: string, pipelines: readonly OverviewEntry[]): string {
+  const user = (metric: string) => `metric.type="logging.googleapis.com/user/${metric}"`;
+  const rows = Math.ceil(pipelines.length / 2) * 4;
+  const at = (section: number, i: number): [number, number] => [
+    (i % 2) * 6,
+    section * rows + Math.floor(i / 2) * 4,
+  ];
+  return JSON.stringify({
+    displayName: title,
+    mosaicLayout: {
+      columns: 12,
+      tiles: [
+        ...pipelines.map((p, i) =>
+          tile(
+            ...at(0, i),
+            `${p.pipelineId}: freshness at run ends (max; target ${p.targetSeconds} s)`,
+            user(p.metrics.freshness),
+            {
+              aligner: 'ALIGN_PERCENTILE_99',
+              reducer: 'REDUCE_MAX',
+              thresholds: [{ value: p.targetSeconds, label: 'target', color: 'RED', direction: 'ABOVE' }],
+            },
+          ),
+        ),
+        ...pipelines.map((p, i) =>
+          tile(
+            ...at(1, i),
+            `${p.pipelineId}: freshness SLO error budget left`,
+            `select_slo_budget_fraction("${p.metrics.slo}")`,
+            {},
+          ),
+        ),
+        ...pipelines.map((p, i) =>
+          tile(...at(2, i), `${p.pipelineId}: dead letters`, user(p.metrics.deadLetters), {
+            aligner: 'ALIGN_DELTA',
+          }),
+        ),
+        ...pipelines.map((p, i) =>
+          tile(...at(3, i), `${p.pipelineId}: runs by stop reason`, user(p.metrics.runs), {
+            aligner: 'ALIGN_SUM',
+            reducer: 'REDUCE_SUM',
+            groupBy: 'metric.label.stop_reason',
+          }),
+        ),
+      ],
+    },
+  });
+}
+
 interface TileOptions {
   readonly aligner?: string;
   readonly reducer?: string;

@@ -14,6 +14,8 @@ export const alertKinds = ['idle', 'stalled', 'retention_gap', 'backlog'] as con
 export class PipelineMonitoring extends pulumi.ComponentResource {
   readonly policies: gcp.monitoring.AlertPolicy[] = [];
   readonly freshness: FreshnessMetrics;
+  /** The names of the pipeline's metrics and SLO, for its dashboard and an overview across pipelines. */
+  readonly metrics: pulumi.Output<DashboardMetrics>;
 
   constructor(
     name: string,
@@ -154,30 +156,27 @@ export class PipelineMonitoring extends pulumi.ComponentResource {
     const freshness = freshnessMonitoring(name, config, logs, this);
     this.policies.push(freshness.burnRate);
     this.freshness = freshness;
+    this.metrics = pulumi
+      .all({
+        freshness: freshness.run.name,
+        tableFreshness: freshness.table.name,
+        partitionFreshness: freshness.partition.name,
+        latencyP50: freshness.latencyP50.name,
+        latencyP99: freshness.latencyP99.name,
+        rows: rows.name,
+        deadLetters: deadLetters.name,
+        runs: runs.name,
+        alerts: alerts.name,
+        lag: lag.name,
+        slo: freshness.slo.name,
+      })
+      .apply((metrics) => metrics as unknown as DashboardMetrics);
     new gcp.monitoring.Dashboard(
       `${name}-dashboard`,
       {
-        dashboardJson: pulumi
-          .all({
-            freshness: freshness.run.name,
-            tableFreshness: freshness.table.name,
-            partitionFreshness: freshness.partition.name,
-            latencyP50: freshness.latencyP50.name,
-            latencyP99: freshness.latencyP99.name,
-            rows: rows.name,
-            deadLetters: deadLetters.name,
-            runs: runs.name,
-            alerts: alerts.name,
-            lag: lag.name,
-            slo: freshness.slo.name,
-          })
-          .apply((metrics) =>
-            dashboardJson(
-              config.pipelineId,
-              config.freshness.targetSeconds,
-              metrics as unknown as DashboardMetrics,
-            ),
-          ),
+        dashboardJson: this.metrics.apply((metrics) =>
+          dashboardJson(config.pipelineId, config.freshness.targetSeconds, metrics),
+        ),
       },
       parent,
     );

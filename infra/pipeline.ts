@@ -7,6 +7,7 @@
 import * as pulumi from '@pulumi/pulumi';
 import { ProjectApis } from './apis.js';
 import type { InfraConfig } from './config.js';
+import type { OverviewEntry } from './dashboard.js';
 import { DrainJob } from './drain-job.js';
 import { PipelineMonitoring } from './monitoring.js';
 import { logsCommand, OperationsJob, operationsCommand } from './operations-job.js';
@@ -36,6 +37,8 @@ export interface PipelineOutputs {
    * output is in Cloud Logging (`logs`, with EXECUTION set to the name the execution printed).
    */
   readonly operatorCommands: Record<string, pulumi.Output<string>>;
+  /** What an overview dashboard across pipelines shows of this one (component.ts `PipelinesOverview`). */
+  readonly overview: pulumi.Output<OverviewEntry>;
 }
 
 /**
@@ -55,7 +58,7 @@ export function makePipeline(
   const drain = new DrainJob(name('drain'), config, data, ready);
   const status = new StatusService(name('status'), config, drain, ready);
   const operations = new OperationsJob(name('operations'), config, data, drain, ready);
-  new PipelineMonitoring(name('monitoring'), config, drain.job.name, ready);
+  const monitoring = new PipelineMonitoring(name('monitoring'), config, drain.job.name, ready);
 
   const execute = (job: pulumi.Input<string>, args: pulumi.Input<string>) =>
     pulumi.interpolate`gcloud run jobs execute ${job} --region ${config.region} --args=${args} --wait`;
@@ -92,5 +95,10 @@ export function makePipeline(
       resumeSchedule: pulumi.interpolate`gcloud scheduler jobs resume ${drain.scheduler.name} --location ${config.region}`,
       logs: logsCommand(operations.job.name, config.project),
     },
+    overview: monitoring.metrics.apply((metrics) => ({
+      pipelineId: config.pipelineId,
+      targetSeconds: config.freshness.targetSeconds,
+      metrics,
+    })),
   };
 }

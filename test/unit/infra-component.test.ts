@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as pulumi from '@pulumi/pulumi';
 import { beforeAll, expect, test } from 'vitest';
-import { DrainPipeline, type DrainPipelineArgs } from '../../infra/component.js';
+import { DrainPipeline, type DrainPipelineArgs, PipelinesOverview } from '../../infra/component.js';
 import { runOwnProgram } from '../support/pulumi-program.js';
 
 const folder = mkdtempSync(join(tmpdir(), 'team-program-'));
@@ -60,7 +60,8 @@ beforeAll(async () => {
         startPosition: 'latest',
       }),
     ];
-    return pipelines.map((p) => p.outputs.jobName);
+    const overview = new PipelinesOverview('overview', { pipelines });
+    return [...pipelines.map((p) => p.outputs.jobName), overview.dashboard.dashboardJson];
   });
 });
 
@@ -145,4 +146,32 @@ test('a wrong argument is refused naming the pipeline and the key', async () => 
         taskCount: 'three' as unknown as number,
       }),
   ).toThrow(/DrainPipeline broken: argument taskCount must be a number/);
+});
+
+test('one overview across the pipelines, freshness per pipeline first; each keeps its own dashboard', () => {
+  const dashboards = program.ofType('gcp:monitoring/dashboard:Dashboard');
+  expect(dashboards).toHaveLength(4);
+  const overview = JSON.parse(dashboards.find((d) => d.name === 'overview-dashboard')!.inputs.dashboardJson);
+  expect(overview.displayName).toBe('kafka-bigquery-drain: payments, refunds, clicks');
+  const titles: string[] = overview.mosaicLayout.tiles.map(
+    (t: { widget: { title: string } }) => t.widget.title,
+  );
+  expect(titles.slice(0, 3)).toEqual([
+    'payments: freshness at run ends (max; target 600 s)',
+    'refunds: freshness at run ends (max; target 600 s)',
+    'clicks: freshness at run ends (max; target 600 s)',
+  ]);
+  const filters: string[] = overview.mosaicLayout.tiles.map(
+    (t: {
+      widget: { xyChart: { dataSets: { timeSeriesQuery: { timeSeriesFilter: { filter: string } } }[] } };
+    }) => t.widget.xyChart.dataSets[0]!.timeSeriesQuery.timeSeriesFilter.filter,
+  );
+  expect(filters[0]).toContain('kbd_payments_freshness');
+  expect(filters[2]).toContain('kbd_clicks_freshness');
+  expect(filters.some((f) => f.includes('select_slo_budget_fraction') && f.includes('kbd-refunds'))).toBe(
+    true,
+  );
+  // Tiles never overlap.
+  const spots = overview.mosaicLayout.tiles.map((t: { xPos: number; yPos: number }) => `${t.xPos},${t.yPos}`);
+  expect(new Set(spots).size).toBe(spots.length);
 });
