@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import * as gcp from '@pulumi/gcp';
 import * as pulumi from '@pulumi/pulumi';
 import type { InfraConfig } from './config.js';
@@ -6,6 +7,8 @@ import type { PipelineData } from './pipeline-data.js';
 
 /** Where the image keeps the target table's schema (the Dockerfile copies `BQ_SCHEMA_FILE` there). */
 export const schemaPathInImage = '/app/schema/target.schema.json';
+/** Where the schema file is mounted when the job runs a configured image (which carries none of ours). */
+export const schemaMountDir = '/config/bq-schema-file';
 /** Where the image keeps the routes file's folder (the Dockerfile copies `ROUTES_DIR` there). */
 export const routesPathInImage = '/app/routes';
 /** Cloud Run gives a task about 10 s after SIGTERM; the drain settles its batch within 6 s of it. */
@@ -176,6 +179,24 @@ export class DrainJob extends pulumi.ComponentResource {
       volumes.push({ name: volume, secret: { secret: secretId, items: [{ version, path: 'pem' }] } });
       volumeMounts.push({ name: volume, mountPath: `/secrets/${volume}` });
       fileEnv[variable] = `/secrets/${volume}/pem`;
+    }
+    // A configured image carries no schema of this pipeline's (one image may serve many): the schema
+    // file goes in mounted (Cloud Run mounts files from Secret Manager), so the job reads exactly the
+    // schema the table was made with. Built here, the image carries it (image.ts).
+    const schemaFile = config.routesFile === undefined ? config.routes[0]!.schemaFile : null;
+    if (config.image !== undefined && schemaFile !== null) {
+      const text = readFileSync(schemaFile, 'utf8');
+      if (Buffer.byteLength(text) > 65_536)
+        throw new Error(
+          `schemaFile (${schemaFile}) is over 64 KiB, more than a mounted file holds: leave image unset`,
+        );
+      const { secretId, version } = secret('BQ_SCHEMA_FILE', pulumi.output(text));
+      volumes.push({
+        name: 'bq-schema-file',
+        secret: { secret: secretId, items: [{ version, path: 'schema.json' }] },
+      });
+      volumeMounts.push({ name: 'bq-schema-file', mountPath: schemaMountDir });
+      fileEnv.BQ_SCHEMA_FILE = `${schemaMountDir}/schema.json`;
     }
 
     const plainEnv: Record<string, pulumi.Input<string>> = {

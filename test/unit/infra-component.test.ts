@@ -175,3 +175,26 @@ test('one overview across the pipelines, freshness per pipeline first; each keep
   const spots = overview.mosaicLayout.tiles.map((t: { xPos: number; yPos: number }) => `${t.xPos},${t.yPos}`);
   expect(new Set(spots).size).toBe(spots.length);
 });
+
+test("one image serves them all: each job reads its own schema file, mounted from the team's folder", () => {
+  const images = program
+    .ofType('gcp:cloudrunv2/job:Job')
+    .map((j) => j.inputs.template.template.containers[0].image);
+  expect(new Set(images)).toEqual(new Set([image]));
+  expect(program.ofType('command:local:Command')).toEqual([]); // nothing built
+  expect(jobEnv('payments-drain').BQ_SCHEMA_FILE).toBe('/config/bq-schema-file/schema.json');
+  const versions = program
+    .ofType('gcp:secretmanager/secretVersion:SecretVersion')
+    .filter((v) => v.name.endsWith('BQ_SCHEMA_FILE-v'));
+  expect(versions.map((v) => v.name).sort()).toEqual([
+    'clicks-drain-BQ_SCHEMA_FILE-v',
+    'payments-drain-BQ_SCHEMA_FILE-v',
+    'refunds-drain-BQ_SCHEMA_FILE-v',
+  ]);
+  // Marked secret by the provider: the mocks see `{ value }`.
+  const text = (data: unknown) => (typeof data === 'string' ? data : (data as { value: string }).value);
+  for (const v of versions)
+    expect(JSON.parse(text(v.inputs.secretData))).toEqual([
+      { name: 'payment_id', type: 'STRING', mode: 'REQUIRED' },
+    ]);
+});

@@ -38,7 +38,7 @@ function grantsTo(account: string): string[] {
     .sort();
 }
 
-/** What a table of grants comes to for this program (one dataset, three secrets, no Managed Kafka). */
+/** What a table of grants comes to for this program (one dataset, three secrets and the mounted schema, no Managed Kafka). */
 function expected(grants: readonly Grant[]): string[] {
   const on: Record<Grant['on'], string[]> = {
     project: ['project proj'],
@@ -46,7 +46,7 @@ function expected(grants: readonly Grant[]): string[] {
     'dead-letter topic': ['topic orders-dead-letters'],
     'alert topic': ['topic orders-alerts'],
     'dead-letter subscription': ['subscription orders-dead-letters-pull'],
-    'each secret': ['secret', 'secret', 'secret'],
+    'each secret': ['secret', 'secret', 'secret', 'secret'],
     'managed kafka project': [],
   };
   return grants.flatMap((g) => on[g.on].map((resource) => `${g.role} on ${resource}`)).sort();

@@ -68,15 +68,22 @@ describe('the Pulumi program', () => {
       (container.envs as { name: string; value?: string }[]).map((e) => [e.name, e.value]),
     );
     expect(env.KAFKA_SSL_CA_FILE).toBe('/secrets/kafka-ssl-ca-file/pem');
+    // Beside it, the schema file: the configured image carries none of this pipeline's.
     expect(container.volumeMounts).toEqual([
       { name: 'kafka-ssl-ca-file', mountPath: '/secrets/kafka-ssl-ca-file' },
+      { name: 'bq-schema-file', mountPath: '/config/bq-schema-file' },
     ]);
     expect(task.volumes).toEqual([
       {
         name: 'kafka-ssl-ca-file',
         secret: { secret: 'orders-kafka-ssl-ca-file', items: [{ version: '1', path: 'pem' }] },
       },
+      {
+        name: 'bq-schema-file',
+        secret: { secret: 'orders-bq-schema-file', items: [{ version: '1', path: 'schema.json' }] },
+      },
     ]);
+    expect(env.BQ_SCHEMA_FILE).toBe('/config/bq-schema-file/schema.json');
     const carrying = resources.filter((r) => JSON.stringify(r.inputs).includes('private-ca-pem'));
     expect(carrying.map((r) => r.type)).toEqual(['gcp:secretmanager/secretVersion:SecretVersion']);
     const readers = resources.filter(
