@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, test } from 'vitest';
 import { type SettingName, settings } from '../../functions/config/settings.js';
-import { type Deployed, deployedSettings, passedSettings } from '../../infra/settings-map.js';
+import { type Deployed, deployedSettings, infraKeys, passedSettings } from '../../infra/settings-map.js';
 import { deployPage, withDeployReference } from '../../scripts/docs.js';
 import { runProgram } from '../support/pulumi-program.js';
 
@@ -80,4 +80,21 @@ describe('each passed setting, set in the stack config', () => {
 test("docs/deploy.md's table of every setting is the one made from the map (else: npm run docs)", () => {
   const page = readFileSync(deployPage, 'utf8');
   expect(page).toBe(withDeployReference(page));
+});
+
+test('every key the program reads is an argument of the component (a setting’s key, or where and how it runs)', () => {
+  const sources = ['config.ts']
+    .map((file) => readFileSync(join(import.meta.dirname, '..', '..', 'infra', file), 'utf8'))
+    .join('\n');
+  const read = [
+    ...sources.matchAll(
+      /config\.(?:get|getNumber|getBoolean|getObject|getSecret|require|requireSecret|requireObject)(?:<[^>]*>)?\('([a-zA-Z]+)'\)/g,
+    ),
+  ].map((m) => m[1]!);
+  expect(read.length).toBeGreaterThan(40);
+  const settingKeys = Object.values(deployedSettings as Readonly<Record<string, Deployed>>).flatMap((d) =>
+    'pulumi' in d ? [d.pulumi] : [],
+  );
+  const known = new Set<string>([...settingKeys, ...infraKeys]);
+  expect([...new Set(read)].filter((key) => !known.has(key))).toEqual([]);
 });
