@@ -281,7 +281,7 @@ export function readInfraConfig(source = stackConfig()): InfraConfig {
     statusInvokers: config.getObject<string[]>('statusInvokers') ?? [],
     operators: config.getObject<string[]>('operators') ?? [],
     notificationChannels: config.getObject<string[]>('notificationChannels') ?? [],
-    passed: passedOf(config, registryUrl),
+    passed: passedOf(config, { url: registryUrl, basicAuth: registryUsername !== undefined }),
     firestoreDatabase: firestoreDatabaseOf(config),
     existingDatasets: config.getObject<string[]>('existingDatasets') ?? [],
   };
@@ -291,7 +291,10 @@ export function readInfraConfig(source = stackConfig()): InfraConfig {
  * The passed settings that are set, each checked by the drain's own parser at preview: a wrong value stops
  * `pulumi preview` naming the key, not the first run.
  */
-function passedOf(config: ConfigReader, registryUrl: string | undefined): Record<string, string> {
+function passedOf(
+  config: ConfigReader,
+  registry: { url: string | undefined; basicAuth: boolean },
+): Record<string, string> {
   const passed: Record<string, string> = {};
   for (const { variable, key } of passedSettings) {
     const value = config.get(key);
@@ -300,7 +303,9 @@ function passedOf(config: ConfigReader, registryUrl: string | undefined): Record
   const least = {
     ...leastSettings,
     // What a passed setting goes with (SCHEMA_REGISTRY_AUTH: a registry).
-    ...(registryUrl === undefined ? {} : { SCHEMA_REGISTRY_URL: registryUrl }),
+    ...(registry.url === undefined ? {} : { SCHEMA_REGISTRY_URL: registry.url }),
+    // The key and secret are Secret Manager's; that they are set is what the parser checks here.
+    ...(registry.basicAuth ? { SCHEMA_REGISTRY_USERNAME: 'set', SCHEMA_REGISTRY_PASSWORD: 'set' } : {}),
   };
   try {
     parseConfig({ ...least, ...passed });

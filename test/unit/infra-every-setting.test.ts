@@ -1,0 +1,127 @@
+/**
+ * Every setting a deployment may set reaches a job's environment: generated from infra/settings-map.ts,
+ * each setting with a Pulumi key is given (as a component argument) to one of four pipelines of one
+ * program (storage-write with everything the values and Kafka take, cdc, load, and one with a routes file
+ * and Managed Kafka's OAUTHBEARER), and the test fails when any such setting's variable is in no job's
+ * environment. Secrets arrive as Secret Manager references, PEMs as mounted files.
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import * as pulumi from '@pulumi/pulumi';
+import { beforeAll, expect, test } from 'vitest';
+import type { SettingName } from '../../functions/config/settings.js';
+import { DrainPipeline } from '../../infra/component.js';
+import { type Deployed, deployedSettings } from '../../infra/settings-map.js';
+import { runOwnProgram } from '../support/pulumi-program.js';
+
+const folder = mkdtempSync(join(tmpdir(), 'every-setting-'));
+const schemaFile = join(folder, 'events.schema.json');
+writeFileSync(schemaFile, JSON.stringify([{ name: 'id', type: 'STRING', mode: 'REQUIRED' }]));
+const routesFile = join(folder, 'routes.json');
+writeFileSync(
+  routesFile,
+  JSON.stringify([{ topics: ['a'], table: 'routed.a', schemaFile: 'events.schema.json' }]),
+);
+const image = 'europe-west1-docker.pkg.dev/proj/drain/kafka-bigquery-drain@sha256:abc';
+const pem = (what: string) => pulumi.secret(`-----BEGIN ${what}-----\nx\n-----END ${what}-----\n`);
+
+let envNames: Set<string>;
+beforeAll(async () => {
+  const common = { project: 'proj', region: 'europe-west1', kafkaBrokers: 'b:9092', image };
+  const jobs: DrainPipeline[] = [];
+  const program = await runOwnProgram(async () => {
+    jobs.push(
+      new DrainPipeline('everything', {
+        ...common,
+        pipelineId: 'everything',
+        kafkaTopics: 'events',
+        kafkaSaslMechanism: 'scram-sha-512',
+        kafkaSaslUsername: pulumi.secret('user'),
+        kafkaSaslPassword: pulumi.secret('password'),
+        kafkaSsl: true,
+        kafkaSslCa: pem('CERTIFICATE'),
+        kafkaSslClientCert: pem('CERTIFICATE'),
+        kafkaSslClientKey: pem('PRIVATE KEY'),
+        logLevel: 'debug',
+        startPosition: 'latest',
+        retentionGapPolicy: 'skip',
+        dataset: 'ds',
+        table: 'events',
+        schemaFile,
+        partitionField: '_kafka_timestamp',
+        partitionType: 'HOUR',
+        partitionExpirationDays: 30,
+        requirePartitionFilter: true,
+        clustering: ['id'],
+        headersColumn: true,
+        keyTextColumn: true,
+        budgetSeconds: 200,
+        batchMaxRecords: 1000,
+        batchMaxBytes: 1048576,
+        leaseTtlSeconds: 30,
+        idleAlertSeconds: 600,
+        stallAlertSeconds: 900,
+        backlogAlertRecords: 5000,
+        valueFormat: 'avro',
+        valueSubject: 'events-value',
+        schemaRegistryUrl: 'https://registry.example.com',
+        schemaRegistryUsername: pulumi.secret('key'),
+        schemaRegistryPassword: pulumi.secret('secret'),
+        schemaRegistryAuth: 'basic',
+        unknownFields: 'evolve',
+        evolveColumnsPerRun: 5,
+        evolveColumnsMax: 100,
+        fieldNames: 'sanitize',
+        tombstones: 'dead-letter',
+      }),
+      new DrainPipeline('changes', {
+        ...common,
+        pipelineId: 'changes',
+        kafkaTopics: 'changes',
+        kafkaSsl: false,
+        schemaFile,
+        firestoreDatabase: 'existing',
+        writeMode: 'cdc',
+        changeFormat: 'upsert',
+        primaryKey: ['id'],
+        maxStaleness: '30m',
+        cdcSourceColumns: true,
+      }),
+      new DrainPipeline('loads', {
+        ...common,
+        pipelineId: 'loads',
+        kafkaTopics: 'loads',
+        kafkaSsl: false,
+        schemaFile,
+        firestoreDatabase: 'existing',
+        writeMode: 'load',
+        loadJobsPerTablePerDay: 1200,
+      }),
+      new DrainPipeline('routed', {
+        ...common,
+        pipelineId: 'routed',
+        routesFile,
+        firestoreDatabase: 'existing',
+        kafkaSaslMechanism: 'oauthbearer',
+        kafkaOauthProvider: 'google',
+      }),
+    );
+    return jobs.map((j) => j.outputs.jobName);
+  });
+  envNames = new Set(
+    program
+      .ofType('gcp:cloudrunv2/job:Job')
+      .flatMap((j) =>
+        (j.inputs.template.template.containers[0].envs as { name: string }[]).map((e) => e.name),
+      ),
+  );
+});
+
+const deployable = (Object.entries(deployedSettings) as [SettingName, Deployed][]).filter(
+  (entry): entry is [SettingName, Extract<Deployed, { pulumi: string }>] => 'pulumi' in entry[1],
+);
+
+test.each(deployable.map(([variable, d]) => [variable, d.pulumi]))('%s (%s) reaches a job', (variable) => {
+  expect([...envNames]).toContain(variable);
+});
