@@ -25,11 +25,20 @@ export type DrainPipelineArgs = {
   readonly kafkaBrokers: string;
 } & { readonly [K in SettingKey | (typeof infraKeys)[number]]?: ArgumentValue };
 
+/** `{pipelineId}-sched` must fit a service account id (30 characters). */
+const maxPipelineIdLength = 24;
+
 export class DrainPipeline extends pulumi.ComponentResource {
   readonly outputs: PipelineOutputs;
 
   constructor(name: string, args: DrainPipelineArgs, opts?: pulumi.ComponentResourceOptions) {
     super('kafka-bigquery-drain:index:DrainPipeline', name, {}, opts);
+    // Account ids are at most 30 characters (`{pipelineId}-drain`, `-sched`, `-ops`): a longer id would be
+    // cut, and two pipelines could end with one account.
+    if (args.pipelineId.length > maxPipelineIdLength)
+      throw new Error(
+        `DrainPipeline ${name}: pipelineId "${args.pipelineId}" is over ${maxPipelineIdLength} characters (its accounts' ids would be cut)`,
+      );
     const config = readInfraConfig(argumentsConfig(args, `DrainPipeline ${name}`));
     this.outputs = makePipeline(config, (part) => `${name}-${part}`, this);
     this.registerOutputs({

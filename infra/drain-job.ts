@@ -1,14 +1,17 @@
 import { readFileSync } from 'node:fs';
+import { relative } from 'node:path';
 import * as gcp from '@pulumi/gcp';
 import * as pulumi from '@pulumi/pulumi';
 import type { InfraConfig } from './config.js';
-import { PipelineImage } from './image.js';
+import { filesUnder, PipelineImage } from './image.js';
 import type { PipelineData } from './pipeline-data.js';
 
 /** Where the image keeps the target table's schema (the Dockerfile copies `BQ_SCHEMA_FILE` there). */
 export const schemaPathInImage = '/app/schema/target.schema.json';
 /** Where the schema file is mounted when the job runs a configured image (which carries none of ours). */
 export const schemaMountDir = '/config/bq-schema-file';
+/** Where a routes file's folder is mounted when the job runs a configured image. */
+export const routesMountDir = '/config/routes';
 /** Where the image keeps the routes file's folder (the Dockerfile copies `ROUTES_DIR` there). */
 export const routesPathInImage = '/app/routes';
 /** Cloud Run gives a task about 10 s after SIGTERM; the drain settles its batch within 6 s of it. */
@@ -198,6 +201,15 @@ export class DrainJob extends pulumi.ComponentResource {
       volumeMounts.push({ name: 'bq-schema-file', mountPath: schemaMountDir });
       fileEnv.BQ_SCHEMA_FILE = `${schemaMountDir}/schema.json`;
     }
+    // Likewise a routes file's folder (its schemas and modules): every file one version of one secret,
+    // mounted together at their relative paths.
+    if (config.image !== undefined && config.routesFile !== undefined) {
+      const routes = mountedRoutes(name, config, jobMember, parent);
+      this.secrets.push(routes.secret);
+      volumes.push(routes.volume);
+      volumeMounts.push({ name: routes.volume.name, mountPath: routesMountDir });
+      fileEnv.ROUTES_FILE = `${routesMountDir}/${config.routesFile.name}`;
+    }
 
     const plainEnv: Record<string, pulumi.Input<string>> = {
       PIPELINE_ID: config.pipelineId,
@@ -357,4 +369,48 @@ function layoutEnv(layout: InfraConfig['routes'][number]['layout']): Record<stri
     BQ_REQUIRE_PARTITION_FILTER: String(layout.requirePartitionFilter),
     BQ_CLUSTERING: layout.clustering.join(','),
   };
+}
+
+/** A mounted file is one secret version: Secret Manager holds 64 KiB a version. */
+const mountedFileBytes = 65_536;
+
+/**
+ * The routes file's folder in Secret Manager for a job that runs a configured image: one secret
+ * (`{pipeline}-routes`), each file a version of it, the job's account its reader, and the volume that
+ * mounts every version at the file's path relative to the folder.
+ */
+function mountedRoutes(
+  name: string,
+  config: InfraConfig,
+  member: pulumi.Output<string>,
+  parent: pulumi.CustomResourceOptions,
+): { secret: gcp.secretmanager.Secret; volume: SecretVolume } {
+  const dir = config.routesFile!.dir;
+  const files = filesUnder(dir)
+    .map((file) => ({ file, path: relative(dir, file) }))
+    .sort((a, b) => a.path.localeCompare(b.path));
+  const secret = new gcp.secretmanager.Secret(
+    `${name}-routes`,
+    { secretId: `${config.pipelineId}-routes`, replication: { auto: {} } },
+    parent,
+  );
+  new gcp.secretmanager.SecretIamMember(
+    `${name}-job-reads-routes`,
+    { secretId: secret.id, role: 'roles/secretmanager.secretAccessor', member },
+    parent,
+  );
+  const items = files.map(({ file, path }) => {
+    const text = readFileSync(file, 'utf8');
+    if (Buffer.byteLength(text) > mountedFileBytes)
+      throw new Error(
+        `routesFile's folder: ${path} is over 64 KiB, more than a mounted file holds: leave image unset`,
+      );
+    const version = new gcp.secretmanager.SecretVersion(
+      `${name}-routes-${path.replaceAll(/[^A-Za-z0-9]+/g, '-')}`,
+      { secret: secret.id, secretData: text },
+      parent,
+    );
+    return { version: version.version, path };
+  });
+  return { secret, volume: { name: 'routes', secret: { secret: secret.secretId, items } } };
 }

@@ -56,7 +56,8 @@ export function sourceHash(paths: readonly string[], root = repositoryRoot): str
   return hash.digest('hex').slice(0, 16);
 }
 
-function filesUnder(path: string): string[] {
+/** Every file below `path` (or `path` itself when it is a file). */
+export function filesUnder(path: string): string[] {
   if (!statSync(path).isDirectory()) return [path];
   return readdirSync(path, { withFileTypes: true }).flatMap((e) => filesUnder(join(path, e.name)));
 }

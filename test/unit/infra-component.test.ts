@@ -198,3 +198,17 @@ test("one image serves them all: each job reads its own schema file, mounted fro
       { name: 'payment_id', type: 'STRING', mode: 'REQUIRED' },
     ]);
 });
+
+test('a pipeline id too long for its accounts is refused', () => {
+  expect(
+    () =>
+      new DrainPipeline('long', {
+        project: 'proj',
+        pipelineId: 'orders-europe-west-production',
+        kafkaBrokers: 'b:1',
+        kafkaTopics: 't',
+        schemaFile,
+        image,
+      }),
+  ).toThrow(/pipelineId "orders-europe-west-production" is over 24 characters/);
+});

@@ -27,10 +27,11 @@ const image = 'europe-west1-docker.pkg.dev/proj/drain/kafka-bigquery-drain@sha25
 const pem = (what: string) => pulumi.secret(`-----BEGIN ${what}-----\nx\n-----END ${what}-----\n`);
 
 let envNames: Set<string>;
+let program: Awaited<ReturnType<typeof runOwnProgram>>;
 beforeAll(async () => {
   const common = { project: 'proj', region: 'europe-west1', kafkaBrokers: 'b:9092', image };
   const jobs: DrainPipeline[] = [];
-  const program = await runOwnProgram(async () => {
+  program = await runOwnProgram(async () => {
     jobs.push(
       new DrainPipeline('everything', {
         ...common,
@@ -124,4 +125,28 @@ const deployable = (Object.entries(deployedSettings) as [SettingName, Deployed][
 
 test.each(deployable.map(([variable, d]) => [variable, d.pulumi]))('%s (%s) reaches a job', (variable) => {
   expect([...envNames]).toContain(variable);
+});
+
+test("with image set, a routes file's folder is mounted: every file at its path, read by both accounts", () => {
+  const job = program.ofType('gcp:cloudrunv2/job:Job').find((j) => j.inputs.name === 'routed-drain')!;
+  const task = job.inputs.template.template;
+  const env = Object.fromEntries(
+    (task.containers[0].envs as { name: string; value?: string }[]).map((e) => [e.name, e.value]),
+  );
+  expect(env.ROUTES_FILE).toBe('/config/routes/routes.json');
+  const volume = (
+    task.volumes as { name: string; secret: { secret: string; items: { path: string }[] } }[]
+  ).find((v) => v.name === 'routes')!;
+  expect(volume.secret.secret).toBe('routed-routes');
+  expect(volume.secret.items.map((i) => i.path)).toEqual(['events.schema.json', 'routes.json']);
+  expect(task.containers[0].volumeMounts).toContainEqual({ name: 'routes', mountPath: '/config/routes' });
+  const readers = program
+    .ofType('gcp:secretmanager/secretIamMember:SecretIamMember')
+    .filter((g) => g.inputs.secretId === 'routed-drain-routes-id')
+    .map((g) => g.inputs.member)
+    .sort();
+  expect(readers).toEqual([
+    'serviceAccount:routed-drain@proj.iam.gserviceaccount.com',
+    'serviceAccount:routed-ops@proj.iam.gserviceaccount.com',
+  ]);
 });

@@ -1,6 +1,6 @@
 /**
  * The Pulumi program with a routes file: every route's table with its own schema (and error table), every
- * dataset granted to the job, and the job told where the routes file is in the image.
+ * dataset granted to the job, and the job told where the routes file is (mounted: the image is configured).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -37,7 +37,7 @@ beforeAll(async () => {
   });
 });
 
-test('routes: each table with its schema and error table, each dataset granted, ROUTES_FILE in the image', () => {
+test('routes: each table with its schema and error table, each dataset granted, ROUTES_FILE mounted beside the configured image', () => {
   const tables = program.ofType('gcp:bigquery/table:Table');
   const columns = (id: string) =>
     JSON.parse(tables.find((t) => t.inputs.tableId === id)!.inputs.schema).map(
@@ -68,6 +68,7 @@ test('routes: each table with its schema and error table, each dataset granted, 
     value?: string;
   }[];
   const plain = Object.fromEntries(envs.map((e) => [e.name, e.value]));
-  expect(plain.ROUTES_FILE).toBe('/app/routes/routes.json');
+  // The configured image carries none of this folder: it is mounted (drain-job.ts mountedRoutes).
+  expect(plain.ROUTES_FILE).toBe('/config/routes/routes.json');
   for (const name of ['KAFKA_TOPICS', 'BQ_TABLE', 'BQ_SCHEMA_FILE']) expect(plain[name]).toBeUndefined();
 });
