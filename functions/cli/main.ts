@@ -20,6 +20,7 @@ import { createKafkaSource } from '../sources/kafka-source.js';
 import { partitionStatus } from '../status/partition-status.js';
 import { check } from './check-command.js';
 import { deadLetterCommand } from './dead-letter-commands.js';
+import { dispatch } from './dispatch-command.js';
 import { statusLines } from './human-tables.js';
 import { type OperationsDeps, parseOperatorArgs, seek, setPaused, UsageError } from './operations.js';
 import { readConfig } from './read-config.js';
@@ -47,6 +48,9 @@ const commands: Readonly<Record<string, string>> = {
       runs skip the partition until it is resumed`,
   resume: `resume --topic T [--partition P] --reason "..."
       runs drain the partition again`,
+  dispatch: `dispatch [--json] [--min-tasks N] [--max-tasks N]
+      how many tasks the next execution would take: the records waiting, the tasks still running, the rate
+      a task drained in recent runs; one JSON line; launches nothing (yet)`,
   'dead-letters': `dead-letters --subscription S [--max N]
       list dead letters (origin, kind, reason); acknowledges none`,
   'replay-dead-letters': `replay-dead-letters --subscription S [--max N] [--dry-run]
@@ -145,6 +149,16 @@ async function operatorCommand(command: string, rest: string[], env: NodeJS.Proc
         return 2;
       }
       process.stderr.write(`${command} failed: ${error instanceof Error ? error.message : String(error)}\n`);
+      return 1;
+    });
+  }
+  if (command === 'dispatch') {
+    return dispatch(rest, env).catch((error: unknown) => {
+      if (error instanceof UsageError) {
+        process.stderr.write(`dispatch: ${error.message}\n`);
+        return 2;
+      }
+      process.stderr.write(`dispatch failed: ${error instanceof Error ? error.message : String(error)}\n`);
       return 1;
     });
   }
