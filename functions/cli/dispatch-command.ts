@@ -4,16 +4,12 @@
  * run holds, by owner), the rate a task drained in recent runs (their summaries in Firestore) — decided
  * by functions/dispatch/sizing.ts, printed as one `{"event":"dispatch", …}` line. It launches nothing yet.
  */
-import kafkajs from 'kafkajs';
 import { decideTasks, learnedRate, type RunRate, rateWindowMs } from '../dispatch/sizing.js';
-import { createGoogleClients } from '../google/clients.js';
+import type { GoogleClients } from '../google/clients.js';
 import { routeTopics } from '../job/routing.js';
-import { createLogger } from '../kernel/logger.js';
-import { kafkaClientOptions } from '../sources/kafka-client.js';
-import { createKafkaSource } from '../sources/kafka-source.js';
 import { partitionStatus } from '../status/partition-status.js';
 import { UsageError } from './operations.js';
-import { readConfig } from './read-config.js';
+import { cliServices, readConfig } from './read-config.js';
 
 export async function dispatch(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<number> {
   let minTasks = 1;
@@ -32,16 +28,12 @@ export async function dispatch(argv: readonly string[], env: NodeJS.ProcessEnv):
     throw new UsageError(`--min-tasks (${minTasks}) is above --max-tasks (${maxTasks})`);
   const config = readConfig(env);
   if (config === undefined) return 2;
-  const clients = createGoogleClients(config);
-  const logger = createLogger({ level: 'warning', write: (line) => process.stderr.write(`${line}\n`) });
-  const kafka = new kafkajs.Kafka(
-    kafkaClientOptions(config, `kafka-bigquery-drain-cli-${config.pipelineId}`),
-  );
+  const { clients, kafka, source } = cliServices(config);
   try {
     const now = Date.now();
     const [partitions, runs] = await Promise.all([
       partitionStatus(
-        { firestore: clients.firestore, source: createKafkaSource(kafka, { groupPrefix: 'unused', logger }) },
+        { firestore: clients.firestore, source },
         { pipelineId: config.pipelineId, routed: await routeTopics(config, kafka) },
       ),
       recentRuns(clients.firestore, config.pipelineId, now),
@@ -78,7 +70,7 @@ export async function dispatch(argv: readonly string[], env: NodeJS.ProcessEnv):
 
 /** The run summaries of the rate's window, as the sizing rule reads them. */
 async function recentRuns(
-  firestore: ReturnType<typeof createGoogleClients>['firestore'],
+  firestore: GoogleClients['firestore'],
   pipelineId: string,
   now: number,
 ): Promise<RunRate[]> {

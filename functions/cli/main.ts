@@ -6,24 +6,19 @@
 
 import { hostname, userInfo } from 'node:os';
 import { pathToFileURL } from 'node:url';
-import kafkajs from 'kafkajs';
 import { createFirestoreCheckpoints } from '../checkpoints/firestore-checkpoints.js';
 import { recordGoogleCalls } from '../google/call-recorder.js';
-import { createGoogleClients } from '../google/clients.js';
 import { resolveSecretReferences } from '../google/secret-references.js';
 import { exitWhenWritten, quietLocalAuth, runMain } from '../job/main.js';
 import { routeTopics } from '../job/routing.js';
 import { ConfigError } from '../kernel/errors.js';
-import { createLogger } from '../kernel/logger.js';
-import { kafkaClientOptions } from '../sources/kafka-client.js';
-import { createKafkaSource } from '../sources/kafka-source.js';
 import { partitionStatus } from '../status/partition-status.js';
 import { check } from './check-command.js';
 import { deadLetterCommand } from './dead-letter-commands.js';
 import { dispatch } from './dispatch-command.js';
 import { statusLines } from './human-tables.js';
 import { type OperationsDeps, parseOperatorArgs, seek, setPaused, UsageError } from './operations.js';
-import { readConfig } from './read-config.js';
+import { cliServices, readConfig } from './read-config.js';
 import { terminalWidth } from './text-table.js';
 import { verify } from './verify-command.js';
 
@@ -127,65 +122,46 @@ async function operatorCommand(command: string, rest: string[], env: NodeJS.Proc
       process.stderr.write(`verify: unknown argument ${unknown.join(' ')}\n${usage}\n`);
       return 2;
     }
-    return verify(env, json ? 'json' : terminalWidth(wide)).catch((error: unknown) => {
-      process.stderr.write(`verify failed: ${error instanceof Error ? error.message : String(error)}\n`);
-      return 1;
-    });
+    return finished('verify', verify(env, json ? 'json' : terminalWidth(wide)));
   }
   if (command === 'check') {
-    return check(rest, env).catch((error: unknown) => {
-      if (error instanceof UsageError) {
-        process.stderr.write(`check: ${error.message}\n`);
-        return 2;
-      }
-      process.stderr.write(`check failed: ${error instanceof Error ? error.message : String(error)}\n`);
-      return 1;
-    });
+    return finished('check', check(rest, env));
   }
   if (command === 'dead-letters' || command === 'replay-dead-letters') {
-    return deadLetterCommand(command, rest, env).catch((error: unknown) => {
-      if (error instanceof UsageError) {
-        process.stderr.write(`${command}: ${error.message}\nnothing was changed\n`);
-        return 2;
-      }
-      process.stderr.write(`${command} failed: ${error instanceof Error ? error.message : String(error)}\n`);
-      return 1;
-    });
+    return finished(command, deadLetterCommand(command, rest, env), 'nothing was changed');
   }
   if (command === 'dispatch') {
-    return dispatch(rest, env).catch((error: unknown) => {
-      if (error instanceof UsageError) {
-        process.stderr.write(`dispatch: ${error.message}\n`);
-        return 2;
-      }
-      process.stderr.write(`dispatch failed: ${error instanceof Error ? error.message : String(error)}\n`);
-      return 1;
-    });
+    return finished('dispatch', dispatch(rest, env));
   }
   if (['status', 'seek', 'pause', 'resume'].includes(command)) {
-    return operate(command, rest, env).catch((error: unknown) => {
-      if (error instanceof UsageError) {
-        process.stderr.write(`${command}: ${error.message}\nnothing was changed\n`);
-        return 2;
-      }
-      process.stderr.write(`${command} failed: ${error instanceof Error ? error.message : String(error)}\n`);
-      return 1;
-    });
+    return finished(command, operate(command, rest, env), 'nothing was changed');
   }
   process.stderr.write(`unknown command "${command}"\n${usage}\n`);
   return 2;
+}
+
+/**
+ * A command's exit code: its own, or 2 for a usage error (said, with `usageTail` after it), or 1 for a
+ * failure (said).
+ */
+function finished(command: string, run: Promise<number>, usageTail?: string): Promise<number> {
+  return run.catch((error: unknown) => {
+    if (error instanceof UsageError) {
+      process.stderr.write(
+        `${command}: ${error.message}\n${usageTail === undefined ? '' : `${usageTail}\n`}`,
+      );
+      return 2;
+    }
+    process.stderr.write(`${command} failed: ${error instanceof Error ? error.message : String(error)}\n`);
+    return 1;
+  });
 }
 
 async function operate(command: string, argv: readonly string[], env: NodeJS.ProcessEnv): Promise<number> {
   const args = parseOperatorArgs(argv);
   const config = readConfig(env);
   if (config === undefined) return 2;
-  const clients = createGoogleClients(config);
-  const logger = createLogger({ level: 'warning', write: (line) => process.stderr.write(`${line}\n`) });
-  const kafka = new kafkajs.Kafka(
-    kafkaClientOptions(config, `kafka-bigquery-drain-cli-${config.pipelineId}`),
-  );
-  const source = createKafkaSource(kafka, { groupPrefix: 'unused', logger });
+  const { clients, kafka, source } = cliServices(config);
   try {
     const routed = await routeTopics(config, kafka);
     const topics = [...new Set(routed.flatMap((r) => r.topics))].sort();
