@@ -68,13 +68,19 @@ export const deployedSettings = {
   BACKLOG_ALERT_RECORDS: { pulumi: 'backlogAlertRecords', passed: true },
   CLOUD_RUN_EXECUTION: byCloudRun,
   CLOUD_RUN_TASK_INDEX: byCloudRun,
-  CLOUD_RUN_TASK_COUNT: { notDeployable: 'set by Cloud Run from `taskCount`' },
+  CLOUD_RUN_TASK_COUNT: {
+    notDeployable: 'set by Cloud Run from `taskCount`, or by the dispatcher for each execution',
+  },
+  DISPATCH_MIN_TASKS: { pulumi: 'dispatchMinTasks' },
+  DISPATCH_MAX_TASKS: { pulumi: 'dispatchMaxTasks' },
+  DISPATCH_JOB: { notDeployable: 'made by the program: the drain job' },
 
   BIGQUERY_API_ENDPOINT: localOnly,
   BIGQUERY_STORAGE_ENDPOINT: localOnly,
   FIRESTORE_EMULATOR_HOST: localOnly,
   PUBSUB_EMULATOR_HOST: localOnly,
   SECRET_MANAGER_ENDPOINT: localOnly,
+  CLOUD_RUN_ADMIN_ENDPOINT: localOnly,
 
   VALUE_FORMAT: { pulumi: 'valueFormat' },
   SCHEMA_REGISTRY_URL: { pulumi: 'schemaRegistryUrl' },

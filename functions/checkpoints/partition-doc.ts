@@ -83,14 +83,19 @@ export function leaseOf(
     lastProgressAt: data?.lastProgressAt?.toMillis() ?? null,
     intent: data?.intent ?? null,
     replayUntil: data?.replayUntil ?? null,
-    liveness: {
-      openAlerts: data?.openAlerts ?? {},
-      highWatermark: data?.highWatermark ?? null,
-      logStart: data?.logStart ?? null,
-      highWatermarkChangedAt: data?.highWatermarkChangedAt ?? null,
-      lagHistory: data?.lagHistory ?? [],
-      pendingAlerts: data?.pendingAlerts ?? [],
-    },
+    liveness: livenessOf(data),
+  };
+}
+
+/** The alert episodes' state the last run left in the document. */
+export function livenessOf(data: PartitionDoc | undefined): LivenessState {
+  return {
+    openAlerts: data?.openAlerts ?? {},
+    highWatermark: data?.highWatermark ?? null,
+    logStart: data?.logStart ?? null,
+    highWatermarkChangedAt: data?.highWatermarkChangedAt ?? null,
+    lagHistory: data?.lagHistory ?? [],
+    pendingAlerts: data?.pendingAlerts ?? [],
   };
 }
 

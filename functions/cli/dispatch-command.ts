@@ -1,89 +1,77 @@
 /**
- * `dispatch [--json] [--min-tasks N] [--max-tasks N]`: what the dispatcher (issue #66) would launch now
- * — the records waiting (as `status` reads them), the tasks still running (partitions whose lease a live
- * run holds, by owner), the rate a task drained in recent runs (their summaries in Firestore) — decided
- * by functions/dispatch/sizing.ts, printed as one `{"event":"dispatch", …}` line. It launches nothing yet.
+ * `dispatch [--json] [--launch local|cloud-run] [--min-tasks N] [--max-tasks N]`: the dispatcher's
+ * decision against a live pipeline (functions/dispatch/dispatcher.ts): printed, and with `--launch local`
+ * the execution's tasks started on this machine and waited for (their lines pass through; the exit code is
+ * the worst of theirs), with `--launch cloud-run` an execution of DISPATCH_JOB started as the HTTP
+ * function starts it. The bounds are DISPATCH_MIN_TASKS and DISPATCH_MAX_TASKS unless given here.
  */
-import { decideTasks, learnedRate, type RunRate, rateWindowMs } from '../dispatch/sizing.js';
-import type { GoogleClients } from '../google/clients.js';
-import { routeTopics } from '../job/routing.js';
-import { partitionStatus } from '../status/partition-status.js';
+import { cloudRunLauncher } from '../dispatch/cloud-run-launcher.js';
+import { dispatchOnce } from '../dispatch/dispatcher.js';
+import { decideOnly, type Launcher } from '../dispatch/launcher.js';
+import { localLauncher } from '../dispatch/local-launcher.js';
+import { allTopics } from '../job/routing.js';
+import { createLogger } from '../kernel/logger.js';
 import { UsageError } from './operations.js';
 import { cliServices, readConfig } from './read-config.js';
 
-export async function dispatch(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<number> {
-  let minTasks = 1;
-  let maxTasks = Number.POSITIVE_INFINITY;
+interface DispatchArgs {
+  json: boolean;
+  launch: 'none' | 'local' | 'cloud-run';
+  minTasks?: number;
+  maxTasks?: number;
+}
+
+function parseArgs(argv: readonly string[]): DispatchArgs {
+  const args: DispatchArgs = { json: false, launch: 'none' };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i];
     const next = argv[i + 1] ?? '';
-    if (flag === '--json') continue;
-    if ((flag === '--min-tasks' || flag === '--max-tasks') && /^[1-9]\d{0,3}$/.test(next)) {
-      if (flag === '--min-tasks') minTasks = Number(next);
-      else maxTasks = Number(next);
+    if (flag === '--json') args.json = true;
+    else if (flag === '--launch' && (next === 'local' || next === 'cloud-run')) {
+      args.launch = next;
+      i++;
+    } else if ((flag === '--min-tasks' || flag === '--max-tasks') && /^[1-9]\d{0,3}$/.test(next)) {
+      if (flag === '--min-tasks') args.minTasks = Number(next);
+      else args.maxTasks = Number(next);
       i++;
     } else throw new UsageError(`unknown or incomplete argument "${flag}"`);
   }
-  if (minTasks > maxTasks)
-    throw new UsageError(`--min-tasks (${minTasks}) is above --max-tasks (${maxTasks})`);
+  return args;
+}
+
+export async function dispatch(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<number> {
+  const args = parseArgs(argv);
   const config = readConfig(env);
   if (config === undefined) return 2;
+  const minTasks = args.minTasks ?? config.dispatch.minTasks;
+  const maxTasks = args.maxTasks ?? config.dispatch.maxTasks ?? Number.POSITIVE_INFINITY;
+  if (minTasks > maxTasks)
+    throw new UsageError(`the least tasks (${minTasks}) is above the most (${maxTasks})`);
+  const write = (line: string) => process.stdout.write(`${line}\n`);
+  // Without --json the decision is a sentence; the tasks' own lines pass through as they are.
+  const logger = createLogger({
+    write: args.json ? write : (line) => write(humanLine(line)),
+  });
   const { clients, kafka, source } = cliServices(config);
+  const cloud = args.launch === 'cloud-run' ? await cloudRunLauncher(config.dispatch) : undefined;
+  const launcher: Launcher =
+    args.launch === 'local' ? localLauncher(env, config.pipelineId, write) : (cloud ?? decideOnly);
   try {
-    const now = Date.now();
-    const [partitions, runs] = await Promise.all([
-      partitionStatus(
-        { firestore: clients.firestore, source },
-        { pipelineId: config.pipelineId, routed: await routeTopics(config, kafka) },
-      ),
-      recentRuns(clients.firestore, config.pipelineId, now),
-    ]);
-    const backlog = partitions.reduce((sum, p) => sum + Math.max(0, p.lag ?? 0), 0);
-    const runningTasks = new Set(partitions.flatMap((p) => (p.leaseOwner === null ? [] : [p.leaseOwner])))
-      .size;
-    const ratePerTask = learnedRate(runs, now);
-    const decision = decideTasks({
-      backlog,
-      partitionCount: partitions.length,
-      runningTasks,
-      ratePerTask,
-      budgetSeconds: config.budgetSeconds,
-      minTasks,
-      maxTasks,
+    const outcome = await dispatchOnce({ firestore: clients.firestore, source, logger }, config, {
+      topics: await allTopics(config, kafka),
+      limits: { minTasks, maxTasks },
+      launcher,
     });
-    const line = {
-      event: 'dispatch',
-      pipeline: config.pipelineId,
-      backlog,
-      partitions: partitions.length,
-      runningTasks,
-      rate: ratePerTask === null ? null : Math.round(ratePerTask),
-      tasks: decision.tasks,
-      reason: decision.reason,
-    };
-    process.stdout.write(`${JSON.stringify(line)}\n`);
-    return 0;
+    return outcome.exitCode ?? 0;
   } finally {
-    await clients.close();
+    await Promise.all([clients.close(), cloud?.close()]);
   }
 }
 
-/** The run summaries of the rate's window, as the sizing rule reads them. */
-async function recentRuns(
-  firestore: GoogleClients['firestore'],
-  pipelineId: string,
-  now: number,
-): Promise<RunRate[]> {
-  const snapshot = await firestore
-    .collection('pipelines')
-    .doc(pipelineId)
-    .collection('runs')
-    .where('recordedAt', '>=', new Date(now - rateWindowMs))
-    .get();
-  return snapshot.docs.map((d) => ({
-    endedAt: d.get('recordedAt').toMillis(),
-    recordsRead: Number(d.get('recordsRead') ?? 0),
-    durationMs: Number(d.get('durationMs') ?? 0),
-    stopReason: d.get('stopReason'),
-  }));
+function humanLine(json: string): string {
+  const entry = JSON.parse(json) as Record<string, unknown>;
+  if (entry.event === 'dispatch') return `${entry.tasks} task(s): ${entry.reason}`;
+  if (entry.event === 'dispatch_launched')
+    return `execution ${entry.execution}${entry.exitCode === undefined ? ' started' : ` ended, exit ${entry.exitCode}`}`;
+  return json;
 }

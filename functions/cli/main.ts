@@ -43,9 +43,10 @@ const commands: Readonly<Record<string, string>> = {
       runs skip the partition until it is resumed`,
   resume: `resume --topic T [--partition P] --reason "..."
       runs drain the partition again`,
-  dispatch: `dispatch [--json] [--min-tasks N] [--max-tasks N]
-      how many tasks the next execution would take: the records waiting, the tasks still running, the rate
-      a task drained in recent runs; one JSON line; launches nothing (yet)`,
+  dispatch: `dispatch [--json] [--launch local|cloud-run] [--min-tasks N] [--max-tasks N]
+      size the next execution to the backlog: the records waiting, the tasks still running, the rate a
+      task drained in recent runs; prints the decision, and with --launch starts it (local: the tasks as
+      processes here, waited for; cloud-run: an execution of DISPATCH_JOB)`,
   'dead-letters': `dead-letters --subscription S [--max N]
       list dead letters (origin, kind, reason); acknowledges none`,
   'replay-dead-letters': `replay-dead-letters --subscription S [--max N] [--dry-run]

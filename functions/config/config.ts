@@ -3,6 +3,7 @@ import { ConfigError } from '../kernel/errors.js';
 import type { LogLevel } from '../kernel/logger.js';
 import { logLevelNames } from '../kernel/logger.js';
 import { type BigQueryConfig, bigqueryOf, whenRefusal, whenWriteModes, writeModeOf } from './bigquery.js';
+import { type DispatchConfig, dispatchOf } from './dispatch.js';
 import { type KafkaSecurity, kafkaSecurity } from './kafka.js';
 import { deepFreeze, type Env, reader } from './reader.js';
 import type { Route } from './routes.js';
@@ -69,6 +70,8 @@ export interface DrainConfig {
   readonly execution: string;
   readonly taskIndex: number;
   readonly taskCount: number;
+  /** The dispatcher's bounds and job (functions/dispatch/). */
+  readonly dispatch: DispatchConfig;
 }
 
 /**
@@ -99,6 +102,8 @@ export function parseConfig(
   if (routes.some((r) => r.when !== null) && !whenWriteModes.includes(writeMode))
     throw new ConfigError('ROUTES_FILE', whenRefusal(writeMode));
 
+  const bigquery = bigqueryOf(read, writeMode, taskCount);
+  const load = bigquery.load;
   const config: DrainConfig = {
     pipelineId,
     project,
@@ -112,7 +117,7 @@ export function parseConfig(
     routes,
     routesFile,
     schemaRegistry,
-    bigquery: bigqueryOf(read, writeMode, taskCount),
+    bigquery,
     emulators: {
       firestore: read.matching('FIRESTORE_EMULATOR_HOST', /^[^\s:/]+:\d{1,5}$/, 'host:port', true),
       pubsub: read.matching('PUBSUB_EMULATOR_HOST', /^[^\s:/]+:\d{1,5}$/, 'host:port', true),
@@ -144,6 +149,10 @@ export function parseConfig(
     execution: read.text('CLOUD_RUN_EXECUTION'),
     taskIndex,
     taskCount,
+    dispatch: dispatchOf(
+      read,
+      load === null ? null : { perDay: load.jobsPerTablePerDay, periodSeconds: load.schedulePeriodSeconds },
+    ),
   };
   return deepFreeze(config);
 }

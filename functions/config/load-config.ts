@@ -37,3 +37,8 @@ export function loadPlan(perDay: number, periodSeconds: number, taskCount: numbe
     'run less often, with fewer tasks, or raise LOAD_JOBS_PER_TABLE_PER_DAY (at most 1500)'
   );
 }
+
+/** load mode: the most tasks an execution may have with a load each (what loadPlan refuses beyond). */
+export function loadTaskCeiling(perDay: number, periodSeconds: number): number {
+  return Math.max(1, Math.floor(perDay / Math.ceil(86_400 / periodSeconds)));
+}

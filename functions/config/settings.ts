@@ -220,6 +220,23 @@ export const settings = {
     default: 1,
     meaning: "Set by Cloud Run: the execution's tasks.",
   },
+  DISPATCH_MIN_TASKS: {
+    section: 'run',
+    default: 1,
+    meaning:
+      'The dispatcher launches at least this many tasks when records wait (never more than the partitions). See [capacity](capacity.md#the-dispatcher).',
+  },
+  DISPATCH_MAX_TASKS: {
+    section: 'run',
+    shown: 'unset: no dispatcher',
+    meaning:
+      'The most tasks the dispatcher launches; set, the schedule calls the dispatcher, which runs the job with the tasks the backlog needs, or none. See [capacity](capacity.md#the-dispatcher).',
+  },
+  DISPATCH_JOB: {
+    section: 'run',
+    shown: 'set by the program',
+    meaning: 'The drain job the dispatcher runs (`projects/P/locations/R/jobs/J`).',
+  },
 
   BIGQUERY_API_ENDPOINT: {
     section: 'local',
@@ -231,6 +248,11 @@ export const settings = {
   },
   FIRESTORE_EMULATOR_HOST: { section: 'local', meaning: "`host:port` of Firestore's emulator." },
   PUBSUB_EMULATOR_HOST: { section: 'local', meaning: "`host:port` of Pub/Sub's emulator." },
+  CLOUD_RUN_ADMIN_ENDPOINT: {
+    section: 'local',
+    meaning:
+      '`host:port` of a plaintext gRPC Cloud Run Admin API (tests serve its protocol; no emulator exists), for the dispatcher.',
+  },
   SECRET_MANAGER_ENDPOINT: {
     section: 'local',
     meaning:

@@ -33,6 +33,20 @@ export interface Thresholds {
   backlogGrowingRuns: number;
 }
 
+/** The thresholds of a pipeline's settings (IDLE_ALERT_SECONDS, STALL_ALERT_SECONDS, BACKLOG_ALERT_RECORDS). */
+export function thresholdsOf(config: {
+  readonly idleAlertSeconds: number;
+  readonly stallAlertSeconds: number;
+  readonly backlogAlertRecords: number;
+}): Thresholds {
+  return {
+    idleSeconds: config.idleAlertSeconds,
+    stallSeconds: config.stallAlertSeconds,
+    backlogRecords: config.backlogAlertRecords,
+    backlogGrowingRuns: 3,
+  };
+}
+
 export const emptyLiveness: LivenessState = {
   openAlerts: {},
   highWatermark: null,

@@ -8,6 +8,7 @@ import type { DrainConfig } from '../config/config.js';
 import { groupTables } from '../config/route-groups.js';
 import { type Route, type RoutedTopics, tableName } from '../config/routes.js';
 import { createPubSubDeadLetters } from '../dead-letters/pubsub-dead-letters.js';
+import { thresholdsOf } from '../drain/episodes.js';
 import type { DrainOptions, DrainPorts } from '../drain/run-state.js';
 import type { ValueFormat } from '../formats/value-format.js';
 import type { GoogleClients } from '../google/clients.js';
@@ -95,12 +96,7 @@ export function drainOptionsFor(
     firestoreConcurrency: 16,
     // Longer than a task's start-up may take (the table checks wait at most 10 s), a small part of a run.
     shareGraceMs: Math.min(15_000, (config.budgetSeconds * 1000) / 4),
-    alertThresholds: {
-      idleSeconds: config.idleAlertSeconds,
-      stallSeconds: config.stallAlertSeconds,
-      backlogRecords: config.backlogAlertRecords,
-      backlogGrowingRuns: 3,
-    },
+    alertThresholds: thresholdsOf(config),
   };
 }
 

@@ -1,28 +1,42 @@
 /**
- * `dispatch --json` against a real pipeline (the first step of issue #66: the decision, no launch yet):
- * before any run the rate is unknown and the least is asked; a run teaches the rate; a quiet pipeline
- * asks for nothing; a backlog larger than one task drains in a run asks for several, within the
- * partitions.
+ * The dispatcher (issue #66) against a real pipeline, through the real CLI: `dispatch --json` decides
+ * (before any run the rate is unknown and the least is asked; a quiet pipeline asks for nothing; a backlog
+ * larger than one task drains in a run asks for several, within the partitions), and `--launch local`
+ * starts the tasks it chose as processes of the real `run` (CLOUD_RUN_TASK_INDEX/COUNT), each record
+ * landing once though one task is SIGKILLed mid-run; in load mode no task refuses its share of the loads.
  */
 import { expect, test } from 'vitest';
-import { createPipeline, e2eClients, errorsOf, runCli, runJob } from '../support/job.js';
+import {
+  createPipeline,
+  e2eClients,
+  errorsOf,
+  runCli,
+  runJob,
+  startCli,
+  tableOffsets,
+} from '../support/job.js';
 import { produce } from '../support/kafka.js';
 
 const clients = await e2eClients();
 
+interface DispatchDecision {
+  event: string;
+  backlog: number;
+  partitions: number;
+  runningTasks: number;
+  rate: number | null;
+  tasks: number;
+  reason: string;
+}
+
 async function dispatchLine(env: Record<string, string>, args: string[] = []) {
   const result = await runCli(['dispatch', '--json', ...args], env);
   expect(result.code, result.stderr).toBe(0);
-  return JSON.parse(result.stdout.trim().split('\n').at(-1)!) as {
-    event: string;
-    backlog: number;
-    partitions: number;
-    runningTasks: number;
-    rate: number | null;
-    tasks: number;
-    reason: string;
-  };
+  return decisionOf(result.stdout.trim().split('\n').map((l) => JSON.parse(l)));
 }
+
+const decisionOf = (lines: Record<string, unknown>[]) =>
+  lines.find((l) => l.event === 'dispatch') as unknown as DispatchDecision;
 
 const records = (n: number, from = 0) =>
   Array.from({ length: n }, (_, i) => ({
@@ -64,4 +78,90 @@ test('no rate yet: the least; quiet: nothing; a backlog beyond one task: several
   expect(busy.tasks).toBeGreaterThan(1);
   expect(Math.abs(busy.tasks - wanted)).toBeLessThanOrEqual(1); // the line's rate is rounded
   expect(busy.reason).toMatch(/^40000 records wait; a task drains \d+\/s for 5 s: \d+ task\(s\)$/);
+});
+
+/**
+ * 300,000 records over 16 partitions after a run taught the rate, a budget one task cannot drain them in:
+ * the dispatcher chooses several tasks and runs them here; one is SIGKILLed mid-run and the others take
+ * its share once its leases lapse; dispatches go on until nothing waits, and then launch nothing.
+ */
+async function drainsWithSeveralTasks(mode: 'storage-write' | 'load', env: Record<string, string> = {}) {
+  const total = 300_000;
+  const pipeline = await createPipeline(clients, 16, {
+    BQ_WRITE_MODE: mode,
+    DRAIN_BUDGET_SECONDS: '20',
+    LEASE_TTL_SECONDS: '4',
+    DISPATCH_MAX_TASKS: '4',
+    ...env,
+  });
+  await produce(pipeline.topic, records(1_600));
+  const taught = await runJob(pipeline.env);
+  expect(taught.code, errorsOf(taught.lines)).toBe(0);
+  await produce(pipeline.topic, records(total - 1_600, 1_600));
+
+  const decisions: DispatchDecision[] = [];
+  let killed = false;
+  for (let round = 0; round < 6; round++) {
+    const dispatch = startCli(['dispatch', '--json', '--launch', 'local'], pipeline.env);
+    if (!killed) {
+      // The first execution: one of its tasks dies mid-run (no release, no summary), holding leases.
+      const victim = await until(
+        () => dispatch.lines.filter((l) => l.event === 'dispatch_task')[1],
+        dispatch.exited,
+      );
+      if (victim !== undefined) {
+        await new Promise((r) => setTimeout(r, 4_000));
+        process.kill(Number(victim.pid), 'SIGKILL');
+        killed = true;
+      }
+    }
+    const { code } = await dispatch.exited;
+    const decision = decisionOf(dispatch.lines);
+    decisions.push(decision);
+    console.log(`${mode} dispatch ${round}: ${JSON.stringify(decision)}`);
+    if (decision.tasks === 0) break;
+    // The task killed on purpose fails its execution (exit 1, as Cloud Run counts a killed task).
+    expect(code, errorsOf(dispatch.lines)).toBe(round === 0 && killed ? 1 : 0);
+  }
+  expect(killed).toBe(true);
+  expect(decisions[0]).toMatchObject({ backlog: total - 1_600, partitions: 16, runningTasks: 0 });
+  expect(decisions[0]!.tasks).toBeGreaterThan(1);
+  expect(decisions[0]!.tasks).toBeLessThanOrEqual(4);
+  expect(decisions.at(-1)).toMatchObject({ backlog: 0, tasks: 0, reason: 'nothing waits' });
+
+  const offsets = await tableOffsets(clients, pipeline);
+  for (let p = 0; p < 16; p++) {
+    const want = Array.from({ length: total / 16 }, (_, i) => i);
+    expect(offsets.get(p), `partition ${p}`).toEqual(want);
+  }
+  return decisions;
+}
+
+async function until<T>(probe: () => T | undefined, ended: Promise<unknown>): Promise<T | undefined> {
+  let done = false;
+  void ended.then(() => {
+    done = true;
+  });
+  for (;;) {
+    const found = probe();
+    if (found !== undefined || done) return found;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+test('storage-write: 300,000 records, several tasks launched here, one killed: each record once', async () => {
+  await drainsWithSeveralTasks('storage-write');
+});
+
+test('load: the same, and no task refuses its loads for the tasks the dispatcher chose', async () => {
+  // Hourly runs with 60 loads a table a day: a run of one task may submit 2 loads, of 4 tasks none. The
+  // dispatcher may launch at most the tasks that each still get one.
+  const refused = await runCli(['dispatch', '--json'], {
+    ...(await createPipeline(clients, 16, { BQ_WRITE_MODE: 'load' })).env,
+    LOAD_JOBS_PER_TABLE_PER_DAY: '60',
+    DISPATCH_MAX_TASKS: '4',
+  });
+  expect(refused.code).toBe(2);
+  expect(refused.stderr).toContain('DISPATCH_MAX_TASKS: (4) is too many for load mode');
+  await drainsWithSeveralTasks('load');
 });

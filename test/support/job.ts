@@ -100,7 +100,12 @@ export interface JobProcess {
 const children = new Set<ChildProcess>();
 
 export function startJob(env: Record<string, string>): JobProcess {
-  const child = spawn(process.execPath, [cliEntry(), 'run'], {
+  return startCli(['run'], env);
+}
+
+/** A CLI command started, its JSON lines collected as they come (a job's, or `dispatch --launch local`'s). */
+export function startCli(args: readonly string[], env: Record<string, string>): JobProcess {
+  const child = spawn(process.execPath, [cliEntry(), ...args], {
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
