@@ -8,6 +8,7 @@ import {
   createPipeline,
   e2eClients,
   type Pipeline,
+  runCli,
   runJob,
   runVerify,
   tableOffsets,
@@ -59,6 +60,37 @@ test('idle: one alert however many runs see it, one resolved when records come b
   await produce(pipeline.topic, values(0, 5, 3));
   expect((await runJob(pipeline.env)).code).toBe(0);
   expect(await pull()).toEqual(['idle:open:0', 'idle:resolved:0']);
+});
+
+/** The dispatcher's decision (`dispatch --launch local`), and the tasks it ran, as lines. */
+async function dispatchOnce(env: Record<string, string>) {
+  const result = await runCli(['dispatch', '--json', '--launch', 'local'], env);
+  expect(result.code, result.stderr).toBe(0);
+  const lines = result.stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+  const decision = lines.find((l) => l.event === 'dispatch')!;
+  console.log(`dispatch: ${decision.tasks} task(s): ${decision.reason}`);
+  return { tasks: decision.tasks as number, reason: decision.reason as string, lines };
+}
+
+test('with the dispatcher, a quiet pipeline runs nothing, yet idle opens on time and resolves', async () => {
+  const { pipeline, pull } = await withAlerts(2, { IDLE_ALERT_SECONDS: '3', DISPATCH_MAX_TASKS: '2' });
+  await produce(pipeline.topic, [...values(0, 0, 5), ...values(1, 5, 5)]);
+  expect(await dispatchOnce(pipeline.env)).toMatchObject({ tasks: 1 });
+  const drainedAt = Date.now();
+  // Quiet, and idle not due yet: no execution.
+  expect(await dispatchOnce(pipeline.env)).toMatchObject({ tasks: 0, reason: 'nothing waits' });
+  expect(await pull()).toEqual([]);
+  await waitFor('the quiet to pass the idle threshold', async () => Date.now() > drainedAt + 3_300);
+  // Due: the dispatcher evaluates the episodes a run would and launches one task to raise them.
+  const owed = await dispatchOnce(pipeline.env);
+  expect(owed.tasks).toBe(1);
+  expect(owed.reason).toMatch(/^nothing waits, but a run is owed: idle opens on .+\/[01]$/);
+  expect((await pull()).sort()).toEqual(['idle:open:0', 'idle:open:1']);
+  // Raised once: the next quiet periods launch nothing.
+  expect(await dispatchOnce(pipeline.env)).toMatchObject({ tasks: 0, reason: 'nothing waits' });
+  await produce(pipeline.topic, values(0, 10, 1));
+  expect(await dispatchOnce(pipeline.env)).toMatchObject({ tasks: 1 });
+  expect((await pull()).sort()).toEqual(['idle:open:0', 'idle:open:1', 'idle:resolved:0']);
 });
 
 async function retentionCase(policy: 'fail' | 'skip') {
