@@ -4,7 +4,9 @@ import type * as pulumi from '@pulumi/pulumi';
 import { whenRefusal, whenWriteModes } from '../functions/config/bigquery.js';
 import { stalenessOf } from '../functions/config/cdc-config.js';
 import { parseConfig } from '../functions/config/config.js';
+import { dispatchOf as parseDispatch } from '../functions/config/dispatch.js';
 import { bigQueryLoadsPerTablePerDay, loadPlan } from '../functions/config/load-config.js';
+import { reader } from '../functions/config/reader.js';
 import {
   parseRoutes,
   tableName,
@@ -136,7 +138,13 @@ export interface InfraConfig {
    */
   readonly freshness: { readonly targetSeconds: number; readonly goal: number };
   readonly timeZone: string;
+  /** Each execution's tasks when run without the dispatcher (`runOnce`, or the schedule with no dispatcher). */
   readonly taskCount: number;
+  /**
+   * `dispatchMaxTasks` set: the schedule calls the dispatcher (dispatcher.ts), which runs the job with the
+   * tasks the backlog needs, between these bounds, or none.
+   */
+  readonly dispatch: { readonly minTasks: number; readonly maxTasks: number } | undefined;
   readonly budgetSeconds: number;
   readonly leaseTtlSeconds: number;
   readonly idleAlertSeconds: number;
@@ -273,6 +281,10 @@ export function readInfraConfig(source = stackConfig()): InfraConfig {
     freshness: freshnessOf(config, periodSeconds, budgetSeconds),
     timeZone: config.get('timeZone') ?? 'Etc/UTC',
     taskCount: config.getNumber('taskCount') ?? 1,
+    dispatch: dispatchOf(
+      config,
+      writeMode === 'load' ? { perDay: loadJobsOf(config, periodSeconds, 1), periodSeconds } : null,
+    ),
     budgetSeconds,
     leaseTtlSeconds: config.getNumber('leaseTtlSeconds') ?? Math.min(60, budgetSeconds),
     idleAlertSeconds: config.getNumber('idleAlertSeconds') ?? 300,
@@ -315,6 +327,34 @@ function passedOf(
     throw error;
   }
   return passed;
+}
+
+/** dispatchMinTasks and dispatchMaxTasks, checked by the drain's own parser (load: a load for each task). */
+function dispatchOf(
+  config: ConfigReader,
+  load: { perDay: number; periodSeconds: number } | null,
+): InfraConfig['dispatch'] {
+  const keys = { DISPATCH_MIN_TASKS: 'dispatchMinTasks', DISPATCH_MAX_TASKS: 'dispatchMaxTasks' } as const;
+  const given = Object.fromEntries(
+    Object.entries(keys).flatMap(([variable, key]) => {
+      const value = config.get(key);
+      return value === undefined ? [] : [[variable, value]];
+    }),
+  );
+  if (given.DISPATCH_MAX_TASKS === undefined) {
+    if (given.DISPATCH_MIN_TASKS !== undefined)
+      throw new Error('dispatchMinTasks: is set without dispatchMaxTasks, which turns the dispatcher on');
+    return undefined;
+  }
+  try {
+    const parsed = parseDispatch(reader(given), load);
+    return { minTasks: parsed.minTasks, maxTasks: parsed.maxTasks! };
+  } catch (error) {
+    const variable = (error as { variable?: keyof typeof keys }).variable;
+    if (variable !== undefined && keys[variable] !== undefined)
+      throw new Error(`${keys[variable]}: ${(error as Error).message}`);
+    throw error;
+  }
 }
 
 function firestoreDatabaseOf(config: ConfigReader): InfraConfig['firestoreDatabase'] {

@@ -16,6 +16,8 @@ export interface DashboardMetrics {
   readonly lag: string;
   /** The freshness SLO's full name (`projects/…/services/…/serviceLevelObjectives/freshness`). */
   readonly slo: string;
+  /** The dispatcher's decisions, when it is on. */
+  readonly dispatchedTasks?: string;
 }
 
 export function dashboardJson(pipelineId: string, targetSeconds: number, m: DashboardMetrics): string {
@@ -61,6 +63,14 @@ export function dashboardJson(pipelineId: string, targetSeconds: number, m: Dash
           groupBy: 'metric.label.kind',
         }),
         tile(0, 20, 'lag left after runs', user(m.lag), { aligner: 'ALIGN_DELTA' }),
+        ...(m.dispatchedTasks === undefined
+          ? []
+          : [
+              tile(6, 20, 'tasks the dispatcher launched', user(m.dispatchedTasks), {
+                aligner: 'ALIGN_PERCENTILE_99',
+                reducer: 'REDUCE_MAX',
+              }),
+            ]),
       ],
     },
   });

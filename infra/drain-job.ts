@@ -48,7 +48,20 @@ export class DrainJob extends pulumi.ComponentResource {
   /** The pipeline's secrets in Secret Manager (`{pipeline}-kafka-sasl-password` and alike). */
   readonly secrets: gcp.secretmanager.Secret[] = [];
 
-  constructor(name: string, config: InfraConfig, data: PipelineData, opts?: pulumi.ComponentResourceOptions) {
+  /**
+   * `dispatch`: with the dispatcher (`dispatchMaxTasks`), what makes it once the job exists (dispatcher.ts):
+   * the URL the scheduler calls with an OIDC token as `scheduler`, and the grant that lets it.
+   */
+  constructor(
+    name: string,
+    config: InfraConfig,
+    data: PipelineData,
+    opts?: pulumi.ComponentResourceOptions,
+    dispatch?: (
+      drain: DrainJob,
+      scheduler: pulumi.Output<string>,
+    ) => { readonly url: pulumi.Output<string>; readonly invoker: pulumi.Resource },
+  ) {
     super('kafka-bigquery-drain:index:DrainJob', name, {}, opts);
     const parent = { parent: this };
 
@@ -290,7 +303,9 @@ export class DrainJob extends pulumi.ComponentResource {
         deletionProtection: false,
         template: {
           taskCount: config.taskCount,
-          parallelism: config.taskCount,
+          // With the dispatcher an execution takes the tasks it chose (`overrides.taskCount`); a parallelism
+          // of the job's own count would run the rest after them. Unset, Cloud Run runs them all at once.
+          ...(config.dispatch === undefined ? { parallelism: config.taskCount } : {}),
           template: {
             serviceAccount: this.jobAccount.email,
             // The drain stops at its budget; the task timeout leaves room to settle and release leases.
@@ -323,18 +338,23 @@ export class DrainJob extends pulumi.ComponentResource {
       },
       parent,
     );
-    // The scheduler may run this one job, nothing else.
-    const invoker = new gcp.cloudrunv2.JobIamMember(
-      `${name}-scheduler-runs-job`,
-      {
-        name: this.job.name,
-        location: config.region,
-        project: config.project,
-        role: 'roles/run.invoker',
-        member: pulumi.interpolate`serviceAccount:${this.schedulerAccount.email}`,
-      },
-      parent,
-    );
+    const member = pulumi.interpolate`serviceAccount:${this.schedulerAccount.email}`;
+    const dispatcher = dispatch?.(this, member);
+    // Without the dispatcher the scheduler may run this one job, nothing else; with it, it may only call
+    // the dispatcher (OIDC), which runs the job.
+    const invoker =
+      dispatcher?.invoker ??
+      new gcp.cloudrunv2.JobIamMember(
+        `${name}-scheduler-runs-job`,
+        {
+          name: this.job.name,
+          location: config.region,
+          project: config.project,
+          role: 'roles/run.invoker',
+          member,
+        },
+        parent,
+      );
     this.scheduler = new gcp.cloudscheduler.Job(
       `${name}-schedule`,
       {
@@ -343,14 +363,21 @@ export class DrainJob extends pulumi.ComponentResource {
         schedule: config.schedule,
         timeZone: config.timeZone,
         attemptDeadline: '60s',
-        httpTarget: {
-          httpMethod: 'POST',
-          uri: pulumi.interpolate`https://run.googleapis.com/v2/projects/${config.project}/locations/${config.region}/jobs/${this.job.name}:run`,
-          oauthToken: {
-            serviceAccountEmail: this.schedulerAccount.email,
-            scope: 'https://www.googleapis.com/auth/cloud-platform',
-          },
-        },
+        httpTarget:
+          dispatcher === undefined
+            ? {
+                httpMethod: 'POST',
+                uri: pulumi.interpolate`https://run.googleapis.com/v2/projects/${config.project}/locations/${config.region}/jobs/${this.job.name}:run`,
+                oauthToken: {
+                  serviceAccountEmail: this.schedulerAccount.email,
+                  scope: 'https://www.googleapis.com/auth/cloud-platform',
+                },
+              }
+            : {
+                httpMethod: 'POST',
+                uri: dispatcher.url,
+                oidcToken: { serviceAccountEmail: this.schedulerAccount.email, audience: dispatcher.url },
+              },
       },
       { ...parent, dependsOn: [invoker] },
     );

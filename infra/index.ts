@@ -13,6 +13,8 @@ export const jobName = pipeline.jobName;
 export const imageRepository = pipeline.imageRepository;
 export const schedulerJob = pipeline.schedulerJob;
 export const statusUrl = pipeline.statusUrl;
+/** The dispatcher's URL, with `dispatchMaxTasks` set (the schedule calls it instead of the job). */
+export const dispatcherUrl = pipeline.dispatcherUrl;
 export const deadLetterTopic = pipeline.deadLetterTopic;
 export const alertTopic = pipeline.alertTopic;
 export const targetTable = pipeline.targetTable;

@@ -153,6 +153,23 @@ export class PipelineMonitoring extends pulumi.ComponentResource {
       },
     });
 
+    // The dispatcher's decisions (dispatchMaxTasks set): the tasks each launched, 0 when nothing waited.
+    const dispatched =
+      config.dispatch === undefined
+        ? undefined
+        : new gcp.logging.Metric(
+            `${name}-dispatched-tasks`,
+            {
+              name: `${prefix}_dispatched_tasks`,
+              description: "tasks each of the dispatcher's decisions launched",
+              filter: `resource.type="cloud_run_revision" AND resource.labels.service_name="${config.pipelineId}-dispatch" AND jsonPayload.event="dispatch"`,
+              valueExtractor: 'EXTRACT(jsonPayload.tasks)',
+              metricDescriptor: { metricKind: 'DELTA', valueType: 'DISTRIBUTION', unit: '1' },
+              bucketOptions: { linearBuckets: { numFiniteBuckets: 100, width: 1, offset: 0 } },
+            },
+            parent,
+          );
+
     const freshness = freshnessMonitoring(name, config, logs, this);
     this.policies.push(freshness.burnRate);
     this.freshness = freshness;
@@ -169,6 +186,7 @@ export class PipelineMonitoring extends pulumi.ComponentResource {
         alerts: alerts.name,
         lag: lag.name,
         slo: freshness.slo.name,
+        ...(dispatched === undefined ? {} : { dispatchedTasks: dispatched.name }),
       })
       .apply((metrics) => metrics as unknown as DashboardMetrics);
     new gcp.monitoring.Dashboard(

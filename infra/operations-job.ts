@@ -2,6 +2,7 @@ import * as gcp from '@pulumi/gcp';
 import * as pulumi from '@pulumi/pulumi';
 import type { InfraConfig } from './config.js';
 import type { DrainJob } from './drain-job.js';
+import { grantAll } from './grants.js';
 import { operationsGrants } from './permissions.js';
 import type { PipelineData } from './pipeline-data.js';
 
@@ -39,50 +40,18 @@ export class OperationsJob extends pulumi.ComponentResource {
       parent,
     );
     const member = pulumi.interpolate`serviceAccount:${this.account.email}`;
-    for (const grant of operationsGrants) {
-      const key = `${name}-${grant.role.replace('roles/', '').replaceAll('.', '-')}`;
-      switch (grant.on) {
-        case 'each dataset':
-          for (const [index, dataset] of data.datasets.entries()) {
-            new gcp.bigquery.DatasetIamMember(
-              index === 0 ? key : `${key}-${index}`,
-              { datasetId: dataset.datasetId, role: grant.role, member },
-              parent,
-            );
-          }
-          break;
-        case 'project':
-          new gcp.projects.IAMMember(key, { project: config.project, role: grant.role, member }, parent);
-          break;
-        case 'dead-letter subscription':
-          new gcp.pubsub.SubscriptionIAMMember(
-            key,
-            { subscription: data.deadLetterSubscription.name, role: grant.role, member },
-            parent,
-          );
-          break;
-        case 'each secret':
-          for (const [index, secret] of drain.secrets.entries()) {
-            new gcp.secretmanager.SecretIamMember(
-              `${key}-${index}`,
-              { secretId: secret.id, role: grant.role, member },
-              parent,
-            );
-          }
-          break;
-        case 'managed kafka project':
-          if (config.managedKafkaProject !== undefined) {
-            new gcp.projects.IAMMember(
-              key,
-              { project: config.managedKafkaProject, role: grant.role, member },
-              parent,
-            );
-          }
-          break;
-        default:
-          throw new Error(`the operations account is granted nothing on ${grant.on}`);
-      }
-    }
+    grantAll(
+      name,
+      config,
+      operationsGrants,
+      member,
+      {
+        datasets: data.datasets,
+        deadLetterSubscription: data.deadLetterSubscription,
+        secrets: drain.secrets,
+      },
+      parent,
+    );
 
     // The drain's container as it is (environment, secrets as variables and mounted PEMs, network), run
     // as this account with the CLI's `status` unless an execution says otherwise.

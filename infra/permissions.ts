@@ -1,7 +1,7 @@
 /**
  * The roles each of the pipeline's accounts holds, on which resource, and why: the drain's account (the
- * scheduled runs, `check`, and the status service) and the operations account (every other operator
- * command). The infra grants exactly these (test/unit/infra-operations-job.test.ts), and the calls each
+ * scheduled runs, `check`, and the status service), the operations account (every other operator
+ * command) and the dispatcher's (DISPATCH_MAX_TASKS set). The infra grants exactly these (test/unit/infra-operations-job.test.ts), and the calls each
  * command makes end to end must need no permission beyond them (test/e2e/permissions.test.ts, with the
  * roles' permissions copied from Google's reference in test/fixtures/iam-roles.json).
  */
@@ -14,7 +14,8 @@ export type GrantedOn =
   | 'alert topic'
   | 'dead-letter subscription'
   | 'each secret'
-  | 'managed kafka project';
+  | 'managed kafka project'
+  | 'drain job';
 
 export interface Grant {
   readonly role: string;
@@ -79,6 +80,32 @@ export const operationsGrants: readonly Grant[] = [
   ...kafkaAndSecrets,
 ];
 
+/**
+ * The dispatcher's own role, granted on the drain job only: what `jobs.run` with a task count and
+ * listing the job's executions need (Cloud Run's predefined roles hold more: `run.invoker` lacks
+ * `runWithOverrides`, `run.developer` may also change and delete the job).
+ */
+export const dispatcherRole = {
+  id: 'kafkaBigqueryDrainDispatcher',
+  title: 'kafka-bigquery-drain dispatcher',
+  permissions: ['run.jobs.run', 'run.jobs.runWithOverrides', 'run.executions.list'],
+} as const;
+
+/** The dispatcher's account: reads where the pipeline stands, runs the drain job sized to it. */
+export const dispatcherGrants: readonly Grant[] = [
+  {
+    role: `custom:${dispatcherRole.id}`,
+    on: 'drain job',
+    why: 'run the job with the task count it chose; count the tasks of executions still running',
+  },
+  {
+    role: 'roles/datastore.viewer',
+    on: 'project',
+    why: 'read checkpoints, leases and run summaries (it writes nothing)',
+  },
+  ...kafkaAndSecrets,
+];
+
 /** The commands and the account each runs as. */
 export const commandAccounts = {
   run: 'drain',
@@ -90,4 +117,5 @@ export const commandAccounts = {
   resume: 'operations',
   'dead-letters': 'operations',
   'replay-dead-letters': 'operations',
-} as const satisfies Record<string, 'drain' | 'operations'>;
+  dispatch: 'dispatcher',
+} as const satisfies Record<string, 'drain' | 'operations' | 'dispatcher'>;

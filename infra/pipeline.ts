@@ -8,6 +8,7 @@ import * as pulumi from '@pulumi/pulumi';
 import { ProjectApis } from './apis.js';
 import type { InfraConfig } from './config.js';
 import type { OverviewEntry } from './dashboard.js';
+import { Dispatcher } from './dispatcher.js';
 import { DrainJob } from './drain-job.js';
 import { PipelineMonitoring } from './monitoring.js';
 import { logsCommand, OperationsJob, operationsCommand } from './operations-job.js';
@@ -20,6 +21,8 @@ export interface PipelineOutputs {
   readonly imageRepository: pulumi.Output<string>;
   readonly schedulerJob: pulumi.Output<string>;
   readonly statusUrl: pulumi.Output<string>;
+  /** The dispatcher's URL (`dispatchMaxTasks` set); undefined without it. */
+  readonly dispatcherUrl: pulumi.Output<string> | undefined;
   readonly deadLetterTopic: pulumi.Output<string>;
   readonly alertTopic: pulumi.Output<string>;
   readonly targetTable: pulumi.Output<string>;
@@ -55,7 +58,19 @@ export function makePipeline(
   const apis = new ProjectApis(name('apis'), config, under);
   const ready = { ...under, providers: { gcp: apis.provider } };
   const data = new PipelineData(name('data'), config, ready);
-  const drain = new DrainJob(name('drain'), config, data, ready);
+  let dispatcher: Dispatcher | undefined;
+  const drain = new DrainJob(
+    name('drain'),
+    config,
+    data,
+    ready,
+    config.dispatch === undefined
+      ? undefined
+      : (job, scheduler) => {
+          dispatcher = new Dispatcher(name('dispatcher'), config, job, scheduler, ready);
+          return { url: dispatcher.service.uri, invoker: dispatcher.invoker };
+        },
+  );
   const status = new StatusService(name('status'), config, drain, ready);
   const operations = new OperationsJob(name('operations'), config, data, drain, ready);
   const monitoring = new PipelineMonitoring(name('monitoring'), config, drain.job.name, ready);
@@ -69,6 +84,7 @@ export function makePipeline(
     imageRepository: drain.imageRepository,
     schedulerJob: drain.scheduler.name,
     statusUrl: status.service.uri,
+    dispatcherUrl: dispatcher?.service.uri,
     deadLetterTopic: data.deadLetterTopic.name,
     alertTopic: data.alertTopic.name,
     targetTable: data.targetTable.tableId,

@@ -13,7 +13,11 @@ import { dispatchOnce } from './dispatcher.js';
 
 pipelineFunction('dispatch', async ({ config, clients, kafka, source, logger }, response) => {
   const { minTasks, maxTasks } = config.dispatch;
-  if (maxTasks === null) throw new ConfigError('DISPATCH_MAX_TASKS', 'must be set for the dispatcher (the most tasks it may launch)');
+  if (maxTasks === null)
+    throw new ConfigError(
+      'DISPATCH_MAX_TASKS',
+      'must be set for the dispatcher (the most tasks it may launch)',
+    );
   const launcher = await cloudRunLauncher(config.dispatch);
   try {
     const outcome = await dispatchOnce({ firestore: clients.firestore, source, logger }, config, {

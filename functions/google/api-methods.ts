@@ -6,7 +6,7 @@
  */
 
 /** Where a permission is checked: a grant there (or on the project, which holds it) gives it. */
-export type ResourceKind = 'project' | 'dataset' | 'topic' | 'subscription' | 'secret';
+export type ResourceKind = 'project' | 'dataset' | 'topic' | 'subscription' | 'secret' | 'job';
 
 export interface ApiMethod {
   /** gRPC: the method's path; REST (BigQuery): HTTP method and a pattern of the path. */
@@ -88,6 +88,16 @@ export const apiMethods: readonly ApiMethod[] = [
     call: '/google.cloud.secretmanager.v1.SecretManagerService/AccessSecretVersion',
     needs: on('secret', 'secretmanager.versions.access'),
     usedBy: ['google/secret-references.ts'],
+  },
+  {
+    call: '/google.cloud.run.v2.Jobs/RunJob',
+    needs: on('job', 'run.jobs.run', 'run.jobs.runWithOverrides'),
+    usedBy: ['dispatch/cloud-run-launcher.ts'],
+  },
+  {
+    call: '/google.cloud.run.v2.Executions/ListExecutions',
+    needs: on('job', 'run.executions.list'),
+    usedBy: ['dispatch/cloud-run-launcher.ts'],
   },
   rest('GET', 'datasets/[^/]+', on('dataset', 'bigquery.datasets.get'), ['sinks/bigquery-tables.ts']),
   rest('POST', 'datasets', on('project', 'bigquery.datasets.create'), ['sinks/bigquery-tables.ts']),

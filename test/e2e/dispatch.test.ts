@@ -32,7 +32,12 @@ interface DispatchDecision {
 async function dispatchLine(env: Record<string, string>, args: string[] = []) {
   const result = await runCli(['dispatch', '--json', ...args], env);
   expect(result.code, result.stderr).toBe(0);
-  return decisionOf(result.stdout.trim().split('\n').map((l) => JSON.parse(l)));
+  return decisionOf(
+    result.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l)),
+  );
 }
 
 const decisionOf = (lines: Record<string, unknown>[]) =>

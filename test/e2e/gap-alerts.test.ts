@@ -66,7 +66,10 @@ test('idle: one alert however many runs see it, one resolved when records come b
 async function dispatchOnce(env: Record<string, string>) {
   const result = await runCli(['dispatch', '--json', '--launch', 'local'], env);
   expect(result.code, result.stderr).toBe(0);
-  const lines = result.stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+  const lines = result.stdout
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
   const decision = lines.find((l) => l.event === 'dispatch')!;
   console.log(`dispatch: ${decision.tasks} task(s): ${decision.reason}`);
   return { tasks: decision.tasks as number, reason: decision.reason as string, lines };

@@ -11,8 +11,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
 import { apiMethodOf, type ResourceKind } from '../../functions/google/api-methods.js';
-import { commandAccounts, drainGrants, type Grant, operationsGrants } from '../../infra/permissions.js';
+import {
+  commandAccounts,
+  dispatcherGrants,
+  dispatcherRole,
+  drainGrants,
+  type Grant,
+  operationsGrants,
+} from '../../infra/permissions.js';
 import roles from '../fixtures/iam-roles.json' with { type: 'json' };
+import { startFakeCloudRun } from '../support/fake-cloud-run.js';
 import { startFakeSecretManager } from '../support/fake-secret-manager.js';
 import { createPipeline, e2eClients, errorsOf, moduleFile, runCli, runJob } from '../support/job.js';
 import { produce } from '../support/kafka.js';
@@ -23,7 +31,8 @@ const folder = mkdtempSync(join(tmpdir(), 'kbd-calls-'));
 const stack = stackEnv() as unknown as Record<string, string>;
 const passwordRef = 'projects/acme-data/secrets/orders-kafka-sasl-password/versions/latest';
 const secretManager = await startFakeSecretManager({ [passwordRef]: stack.KBD_KAFKA_SASL_PASSWORD! });
-afterAll(() => secretManager.close());
+const cloudRun = await startFakeCloudRun();
+afterAll(() => Promise.all([secretManager.close(), cloudRun.close()]));
 
 type Command = keyof typeof commandAccounts;
 
@@ -50,13 +59,18 @@ function covers(on: Grant['on'], kind: ResourceKind): boolean {
     'dead-letter subscription': 'subscription',
     'each secret': 'secret',
     'managed kafka project': null,
+    'drain job': 'job',
   };
   return where[on] === kind;
 }
 
 /** What a command's calls need that its account's grants do not give: `method: permission on kind`. */
 function missingPermissions(calls: readonly string[], grants: readonly Grant[]): string[] {
-  const held = roles.roles as Record<string, string[]>;
+  // The dispatcher's role is the product's own (infra/permissions.ts), not one of Google's.
+  const held = {
+    ...(roles.roles as Record<string, string[]>),
+    [`custom:${dispatcherRole.id}`]: [...dispatcherRole.permissions],
+  };
   const missing: string[] = [];
   for (const call of calls) {
     const method = apiMethodOf(call);
@@ -69,8 +83,9 @@ function missingPermissions(calls: readonly string[], grants: readonly Grant[]):
   return [...new Set(missing)];
 }
 
+const accountGrants = { drain: drainGrants, operations: operationsGrants, dispatcher: dispatcherGrants };
 const grantsOf = (command: Command) =>
-  (commandAccounts[command] === 'drain' ? drainGrants : operationsGrants).filter((g) => !g.managedKafkaOnly);
+  accountGrants[commandAccounts[command]].filter((g) => !g.managedKafkaOnly);
 
 /** Every call of every command, by mode: filled by the runs below, judged at the end of each. */
 const seen = new Map<string, string[]>();
@@ -145,6 +160,16 @@ async function recordedRun(mode: string): Promise<Map<Command, string[]>> {
         ],
       ],
       ['dead-letters', ['dead-letters', '--subscription', pipeline.deadLetterSubscription]],
+      // After the seek, records wait: the dispatcher runs the job through Cloud Run's client.
+      [
+        'dispatch',
+        ['dispatch', '--json', '--launch', 'cloud-run'],
+        {
+          DISPATCH_MAX_TASKS: '2',
+          DISPATCH_JOB: `projects/acme-data/locations/europe-west1/jobs/${pipeline.id}-drain`,
+          CLOUD_RUN_ADMIN_ENDPOINT: cloudRun.endpoint,
+        },
+      ],
     );
   }
   for (const [command, args, extra] of commands) {
@@ -182,6 +207,8 @@ describe('the recording', () => {
     has('storage-write run', 'grpc /google.cloud.secretmanager.v1.SecretManagerService/AccessSecretVersion');
     has('storage-write check', 'grpc /google.pubsub.v1.Publisher/GetTopic');
     has('storage-write replay-dead-letters', 'grpc /google.pubsub.v1.Subscriber/Acknowledge');
+    has('storage-write dispatch', 'grpc /google.cloud.run.v2.Jobs/RunJob');
+    has('storage-write dispatch', 'grpc /google.cloud.run.v2.Executions/ListExecutions');
     has('load run', 'rest POST /upload/bigquery/v2/projects/local-project/jobs');
     expect(seen.get('insert-all run')?.some((call) => call.endsWith('/tables/events/insertAll'))).toBe(true);
   });

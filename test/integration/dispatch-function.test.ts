@@ -102,7 +102,9 @@ test('a permission Cloud Run refuses answers 503 naming it; no DISPATCH_MAX_TASK
     delete process.env.DISPATCH_MAX_TASKS;
     const unset = await call();
     expect(unset.status).toBe(500);
-    expect(unset.body.error).toBe('configuration error: DISPATCH_MAX_TASKS: must be set for the dispatcher (the most tasks it may launch)');
+    expect(unset.body.error).toBe(
+      'configuration error: DISPATCH_MAX_TASKS: must be set for the dispatcher (the most tasks it may launch)',
+    );
   } finally {
     await denied.close();
   }

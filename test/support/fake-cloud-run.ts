@@ -89,7 +89,10 @@ export async function startFakeCloudRun(
     },
   });
   server.addService(v2.Executions.service, {
-    listExecutions(call: grpc.ServerUnaryCall<{ parent: string }, unknown>, callback: grpc.sendUnaryData<unknown>) {
+    listExecutions(
+      call: grpc.ServerUnaryCall<{ parent: string }, unknown>,
+      callback: grpc.sendUnaryData<unknown>,
+    ) {
       if (denied) return refuse(callback, 'run.executions.list');
       const mine = executions.filter((e) => e.name.startsWith(`${call.request.parent}/executions/`));
       callback(null, { executions: mine.reverse().map(message), nextPageToken: '' });

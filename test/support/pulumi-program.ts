@@ -109,7 +109,10 @@ function mocksKeeping(resources: Registered[]): pulumi.runtime.Mocks {
       const state: Record<string, unknown> = { ...args.inputs };
       if (args.type === 'gcp:serviceaccount/account:Account')
         state.email = `${args.inputs.accountId}@proj.iam.gserviceaccount.com`;
-      if (args.type === 'gcp:cloudrunv2/service:Service') state.uri = 'https://status.example.run.app';
+      if (args.type === 'gcp:cloudrunv2/service:Service')
+        state.uri = `https://${args.inputs.name}.example.run.app`;
+      if (args.type === 'gcp:projects/iAMCustomRole:IAMCustomRole')
+        state.name = `projects/${args.inputs.project}/roles/${args.inputs.roleId}`;
       if (args.type === 'gcp:secretmanager/secretVersion:SecretVersion') state.version = '1';
       if (args.type === 'gcp:monitoring/slo:Slo')
         state.name = `projects/proj/services/${args.inputs.service}/serviceLevelObjectives/${args.inputs.sloId}`;

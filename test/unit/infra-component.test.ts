@@ -212,3 +212,31 @@ test('a pipeline id too long for its accounts is refused', () => {
       }),
   ).toThrow(/pipelineId "orders-europe-west-production" is over 24 characters/);
 });
+
+test('the dispatcher bounds are checked as the drain checks them, naming the key', async () => {
+  const base = {
+    project: 'proj',
+    pipelineId: 'bounded',
+    kafkaBrokers: 'b:1',
+    kafkaTopics: 't',
+    schemaFile,
+    image,
+  };
+  expect(() => new DrainPipeline('a', { ...base, dispatchMinTasks: 2 })).toThrow(
+    /dispatchMinTasks: is set without dispatchMaxTasks/,
+  );
+  expect(() => new DrainPipeline('b', { ...base, dispatchMinTasks: 5, dispatchMaxTasks: 4 })).toThrow(
+    /dispatchMinTasks: DISPATCH_MIN_TASKS: \(5\) is above DISPATCH_MAX_TASKS \(4\)/,
+  );
+  // load, hourly, 96 loads a table a day: 4 tasks get one each, 5 would not.
+  expect(
+    () =>
+      new DrainPipeline('c', {
+        ...base,
+        writeMode: 'load',
+        schedule: '0 * * * *',
+        loadJobsPerTablePerDay: 96,
+        dispatchMaxTasks: 5,
+      }),
+  ).toThrow(/dispatchMaxTasks: DISPATCH_MAX_TASKS: \(5\) is too many for load mode/);
+});

@@ -1,5 +1,5 @@
 /**
- * Every setting a deployment may set reaches a job's environment: generated from infra/settings-map.ts,
+ * Every setting a deployment may set reaches a job's (or the dispatcher's) environment: generated from infra/settings-map.ts,
  * each setting with a Pulumi key is given (as a component argument) to one of four pipelines of one
  * program (storage-write with everything the values and Kafka take, cdc, load, and one with a routes file
  * and Managed Kafka's OAUTHBEARER), and the test fails when any such setting's variable is in no job's
@@ -98,6 +98,8 @@ beforeAll(async () => {
         firestoreDatabase: 'existing',
         writeMode: 'load',
         loadJobsPerTablePerDay: 1200,
+        dispatchMinTasks: 2,
+        dispatchMaxTasks: 4,
       }),
       new DrainPipeline('routed', {
         ...common,
@@ -110,12 +112,12 @@ beforeAll(async () => {
     );
     return jobs.map((j) => j.outputs.jobName);
   });
+  // The jobs' environments, and the services' (the dispatcher's bounds are its own).
   envNames = new Set(
-    program
-      .ofType('gcp:cloudrunv2/job:Job')
-      .flatMap((j) =>
-        (j.inputs.template.template.containers[0].envs as { name: string }[]).map((e) => e.name),
-      ),
+    [
+      ...program.ofType('gcp:cloudrunv2/job:Job').map((j) => j.inputs.template.template.containers[0]),
+      ...program.ofType('gcp:cloudrunv2/service:Service').map((s) => s.inputs.template.containers[0]),
+    ].flatMap((c) => (c.envs as { name: string }[]).map((e) => e.name)),
   );
 });
 
@@ -123,7 +125,9 @@ const deployable = (Object.entries(deployedSettings) as [SettingName, Deployed][
   (entry): entry is [SettingName, Extract<Deployed, { pulumi: string }>] => 'pulumi' in entry[1],
 );
 
-test.each(deployable.map(([variable, d]) => [variable, d.pulumi]))('%s (%s) reaches a job', (variable) => {
+test.each(
+  deployable.map(([variable, d]) => [variable, d.pulumi]),
+)('%s (%s) reaches a job or service', (variable) => {
   expect([...envNames]).toContain(variable);
 });
 

@@ -48,6 +48,7 @@ function expected(grants: readonly Grant[]): string[] {
     'dead-letter subscription': ['subscription orders-dead-letters-pull'],
     'each secret': ['secret', 'secret', 'secret', 'secret'],
     'managed kafka project': [],
+    'drain job': ['job orders-drain'],
   };
   return grants.flatMap((g) => on[g.on].map((resource) => `${g.role} on ${resource}`)).sort();
 }

@@ -2,7 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect, test } from 'vitest';
-import { drainGrants, operationsGrants } from '../../infra/permissions.js';
+import { dispatcherGrants, drainGrants, operationsGrants } from '../../infra/permissions.js';
 
 const page = readFileSync(join(import.meta.dirname, '..', '..', 'docs', 'operations.md'), 'utf8');
 
@@ -10,7 +10,7 @@ test("the page's roles are the ones the infra grants, on the resources it grants
   const section = page.slice(page.indexOf('### Roles'), page.indexOf('### Secrets'));
   const rows = section
     .split('\n')
-    .filter((line) => /^\| (drain|operations) \|/.test(line))
+    .filter((line) => /^\| (drain|operations|dispatcher) \|/.test(line))
     .flatMap((line) => {
       const [account, role, on] = line
         .split('|')
@@ -22,6 +22,7 @@ test("the page's roles are the ones the infra grants, on the resources it grants
   const granted = [
     ...drainGrants.map((g) => `drain ${g.role} ${g.on}`),
     ...operationsGrants.map((g) => `operations ${g.role} ${g.on}`),
+    ...dispatcherGrants.map((g) => `dispatcher ${g.role} ${g.on}`),
   ].sort();
   expect(rows).toEqual(granted);
 });
