@@ -14,6 +14,7 @@ export const slowestFirst = [
   'test/e2e/crash-matrix-load.test.ts',
   'test/e2e/crash-matrix-storage-write.test.ts',
   'test/e2e/crash-matrix-insert-all.test.ts',
+  'test/e2e/dispatch.test.ts',
   'test/e2e/merge-scale.test.ts',
   'test/e2e/permissions.test.ts',
   'test/e2e/route-when.test.ts',
