@@ -64,14 +64,17 @@ test('idle: one alert however many runs see it, one resolved when records come b
 
 /** The dispatcher's decision (`dispatch --launch local`), and the tasks it ran, as lines. */
 async function dispatchOnce(env: Record<string, string>) {
+  const started = Date.now();
   const result = await runCli(['dispatch', '--json', '--launch', 'local'], env);
   expect(result.code, result.stderr).toBe(0);
+  const ms = Date.now() - started;
   const lines = result.stdout
     .trim()
     .split('\n')
     .map((l) => JSON.parse(l) as Record<string, unknown>);
   const decision = lines.find((l) => l.event === 'dispatch')!;
-  console.log(`dispatch: ${decision.tasks} task(s): ${decision.reason}`);
+  // The process's whole wall time (its start included), and the task's when it launched one.
+  console.log(`dispatch: ${decision.tasks} task(s): ${decision.reason} (${ms} ms)`);
   return { tasks: decision.tasks as number, reason: decision.reason as string, lines };
 }
 
