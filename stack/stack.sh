@@ -67,7 +67,10 @@ KAFKA_LIBS=$CACHE_DIR/kafka-$KAFKA_VERSION-$(sha256sum "$ROOT/stack/kafka/pom.xm
 # (an id used twice is 409 Already Exists, the load's outcome is the job's DONE status with errorResult read by
 # jobs.get, newline-delimited JSON rows checked one by one and named by their byte position, a failed load
 # loading nothing, an upload cut on its way making no job, one arrived whole running to its end though its
-# client is gone). They are part of the binary's name: a changed patch builds a new binary.
+# client is gone); resumable-upload.patch, a load job by resumable upload as BigQuery takes one (opening the
+# session makes no job, chunks answered 308 with the range received, the chunk naming the total makes the
+# job, an upload never completed makes none). They are part of the binary's name: a changed patch builds a
+# new binary.
 BQ_PATCHES=(
   "$ROOT/stack/bigquery-emulator/storage-write.patch"
   "$ROOT/stack/bigquery-emulator/insert-all.patch"
@@ -76,6 +79,7 @@ BQ_PATCHES=(
   "$ROOT/stack/bigquery-emulator/cdc.patch"
   "$ROOT/stack/bigquery-emulator/dataset-duplicate.patch"
   "$ROOT/stack/bigquery-emulator/load-jobs.patch"
+  "$ROOT/stack/bigquery-emulator/resumable-upload.patch"
 )
 # And one to the SQL engine under it (github.com/goccy/googlesqlite, the version the emulator's go.mod pins):
 # googlesqlite-merge.patch, a MERGE whose ON clause joins columns by equality costs about one lookup per

@@ -133,6 +133,8 @@ export const apiMethods: readonly ApiMethod[] = [
   ]),
   rest('GET', 'queries/[^/]+', on('project', 'bigquery.jobs.create'), ['modes/merge/merge-statements.ts']),
   rest('POST', 'jobs', job, ['modes/load/load-jobs.ts']),
+  // A resumable upload's chunks, to its session URI (the same path, with its upload_id).
+  rest('PUT', 'jobs', job, ['modes/load/load-jobs.ts']),
   rest('GET', 'jobs/[^/]+', on('project', 'bigquery.jobs.create'), ['modes/load/load-jobs.ts']),
   rest('POST', 'jobs/[^/]+/cancel', on('project', 'bigquery.jobs.create'), ['modes/load/load-jobs.ts']),
 ];

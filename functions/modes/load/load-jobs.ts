@@ -17,9 +17,28 @@ import { bigQueryError } from '../../sinks/bigquery-tables.js';
 export interface LoadJobs {
   /** Submits the job under `jobId`; true when this call created it, false when the id existed (409). */
   submit(jobId: string, lines: Buffer, signal?: AbortSignal): Promise<boolean>;
+  /**
+   * Opens a resumable upload of the job `jobId` (issue #67's streamed load): its data goes out in chunks as
+   * it is written, and the job is made only when the upload completes (`finish`): an upload never
+   * finished makes no job. Undefined when the id exists already (409).
+   */
+  open(jobId: string, signal?: AbortSignal): Promise<LoadUpload | undefined>;
   /** What became of the job (jobs.get): `missing` when BigQuery has no job of that id. */
   state(jobId: string): Promise<LoadJobState>;
 }
+
+/** A load's data on its way to BigQuery: at most one chunk held here, whatever the load's size. */
+export interface LoadUpload {
+  /** Takes the load's next lines; a chunk goes out whenever one is full. */
+  write(lines: Buffer, signal?: AbortSignal): Promise<void>;
+  /** Sends the rest and completes the upload: the job is made now; false when its id was taken (409). */
+  finish(signal?: AbortSignal): Promise<boolean>;
+  /** Bytes taken so far (the byte positions of bad rows count from the first). */
+  readonly bytes: number;
+}
+
+/** A resumable upload's chunks are multiples of 256 KiB (the last aside); 8 MiB at a time. */
+export const uploadChunkBytes = 32 * 256 * 1024;
 
 export type LoadJobState =
   | { readonly state: 'missing' | 'running' | 'done' }
@@ -44,22 +63,44 @@ export function createLoadJobs(options: LoadJobsOptions): LoadJobs {
     (bigquery as unknown as { apiEndpoint?: string }).apiEndpoint ?? 'https://bigquery.googleapis.com';
   const uploadUri = `${endpoint.replace(/\/$/, '')}/upload/bigquery/v2/projects/${encodeURIComponent(project)}/jobs`;
 
+  const jobOf = (jobId: string) => ({
+    jobReference: { projectId: project, jobId, ...(location === null ? {} : { location }) },
+    configuration: {
+      load: {
+        destinationTable: { projectId: project, datasetId: dataset, tableId: table },
+        sourceFormat: 'NEWLINE_DELIMITED_JSON',
+        // The table is made and evolved before its loads: a load never creates or changes it.
+        createDisposition: 'CREATE_NEVER',
+        writeDisposition: 'WRITE_APPEND',
+        ignoreUnknownValues: false,
+        maxBadRecords: 0,
+      },
+    },
+  });
+
   return {
+    async open(jobId, signal) {
+      let session: string;
+      try {
+        const { response } = await request(bigquery, {
+          method: 'POST',
+          uri: uploadUri,
+          qs: { uploadType: 'resumable' },
+          headers: { 'Content-Type': 'application/json; charset=UTF-8' },
+          body: Buffer.from(JSON.stringify(jobOf(jobId))),
+          ...(signal === undefined ? {} : { signal }),
+        });
+        session = headerOf(response, 'location') ?? '';
+        if (session === '') throw new DrainError('BigQuery opened no upload session', { retriable: true });
+      } catch (error) {
+        if ((error as { code?: unknown }).code === 409) return undefined;
+        throw bigQueryError(error, `open the upload of load job ${jobId}`);
+      }
+      return resumableUpload(bigquery, session, jobId);
+    },
+
     async submit(jobId, lines, signal) {
-      const job = {
-        jobReference: { projectId: project, jobId, ...(location === null ? {} : { location }) },
-        configuration: {
-          load: {
-            destinationTable: { projectId: project, datasetId: dataset, tableId: table },
-            sourceFormat: 'NEWLINE_DELIMITED_JSON',
-            // The table is made and evolved before its loads: a load never creates or changes it.
-            createDisposition: 'CREATE_NEVER',
-            writeDisposition: 'WRITE_APPEND',
-            ignoreUnknownValues: false,
-            maxBadRecords: 0,
-          },
-        },
-      };
+      const job = jobOf(jobId);
       const boundary = `kbd${randomBytes(12).toString('hex')}`;
       const body = Buffer.concat([
         Buffer.from(
@@ -126,23 +167,102 @@ function request(
   options: {
     method: string;
     uri: string;
-    qs: Record<string, string>;
+    qs?: Record<string, string>;
     headers: Record<string, string>;
     body: Buffer;
     signal?: AbortSignal;
   },
-): Promise<unknown> {
+): Promise<{ body: unknown; response: unknown }> {
   return new Promise((resolve, reject) => {
     const call = (
       bigquery as unknown as {
-        request(o: object, callback: (error: Error | null, body?: unknown) => void): { abort?(): void };
+        request(
+          o: object,
+          callback: (error: Error | null, body?: unknown, response?: unknown) => void,
+        ): { abort?(): void };
       }
-    ).request(options, (error, body) => (error ? reject(error) : resolve(body)));
+    ).request(options, (error, body, response) => (error ? reject(error) : resolve({ body, response })));
     options.signal?.addEventListener('abort', () => {
       call?.abort?.();
       reject(new DrainError('load job submission aborted', { retriable: true }));
     });
   });
+}
+
+/** A response header, from the client's answer or the error it made of a status it did not expect. */
+function headerOf(response: unknown, name: string): string | undefined {
+  const headers = (response as { headers?: Record<string, string | string[]> } | undefined)?.headers;
+  const value = headers?.[name] ?? headers?.[name.toLowerCase()];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/**
+ * The chunks of a resumable upload (the protocol of Google's media uploads): each PUT names its bytes
+ * (`Content-Range: bytes first-last/*`) and is answered 308 with what arrived; the last names the total,
+ * and its answer is the job. One chunk is held at a time.
+ */
+function resumableUpload(bigquery: BigQuery, session: string, jobId: string): LoadUpload {
+  // The session URI's query goes as the request's own (the client adds its parameters to that, not to the URI).
+  const url = new URL(session);
+  const uri = `${url.origin}${url.pathname}`;
+  const qs = Object.fromEntries(url.searchParams);
+  let held: Buffer[] = [];
+  let heldBytes = 0;
+  let sent = 0;
+  const put = async (chunk: Buffer, total: number | '*', signal?: AbortSignal): Promise<unknown> => {
+    const range =
+      chunk.length === 0 ? `bytes */${total}` : `bytes ${sent}-${sent + chunk.length - 1}/${total}`;
+    try {
+      const { body } = await request(bigquery, {
+        method: 'PUT',
+        uri,
+        qs,
+        headers: { 'Content-Range': range, 'Content-Type': 'application/octet-stream' },
+        body: chunk,
+        ...(signal === undefined ? {} : { signal }),
+      });
+      sent += chunk.length;
+      return body;
+    } catch (error) {
+      // 308 Resume Incomplete: the chunk arrived, the upload goes on.
+      if ((error as { code?: unknown }).code === 308 && total === '*') {
+        sent += chunk.length;
+        return undefined;
+      }
+      throw error;
+    }
+  };
+  return {
+    get bytes() {
+      return sent + heldBytes;
+    },
+    async write(lines, signal) {
+      held.push(lines);
+      heldBytes += lines.length;
+      if (heldBytes < uploadChunkBytes) return;
+      const all = Buffer.concat(held);
+      const whole = all.length - (all.length % uploadChunkBytes);
+      held = whole === all.length ? [] : [all.subarray(whole)];
+      heldBytes = all.length - whole;
+      try {
+        await put(all.subarray(0, whole), '*', signal);
+      } catch (error) {
+        throw bigQueryError(error, `upload load job ${jobId}`);
+      }
+    },
+    async finish(signal) {
+      const rest = Buffer.concat(held);
+      held = [];
+      heldBytes = 0;
+      try {
+        await put(rest, sent + rest.length, signal);
+        return true;
+      } catch (error) {
+        if ((error as { code?: unknown }).code === 409) return false;
+        throw bigQueryError(error, `complete load job ${jobId}`);
+      }
+    },
+  };
 }
 
 /**
