@@ -29,7 +29,12 @@ export async function cloudRunLauncher(
   return {
     kind: 'cloud-run',
     async runningTasks() {
-      const [listed] = await executions.listExecutions({ parent: job, pageSize: 100 });
+      // The newest hundred (Cloud Run lists executions newest first): a decision launches at most one a
+      // period, so one still running is among them; older pages are not read.
+      const [listed] = await executions.listExecutions(
+        { parent: job, pageSize: 100 },
+        { autoPaginate: false },
+      );
       // An execution not completed still holds its tasks not finished (running, pending or retried).
       return listed
         .filter((e) => e.completionTime == null)

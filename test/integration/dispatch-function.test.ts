@@ -57,7 +57,14 @@ async function call(): Promise<{ status: number; body: Record<string, unknown> }
 test('the scheduler calls it: an execution of the tasks decided, none while it runs, none when drained', async () => {
   const pipeline = await createPipeline(clients, 4, { BQ_WRITE_MODE: 'storage-write' });
   const job = `projects/acme-data/locations/europe-west1/jobs/${pipeline.id}-drain`;
-  const env = { ...pipeline.env, DISPATCH_MAX_TASKS: '3', DISPATCH_MIN_TASKS: '2', DISPATCH_JOB: job };
+  // A short budget: a task done with its own share waits a quarter of it for others' before it ends.
+  const env = {
+    ...pipeline.env,
+    DRAIN_BUDGET_SECONDS: '12',
+    DISPATCH_MAX_TASKS: '3',
+    DISPATCH_MIN_TASKS: '2',
+    DISPATCH_JOB: job,
+  };
   const cloudRun = await startFakeCloudRun(runTasks(env));
   try {
     await produce(
