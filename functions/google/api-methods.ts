@@ -132,9 +132,9 @@ export const apiMethods: readonly ApiMethod[] = [
     'cli/verify-command.ts',
   ]),
   rest('GET', 'queries/[^/]+', on('project', 'bigquery.jobs.create'), ['modes/merge/merge-statements.ts']),
-  rest('POST', 'jobs', job, ['modes/load/load-jobs.ts']),
+  rest('POST', 'jobs', job, ['modes/load/load-jobs.ts', 'modes/load/load-upload.ts']),
   // A resumable upload's chunks, to its session URI (the same path, with its upload_id).
-  rest('PUT', 'jobs', job, ['modes/load/load-jobs.ts']),
+  rest('PUT', 'jobs', job, ['modes/load/load-upload.ts']),
   rest('GET', 'jobs/[^/]+', on('project', 'bigquery.jobs.create'), ['modes/load/load-jobs.ts']),
   rest('POST', 'jobs/[^/]+/cancel', on('project', 'bigquery.jobs.create'), ['modes/load/load-jobs.ts']),
 ];

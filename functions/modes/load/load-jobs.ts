@@ -5,6 +5,9 @@ import type { Lease } from '../../kernel/ports.js';
 import { defaultRetryPolicy, withRetry } from '../../kernel/retry.js';
 import { sleep } from '../../kernel/timers.js';
 import { bigQueryError } from '../../sinks/bigquery-tables.js';
+import { headerOf, type LoadUpload, request, resumableUpload } from './load-upload.js';
+
+export { type LoadUpload, uploadChunkBytes } from './load-upload.js';
 
 /**
  * BigQuery load jobs by upload (jobs.insert through the media upload endpoint, multipart: the job's
@@ -26,19 +29,6 @@ export interface LoadJobs {
   /** What became of the job (jobs.get): `missing` when BigQuery has no job of that id. */
   state(jobId: string): Promise<LoadJobState>;
 }
-
-/** A load's data on its way to BigQuery: at most one chunk held here, whatever the load's size. */
-export interface LoadUpload {
-  /** Takes the load's next lines; a chunk goes out whenever one is full. */
-  write(lines: Buffer, signal?: AbortSignal): Promise<void>;
-  /** Sends the rest and completes the upload: the job is made now; false when its id was taken (409). */
-  finish(signal?: AbortSignal): Promise<boolean>;
-  /** Bytes taken so far (the byte positions of bad rows count from the first). */
-  readonly bytes: number;
-}
-
-/** A resumable upload's chunks are multiples of 256 KiB (the last aside); 8 MiB at a time. */
-export const uploadChunkBytes = 32 * 256 * 1024;
 
 export type LoadJobState =
   | { readonly state: 'missing' | 'running' | 'done' }
@@ -158,110 +148,6 @@ interface JobMetadata {
     state?: string;
     errorResult?: { reason?: string; message?: string } | null;
     errors?: { reason?: string; message?: string }[];
-  };
-}
-
-/** The client's authenticated request, with an absolute URI (the upload endpoint is not under its base). */
-function request(
-  bigquery: BigQuery,
-  options: {
-    method: string;
-    uri: string;
-    qs?: Record<string, string>;
-    headers: Record<string, string>;
-    body: Buffer;
-    signal?: AbortSignal;
-  },
-): Promise<{ body: unknown; response: unknown }> {
-  return new Promise((resolve, reject) => {
-    const call = (
-      bigquery as unknown as {
-        request(
-          o: object,
-          callback: (error: Error | null, body?: unknown, response?: unknown) => void,
-        ): { abort?(): void };
-      }
-    ).request(options, (error, body, response) => (error ? reject(error) : resolve({ body, response })));
-    options.signal?.addEventListener('abort', () => {
-      call?.abort?.();
-      reject(new DrainError('load job submission aborted', { retriable: true }));
-    });
-  });
-}
-
-/** A response header, from the client's answer or the error it made of a status it did not expect. */
-function headerOf(response: unknown, name: string): string | undefined {
-  const headers = (response as { headers?: Record<string, string | string[]> } | undefined)?.headers;
-  const value = headers?.[name] ?? headers?.[name.toLowerCase()];
-  return Array.isArray(value) ? value[0] : value;
-}
-
-/**
- * The chunks of a resumable upload (the protocol of Google's media uploads): each PUT names its bytes
- * (`Content-Range: bytes first-last/*`) and is answered 308 with what arrived; the last names the total,
- * and its answer is the job. One chunk is held at a time.
- */
-function resumableUpload(bigquery: BigQuery, session: string, jobId: string): LoadUpload {
-  // The session URI's query goes as the request's own (the client adds its parameters to that, not to the URI).
-  const url = new URL(session);
-  const uri = `${url.origin}${url.pathname}`;
-  const qs = Object.fromEntries(url.searchParams);
-  let held: Buffer[] = [];
-  let heldBytes = 0;
-  let sent = 0;
-  const put = async (chunk: Buffer, total: number | '*', signal?: AbortSignal): Promise<unknown> => {
-    const range =
-      chunk.length === 0 ? `bytes */${total}` : `bytes ${sent}-${sent + chunk.length - 1}/${total}`;
-    try {
-      const { body } = await request(bigquery, {
-        method: 'PUT',
-        uri,
-        qs,
-        headers: { 'Content-Range': range, 'Content-Type': 'application/octet-stream' },
-        body: chunk,
-        ...(signal === undefined ? {} : { signal }),
-      });
-      sent += chunk.length;
-      return body;
-    } catch (error) {
-      // 308 Resume Incomplete: the chunk arrived, the upload goes on.
-      if ((error as { code?: unknown }).code === 308 && total === '*') {
-        sent += chunk.length;
-        return undefined;
-      }
-      throw error;
-    }
-  };
-  return {
-    get bytes() {
-      return sent + heldBytes;
-    },
-    async write(lines, signal) {
-      held.push(lines);
-      heldBytes += lines.length;
-      if (heldBytes < uploadChunkBytes) return;
-      const all = Buffer.concat(held);
-      const whole = all.length - (all.length % uploadChunkBytes);
-      held = whole === all.length ? [] : [all.subarray(whole)];
-      heldBytes = all.length - whole;
-      try {
-        await put(all.subarray(0, whole), '*', signal);
-      } catch (error) {
-        throw bigQueryError(error, `upload load job ${jobId}`);
-      }
-    },
-    async finish(signal) {
-      const rest = Buffer.concat(held);
-      held = [];
-      heldBytes = 0;
-      try {
-        await put(rest, sent + rest.length, signal);
-        return true;
-      } catch (error) {
-        if ((error as { code?: unknown }).code === 409) return false;
-        throw bigQueryError(error, `complete load job ${jobId}`);
-      }
-    },
   };
 }
 
