@@ -19,7 +19,7 @@ export async function drainFetched(
   fetched: FetchedBatch,
 ): Promise<void> {
   if (entry.done || run.stop.signal.aborted) return;
-  if (fetched.fromOffset !== entry.position) {
+  if (fetched.fromOffset !== entry.readPosition) {
     // The reader fetched on from where an earlier batch of this partition ended, but that batch was not
     // committed (abandoned at a stop, or its write failed): nothing after it may be written or skipped
     // to in this run. The next run reads again from the checkpoint.
@@ -28,7 +28,7 @@ export async function drainFetched(
       {
         topic: fetched.topic,
         partition: fetched.partition,
-        checkpoint: entry.position,
+        checkpoint: entry.readPosition,
         fetchedFrom: fetched.fromOffset,
       },
     );
@@ -36,17 +36,20 @@ export async function drainFetched(
     return;
   }
   // Only what lies between the checkpoint and the end seen at start belongs to this run.
-  const plan = planFetched(fetched, entry.position, entry.end);
+  const plan = planFetched(fetched, entry.readPosition, entry.end);
   if (plan.skipTo !== undefined) {
-    // Offsets with no records (compaction, transaction markers): the checkpoint moves past them.
-    await commitCheckpoint(run, entry, {
-      fromOffset: entry.position,
+    // Offsets with no records (compaction, transaction markers): the checkpoint moves past them, behind
+    // the batches a deferring writer took if there are any.
+    const skip = {
+      fromOffset: entry.readPosition,
       nextOffset: plan.skipTo,
       records: 0,
       rows: 0,
       deadLetters: 0,
-      lastRecordTimestamp: null,
-    });
+    };
+    if (entry.taken.length > 0)
+      entry.took({ ...skip, timestamps: [], lastRecordTimestamp: null, tombstones: 0, filtered: 0 });
+    else await commitCheckpoint(run, entry, { ...skip, lastRecordTimestamp: null });
     return;
   }
   if (plan.batch !== undefined) await writeAndCommit(run, entry, plan.batch.records, plan.batch.nextOffset);
@@ -62,17 +65,17 @@ async function writeAndCommit(
   const log = run.logger.child({
     topic: entry.mark.topic,
     partition: entry.mark.partition,
-    from: entry.position,
+    from: entry.readPosition,
     to: nextOffset,
   });
   const began = run.now();
   // What waits at the checkpoint, should this batch not be committed in this run (its freshness).
-  if (records[0] !== undefined) entry.fetchedAt(entry.position, records[0]);
+  if (records[0] !== undefined && entry.taken.length === 0) entry.fetchedAt(entry.position, records[0]);
   try {
     // At a hard stop the batch is abandoned, not awaited: a write still on the wire may land, and the next
     // run replays it (the exactly-once modes write nothing twice).
     const stopWriting = AbortSignal.any([run.stop.hard, entry.abandoned]);
-    const batch = { lease: entry.lease, fromOffset: entry.position, nextOffset, records };
+    const batch = { lease: entry.lease, fromOffset: entry.readPosition, nextOffset, records };
     const written = await untilAborted(run.ports.writer.write(batch, stopWriting), stopWriting);
     const wroteAt = run.now();
     if (written === undefined || stopWriting.aborted) {
@@ -119,6 +122,21 @@ async function commitWritten(
 ): Promise<void> {
   // storage-write: the lease as the recorded intent left it.
   if (written.lease !== undefined) entry.intentRecorded(written.lease);
+  if (written.deferred) {
+    // Taken, not yet durable: committed when the writer settles (settle-phase.ts), or read again.
+    entry.took({
+      fromOffset: entry.readPosition,
+      nextOffset,
+      records: records.length,
+      timestamps: entry.latencyTimestamps(records),
+      lastRecordTimestamp: records[records.length - 1]!.timestamp,
+      rows: written.rows,
+      deadLetters: written.deadLetters,
+      tombstones: written.tombstones,
+      filtered: written.filtered ?? 0,
+    });
+    return;
+  }
   await commitCheckpoint(run, entry, {
     fromOffset: entry.position,
     nextOffset,

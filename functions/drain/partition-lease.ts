@@ -12,6 +12,20 @@ export interface Leaving {
   readonly heldBack?: boolean;
 }
 
+/** A batch a deferring writer took, waiting for its `settle` to be committed (issue #67). */
+export interface TakenBatch {
+  readonly fromOffset: number;
+  readonly nextOffset: number;
+  readonly records: number;
+  /** The records' timestamps, for their latency once committed (a replay's left out). */
+  readonly timestamps: readonly number[];
+  readonly lastRecordTimestamp: number | null;
+  readonly rows: number;
+  readonly deadLetters: number;
+  readonly tombstones: number;
+  readonly filtered: number;
+}
+
 /**
  * One leased partition in one run, and the only place its state changes. Its transitions: `advance` (a
  * commit landed: the checkpoint and the lease move), `renewed` (a renewal landed), and `leave` (the run is
@@ -29,6 +43,9 @@ export class PartitionLease {
   #lost: { from: number; to: number; skipped: boolean } | undefined;
   #heldBack = false;
   #position: number;
+  /** Where reading goes on: the checkpoint, or past it by the batches a deferring writer took. */
+  #read: number;
+  #taken: TakenBatch[] = [];
   #lastRenewedAt: number;
   /** The first record fetched at a position (for the partition's freshness at the run's end). */
   #head: { position: number; timestamp: number } | undefined;
@@ -50,6 +67,7 @@ export class PartitionLease {
     this.#summary = init.summary;
     this.summary = init.summary;
     this.#position = init.position;
+    this.#read = init.position;
     this.#lastRenewedAt = init.at;
     this.#replayUntil = init.lease.replayUntil ?? 0;
     if (this.#replayUntil > init.position) this.#summary.replayUntil = this.#replayUntil;
@@ -86,6 +104,30 @@ export class PartitionLease {
   /** The checkpoint as last committed (or planned, before the first read). */
   get position(): number {
     return this.#position;
+  }
+
+  /** Where the next batch starts: the checkpoint, unless a deferring writer took batches past it. */
+  get readPosition(): number {
+    return this.#read;
+  }
+
+  /** The batches a deferring writer took and the checkpoint does not hold yet, in offset order. */
+  get taken(): readonly TakenBatch[] {
+    return this.#taken;
+  }
+
+  /** A deferring writer took a batch (or Kafka skipped offsets after one it took): reading goes on past it. */
+  took(batch: TakenBatch): void {
+    this.#taken.push(batch);
+    this.#read = batch.nextOffset;
+  }
+
+  /** The taken batches were committed (or will be read again by the next run): none is waiting now. */
+  settled(): TakenBatch[] {
+    const taken = this.#taken;
+    this.#taken = [];
+    this.#read = this.#position;
+    return taken;
   }
 
   /** When the lease was last extended (a commit or a renewal sent). */
@@ -141,6 +183,7 @@ export class PartitionLease {
   /** Reading starts at `from`. */
   startsAt(from: number): void {
     this.#position = from;
+    this.#read = from;
     this.#summary.lag = this.end - from;
   }
 
@@ -148,6 +191,7 @@ export class PartitionLease {
   advance(lease: Lease, nextOffset: number, at: number): void {
     this.#lease = lease;
     this.#position = nextOffset;
+    if (this.#read < nextOffset) this.#read = nextOffset;
     this.#lastRenewedAt = at;
     this.#summary.to = nextOffset;
     this.#summary.lag = this.lag;
@@ -183,11 +227,24 @@ export class PartitionLease {
     committedAt: number,
     counts: { rows: number; deadLetters: number; tombstones: number; filtered?: number },
   ): void {
-    for (const record of records) {
-      if (record.offset >= this.#replayUntil) this.#latency.add(committedAt - record.timestamp);
-    }
+    this.countedTaken(this.latencyTimestamps(records), records.length, committedAt, counts);
+  }
+
+  /** The timestamps of the records whose latency counts (a seek's replay left out). */
+  latencyTimestamps(records: readonly KafkaRecord[]): number[] {
+    return records.filter((r) => r.offset >= this.#replayUntil).map((r) => r.timestamp);
+  }
+
+  /** Committed batches a deferring writer took: their latency at `committedAt`, their counts in the line. */
+  countedTaken(
+    timestamps: readonly number[],
+    records: number,
+    committedAt: number,
+    counts: { rows: number; deadLetters: number; tombstones: number; filtered?: number },
+  ): void {
+    for (const timestamp of timestamps) this.#latency.add(committedAt - timestamp);
     const { rows, deadLetters, tombstones } = counts;
-    this.#summary.read += records.length;
+    this.#summary.read += records;
     this.#summary.rowsWritten += rows;
     this.#summary.deadLettered += deadLetters;
     if (tombstones > 0) this.#summary.tombstonesSkipped = (this.#summary.tombstonesSkipped ?? 0) + tombstones;

@@ -66,7 +66,7 @@ async function readOpenPartitions(run: DrainRun, source: SourceReader): Promise<
         return drainFetched(run, entry, joined(slot));
       })
       .then(() => {
-        if (entry.position >= entry.end) entry.leave(); // drained up to the end seen at start
+        if (entry.readPosition >= entry.end) entry.leave(); // drained up to the end seen at start
         run.context.onProgress?.({ recordsRead: run.record.totals.recordsRead, lag: lagByPartition(run) });
       })
       .catch((error: unknown) => {

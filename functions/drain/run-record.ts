@@ -2,7 +2,7 @@ import { LatencySketch, worstFreshness } from '../kernel/freshness.js';
 import type { WrittenBatch } from '../kernel/ports.js';
 import { type KafkaRecord, partitionId } from '../kernel/records.js';
 import type { PartitionSummary, RunSummary, StopReason } from '../kernel/summary.js';
-import type { PartitionLease } from './partition-lease.js';
+import type { PartitionLease, TakenBatch } from './partition-lease.js';
 
 export interface RunTotals {
   recordsRead: number;
@@ -96,6 +96,18 @@ export class RunRecord {
       tombstones: written.tombstones,
       filtered: written.filtered ?? 0,
     });
+  }
+
+  /** Batches a deferring writer took, committed now (settle-phase.ts). */
+  countedTaken(entry: PartitionLease, taken: readonly TakenBatch[], committedAt: number): void {
+    for (const t of taken) {
+      this.#totals.recordsRead += t.records;
+      this.#totals.rowsWritten += t.rows;
+      this.#totals.deadLettered += t.deadLetters;
+      this.#totals.tombstonesSkipped += t.tombstones;
+      if (t.filtered) this.#totals.filtered = (this.#totals.filtered ?? 0) + t.filtered;
+      entry.countedTaken(t.timestamps, t.records, committedAt, t);
+    }
   }
 
   alerted(count: number): void {

@@ -7,6 +7,7 @@ import { startLeaseKeeper } from './lease-keeper.js';
 import { drainPartitions } from './read-phase.js';
 import { releaseAll } from './release-phase.js';
 import { createDrainRun, type DrainContext, type DrainOptions, type DrainPorts } from './run-state.js';
+import { settleTaken } from './settle-phase.js';
 import { shareWork } from './share-phase.js';
 
 /**
@@ -40,6 +41,7 @@ export async function runDrain(
         all.filter((m) => !ids.has(partitionId(m))),
       );
     }
+    await settleTaken(run);
   } catch (thrown) {
     failure = asError(thrown);
     logger.error('run failed', { error: failure });

@@ -105,6 +105,11 @@ export interface WrittenBatch {
   readonly streams?: readonly string[];
   /** storage-write mode, a replayed range: of `rows`/`deadLetters`, those the tables already held. */
   readonly alreadyHeld?: { readonly rows: number; readonly deadLetters: number };
+  /**
+   * The batch is taken but not yet durable (a load that spans the run: issue #67): the partition reads on,
+   * and its checkpoint moves only when the writer's `settle` says the batches it took are durable.
+   */
+  readonly deferred?: true;
 }
 
 /** What an earlier run left of a partition, finished: a range to commit, or where to start reading again. */
@@ -128,6 +133,12 @@ export interface Writer {
   begin(lease: Lease, from: number, end: number): Promise<void>;
   /** Resolves once the batch's rows and dead letters are durable; throws, and nothing is committed, if not. */
   write(batch: BatchToWrite, signal: AbortSignal): Promise<WrittenBatch>;
+  /**
+   * A writer that defers (`WrittenBatch.deferred`): makes durable what it took, once the run has read what
+   * it will. Resolves with, per partition (`partitionId`), the lease to commit its taken batches under; a
+   * partition left out is not durable, and its batches are read again by the next run.
+   */
+  settle?(signal: AbortSignal): Promise<ReadonlyMap<string, Lease>>;
 }
 
 /** Who moved a checkpoint or paused a partition on purpose, and why (kept under `audit/`). */
