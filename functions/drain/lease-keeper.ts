@@ -33,7 +33,8 @@ export function startLeaseKeeper(
   const look = (): void => {
     const at = now();
     for (const entry of partitions()) {
-      if (entry.done) continue;
+      // A partition done but for batches a deferring writer took keeps its lease until they are settled.
+      if (entry.done && entry.taken.length === 0) continue;
       if (at >= entry.lease.expiresAt - leaseGiveUpMarginMs(leaseTtlMs)) giveUp(entry, at);
       else if (!entry.renewing && at - entry.lastRenewedAt >= leaseTtlMs / 3) renew(entry, at);
     }
@@ -53,8 +54,9 @@ export function startLeaseKeeper(
               ...where,
               expiresInMs: entry.lease.expiresAt - now(),
             });
-          } else if (!entry.done) {
-            logger.warn('lease lost at renewal', where);
+          } else {
+            if (!entry.done) logger.warn('lease lost at renewal', where);
+            entry.leaseGone();
             entry.leave({ skipped: 'fenced' });
           }
         },
@@ -71,6 +73,7 @@ export function startLeaseKeeper(
         : 'the lease could not be renewed in time; the partition is left before its lease can expire',
       { topic: entry.lease.topic, partition: entry.lease.partition, expiresInMs: entry.lease.expiresAt - at },
     );
+    entry.leaseGone();
     entry.leave({ skipped: expired ? 'fenced' : 'error' });
   }
 

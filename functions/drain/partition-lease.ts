@@ -46,6 +46,7 @@ export class PartitionLease {
   /** Where reading goes on: the checkpoint, or past it by the batches a deferring writer took. */
   #read: number;
   #taken: TakenBatch[] = [];
+  #leaseLost = false;
   #lastRenewedAt: number;
   /** The first record fetched at a position (for the partition's freshness at the run's end). */
   #head: { position: number; timestamp: number } | undefined;
@@ -120,6 +121,18 @@ export class PartitionLease {
   took(batch: TakenBatch): void {
     this.#taken.push(batch);
     this.#read = batch.nextOffset;
+  }
+
+  /**
+   * The lease could not be kept while batches a deferring writer took wait (the partition may be done):
+   * they must not be made durable by this run (settle-phase.ts).
+   */
+  get leaseLost(): boolean {
+    return this.#leaseLost;
+  }
+
+  leaseGone(): void {
+    if (this.#taken.length > 0) this.#leaseLost = true;
   }
 
   /** The taken batches were committed (or will be read again by the next run): none is waiting now. */

@@ -87,7 +87,8 @@ async function drainsWithSeveralTasks(mode: 'storage-write' | 'load', env: Recor
   const pipeline = await createPipeline(clients, 16, {
     BQ_WRITE_MODE: mode,
     DRAIN_BUDGET_SECONDS: '20',
-    LEASE_TTL_SECONDS: '4',
+    // Four tasks and the emulator's loads on two cores: a lease must outlast a starved event loop.
+    LEASE_TTL_SECONDS: '10',
     DISPATCH_MAX_TASKS: '4',
     ...env,
   });

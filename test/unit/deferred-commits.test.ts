@@ -119,11 +119,11 @@ describe('batches a writer defers', () => {
     expect(second.table.get(0)).toBeUndefined();
   });
 
-  test('a settle that fails commits nothing: the run ends cleanly, the next reads all again', async () => {
+  test('a settle that fails commits nothing and fails the run; the next reads all again', async () => {
     const { run, checkpoints } = setup(logOf(2, 250));
     const failing = deferringWriter(() => new Error('the load job failed'));
     const summary = await run(failing.writer);
-    expect(summary).toMatchObject({ recordsRead: 0, rowsWritten: 0, stopReason: 'caught_up' });
+    expect(summary).toMatchObject({ recordsRead: 0, rowsWritten: 0, stopReason: 'error' });
     expect(checkpoints.commits.filter((c) => c.records > 0)).toEqual([]);
     const again = deferringWriter();
     expect(await run(again.writer, 'run-2')).toMatchObject({ recordsRead: 500, rowsWritten: 500 });

@@ -1,6 +1,7 @@
 /**
- * `load` (exactly once, free ingestion): the batches of the partitions ready at once loaded into the
- * target by one load job, its id recorded as the partitions' intent before it is submitted; dead letters
+ * `load` (exactly once, free ingestion): what a task's run reads of a table loaded into the target by one
+ * load job, streamed as it is read (load-stream.ts), its id recorded as the partitions' intent before it
+ * is completed; a range whose load failed read again flush by flush (load-writer.ts); dead letters
  * into the error table by MERGE (idempotent by origin). Load jobs a table may take a day are counted.
  */
 import { ConfigError } from '../../kernel/errors.js';
@@ -76,7 +77,7 @@ export const loadMode: WriteModeDefinition<LoadSinks> = {
     };
   },
   createWriter(made, options, tracked) {
-    const jobs = lazyPort(async () => (await made()).jobs, ['submit', 'state']);
+    const jobs = lazyPort(async () => (await made()).jobs, ['submit', 'state', 'open']);
     const quota = lazyPort(async () => (await made()).quota, ['take']);
     const errorTable = lazyPort(async () => (await made()).errorTable, ['write']);
     const naming = lazyPort(made, ['jobPrefix', 'heldOffsets']) as unknown as {
@@ -85,6 +86,8 @@ export const loadMode: WriteModeDefinition<LoadSinks> = {
     };
     return createLoadWriter({
       ...options,
+      // One load for what a task's run reads of the table (issue #67).
+      streamed: true,
       jobs: tracked(jobs),
       quota: tracked(quota),
       errorTable: tracked(errorTable),

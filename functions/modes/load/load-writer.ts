@@ -3,7 +3,7 @@ import { DrainError, FencedError, PartitionWaitsError } from '../../kernel/error
 import { createFlushQueue, type Waiting } from '../../kernel/flush-queue.js';
 import type { Logger } from '../../kernel/logger.js';
 import type { Checkpoints, CommitIntent, DeadLetters, Lease, Writer } from '../../kernel/ports.js';
-import type { DeadLetter, PartitionRef } from '../../kernel/records.js';
+import { type DeadLetter, type PartitionRef, partitionId } from '../../kernel/records.js';
 import { defaultRetryPolicy, type RetryPolicy, withRetry } from '../../kernel/retry.js';
 import type { RecordPolicy } from '../../records/classify.js';
 import type { ErrorTable, HeldOffsets } from '../../sinks/contracts.js';
@@ -14,6 +14,7 @@ import { fencedMembers, flushMaxPartitions } from '../storage-write/stream-flush
 import { jobIdOf, type LoadJobState, type LoadJobs, waitForJob } from './load-jobs.js';
 import { type LoadItem, lineOf, linesOf, refusedRows } from './load-lines.js';
 import type { LoadQuota } from './load-quota.js';
+import { createLoadStream, streamedJobSuffix } from './load-stream.js';
 
 /**
  * `load` mode's way to durability, per flush (the batches of every partition ready at once, one load job
@@ -52,6 +53,8 @@ export interface LoadWriterOptions {
   readonly retry?: RetryPolicy;
   /** How long `recover` waits for a job an earlier run left running. */
   readonly recoverWaitMs?: number;
+  /** One load for what the run reads of the table (load-stream.ts), not one a flush. */
+  readonly streamed?: boolean;
 }
 
 interface Loaded {
@@ -68,6 +71,9 @@ export function createLoadWriter(options: LoadWriterOptions): Writer {
   /** Per partition (and lease epoch), what a replayed range's tables already hold. */
   const replays = createReplays(options.heldOffsets, logger);
   type Member = Waiting<LoadItem, Loaded>;
+  const stream = options.streamed ? createLoadStream(options) : undefined;
+  /** Partitions whose run's load failed: read again flush by flush, which names the rows BigQuery refuses. */
+  const flushByFlush = new Set<string>();
 
   /** The job of one attempt: waited for until it is done or failed. */
   async function loadAttempt(id: string, items: LoadItem[], signal?: AbortSignal): Promise<LoadJobState> {
@@ -201,6 +207,7 @@ export function createLoadWriter(options: LoadWriterOptions): Writer {
       }
       if (outcome.state === 'running')
         throw new PartitionWaitsError(`load job ${id}, recorded by an earlier run, is still running`);
+      if (outcome.state === 'failed' && id.endsWith(streamedJobSuffix)) flushByFlush.add(partitionId(lease));
       log.warn('a load recorded by an earlier run never loaded: the range is read again', {
         from: intent.fromOffset,
         to: intent.nextOffset,
@@ -210,6 +217,8 @@ export function createLoadWriter(options: LoadWriterOptions): Writer {
     },
 
     begin: replays.begin,
+
+    settle: async (signal) => stream?.settle(signal) ?? new Map(),
 
     async write(batch, signal) {
       const ingestedAt = new Date(options.now());
@@ -227,6 +236,21 @@ export function createLoadWriter(options: LoadWriterOptions): Writer {
         await publishDeadLetters(letters, options.deadLetters);
       }
       const lines = rows.map((row) => ({ row, line: lineOf(row) }));
+      if (stream !== undefined && !flushByFlush.has(partitionId(batch.lease))) {
+        const counts = {
+          records: records.length,
+          rows: lines.length + heldRows,
+          deadLetters: letters.length + heldLetters,
+          tombstones,
+          ...(filtered > 0 ? { filtered } : {}),
+          lastRecordTimestamp: records[records.length - 1]!.timestamp,
+        };
+        const lease = await stream.take(
+          { ...batch, lines: Buffer.concat(lines.map((l) => l.line)), counts },
+          signal,
+        );
+        return { ...counts, lease, deferred: true };
+      }
       const loaded = await queue.add({
         lease: batch.lease,
         fromOffset: batch.fromOffset,
