@@ -58,6 +58,19 @@ test('an upload of many chunks makes its job only when it completes: DONE with e
   expect(await countOf('r')).toBe(100_000);
 });
 
+test('batches of several partitions written at once go out one chunk after the other: each row once', async () => {
+  const id = uniqueName('job');
+  const upload = (await jobs().open(id))!;
+  // Twenty batches of 2.3 MB at once, as partitions' batches arrive side by side: chunks cross batches.
+  await Promise.all(Array.from({ length: 20 }, (_, b) => upload.write(lines(b * 10_000, 10_000, 'e'))));
+  expect(await upload.finish()).toBe(true);
+  expect(await waitForJob(jobs(), id, 60_000)).toEqual({ state: 'done' });
+  const [rows] = await clients.bigquery.query({
+    query: `SELECT COUNT(*) AS n, COUNT(DISTINCT id) AS d FROM \`${dataset}.${table}\` WHERE STARTS_WITH(id, 'e')`,
+  });
+  expect([Number(rows[0].n), Number(rows[0].d)]).toEqual([200_000, 200_000]);
+});
+
 test('an upload never completed makes no job, and its id is free for the next', async () => {
   const id = uniqueName('job');
   const abandoned = (await jobs().open(id))!;

@@ -91,35 +91,52 @@ export function resumableUpload(bigquery: BigQuery, session: string, jobId: stri
       throw error;
     }
   };
+  // Batches of several partitions write at once: their chunks go one after the other, each from where the
+  // last ended. A chunk that fails ends the upload (it makes no job; the run's load is read again).
+  let chain: Promise<unknown> = Promise.resolve();
+  let broken: unknown;
+  const serial = <T>(work: () => Promise<T>): Promise<T> => {
+    const next = chain.then(() => {
+      if (broken !== undefined) throw broken;
+      return work().catch((error: unknown) => {
+        broken = error;
+        throw error;
+      });
+    });
+    chain = next.catch(() => {});
+    return next;
+  };
   return {
     get bytes() {
       return sent + heldBytes;
     },
-    async write(lines, signal) {
-      held.push(lines);
-      heldBytes += lines.length;
-      if (heldBytes < uploadChunkBytes) return;
-      const all = Buffer.concat(held);
-      const whole = all.length - (all.length % uploadChunkBytes);
-      held = whole === all.length ? [] : [all.subarray(whole)];
-      heldBytes = all.length - whole;
-      try {
-        await put(all.subarray(0, whole), '*', signal);
-      } catch (error) {
-        throw bigQueryError(error, `upload load job ${jobId}`);
-      }
-    },
-    async finish(signal) {
-      const rest = Buffer.concat(held);
-      held = [];
-      heldBytes = 0;
-      try {
-        await put(rest, sent + rest.length, signal);
-        return true;
-      } catch (error) {
-        if ((error as { code?: unknown }).code === 409) return false;
-        throw bigQueryError(error, `complete load job ${jobId}`);
-      }
-    },
+    write: (lines, signal) =>
+      serial(async () => {
+        held.push(lines);
+        heldBytes += lines.length;
+        if (heldBytes < uploadChunkBytes) return;
+        const all = Buffer.concat(held);
+        const whole = all.length - (all.length % uploadChunkBytes);
+        held = whole === all.length ? [] : [all.subarray(whole)];
+        heldBytes = all.length - whole;
+        try {
+          await put(all.subarray(0, whole), '*', signal);
+        } catch (error) {
+          throw bigQueryError(error, `upload load job ${jobId}`);
+        }
+      }),
+    finish: (signal) =>
+      serial(async () => {
+        const rest = Buffer.concat(held);
+        held = [];
+        heldBytes = 0;
+        try {
+          await put(rest, sent + rest.length, signal);
+          return true;
+        } catch (error) {
+          if ((error as { code?: unknown }).code === 409) return false;
+          throw bigQueryError(error, `complete load job ${jobId}`);
+        }
+      }),
   };
 }
