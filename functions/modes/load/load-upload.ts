@@ -33,6 +33,11 @@ export function request(
   },
 ): Promise<{ body: unknown; response: unknown }> {
   return new Promise((resolve, reject) => {
+    // Removed once the request settles: the run's signal outlives it, and its listener holds the body.
+    const onAbort = (): void => {
+      call?.abort?.();
+      reject(new DrainError('load job submission aborted', { retriable: true }));
+    };
     const call = (
       bigquery as unknown as {
         request(
@@ -40,11 +45,12 @@ export function request(
           callback: (error: Error | null, body?: unknown, response?: unknown) => void,
         ): { abort?(): void };
       }
-    ).request(options, (error, body, response) => (error ? reject(error) : resolve({ body, response })));
-    options.signal?.addEventListener('abort', () => {
-      call?.abort?.();
-      reject(new DrainError('load job submission aborted', { retriable: true }));
+    ).request(options, (error, body, response) => {
+      options.signal?.removeEventListener('abort', onAbort);
+      if (error) reject(error);
+      else resolve({ body, response });
     });
+    options.signal?.addEventListener('abort', onAbort, { once: true });
   });
 }
 
