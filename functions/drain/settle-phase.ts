@@ -33,7 +33,7 @@ export async function settleTaken(run: DrainRun): Promise<void> {
   }
   let durable: ReadonlyMap<string, Lease>;
   try {
-    durable = await writer.settle(run.stop.hard);
+    durable = await writer.settle(run.stop.hard, run.stop.signal);
   } catch (error) {
     for (const entry of waiting) entry.settled();
     throw error;

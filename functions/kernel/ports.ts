@@ -135,10 +135,11 @@ export interface Writer {
   write(batch: BatchToWrite, signal: AbortSignal): Promise<WrittenBatch>;
   /**
    * A writer that defers (`WrittenBatch.deferred`): makes durable what it took, once the run has read what
-   * it will. Resolves with, per partition (`partitionId`), the lease to commit its taken batches under; a
+   * it will; `hard`: the run's hard stop (nothing may be left half sent), `budget`: its budget (a wait for
+   * durability ends there, what is not durable yet left to the next run's `recover`). Resolves with, per partition (`partitionId`), the lease to commit its taken batches under; a
    * partition left out is not durable, and its batches are read again by the next run.
    */
-  settle?(signal: AbortSignal): Promise<ReadonlyMap<string, Lease>>;
+  settle?(hard: AbortSignal, budget: AbortSignal): Promise<ReadonlyMap<string, Lease>>;
 }
 
 /** Who moved a checkpoint or paused a partition on purpose, and why (kept under `audit/`). */

@@ -95,7 +95,7 @@ export function createLoadStream(options: LoadStreamOptions) {
      * Completes the load and waits for its job: the partitions durable now, each with the lease to commit
      * under. A job that did not load throws: nothing is committed, and the next run reads it all again.
      */
-    async settle(signal: AbortSignal): Promise<ReadonlyMap<string, Lease>> {
+    async settle(signal: AbortSignal, budget: AbortSignal = signal): Promise<ReadonlyMap<string, Lease>> {
       const taken = new Map(partitions);
       partitions.clear();
       const load = opening === undefined ? undefined : await opening;
@@ -114,7 +114,8 @@ export function createLoadStream(options: LoadStreamOptions) {
         return new Map();
       }
       crashPoint('after-load-submitted');
-      const outcome = await waitForJob(jobs, load.id, Number.POSITIVE_INFINITY, signal);
+      // Waited for within the budget only: past it, the commits need what is left before the hard stop.
+      const outcome = await waitForJob(jobs, load.id, Number.POSITIVE_INFINITY, budget);
       const rows = [...taken.values()].reduce((n, t) => n + t.intent.rows, 0);
       if (outcome.state === 'done') {
         crashPoint('after-load-done');

@@ -218,7 +218,7 @@ export function createLoadWriter(options: LoadWriterOptions): Writer {
 
     begin: replays.begin,
 
-    settle: async (signal) => stream?.settle(signal) ?? new Map(),
+    settle: async (hard, budget) => stream?.settle(hard, budget) ?? new Map(),
 
     async write(batch, signal) {
       const ingestedAt = new Date(options.now());
