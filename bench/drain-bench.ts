@@ -28,11 +28,10 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PubSub } from '@google-cloud/pubsub';
-import kafkajs from 'kafkajs';
 import { stackEnv } from '../stack/stack-env.js';
 import { imageNodeFlags } from '../test/support/image-flags.js';
-import { createTopic } from '../test/support/kafka.js';
 import { wideAvroSchema, wideAvroValue } from './avro-shape.js';
+import { produce as produceTo } from './produce.js';
 import { recordPathFigures } from './record-path.js';
 import { wideJsonSchema, wideJsonSchemaValue, wideProto, wideProtobufValue } from './registry-shapes.js';
 import { shapeNamed } from './shapes.js';
@@ -67,7 +66,6 @@ const wideRecords = 3;
 const shape = shapeNamed(process.env.BENCH_SHAPE);
 const run = `bench-${Date.now().toString(36)}`;
 const benchStarted = Date.now();
-const kafka = new kafkajs.Kafka({ brokers: [stack.KAFKA_BROKERS!], logLevel: kafkajs.logLevel.NOTHING });
 
 /** Registers a schema (the wide shape in a format) for the topic's subject; its schema id. */
 async function registerSchema(topic: string, schemaType: string, schema: string): Promise<number> {
@@ -87,21 +85,7 @@ async function produce(
   topicPartitions: number,
   value: (i: number) => string | Buffer = shape.value,
 ): Promise<void> {
-  // Waits until every partition has a leader (kafkajs's own wait gives up early on a topic of many).
-  await createTopic(topic, topicPartitions);
-  // Idempotent: a send retried while the broker brings up a new topic's partitions must not write twice.
-  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
-  await producer.connect();
-  for (let i = 0; i < count; i += 1000) {
-    const messages = Array.from({ length: Math.min(1000, count - i) }, (_, k) => ({
-      key: `k${i + k}`,
-      // Round robin by hand: every partition gets its share (keys alone could leave some empty).
-      partition: (i + k) % topicPartitions,
-      value: value(i + k),
-    }));
-    await producer.send({ topic, messages });
-  }
-  await producer.disconnect();
+  await produceTo(stack.KAFKA_BROKERS!, topic, count, topicPartitions, value);
 }
 
 interface Result {

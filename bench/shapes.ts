@@ -5,7 +5,7 @@
  * record of about 1 KB (one long string).
  */
 export interface Shape {
-  readonly name: 'wide' | 'narrow';
+  readonly name: 'wide' | 'narrow' | 'small';
   readonly schema: readonly { name: string; type: string; mode?: string; fields?: unknown[] }[];
   value(i: number): string;
 }
@@ -120,5 +120,32 @@ export const narrow: Shape = {
 export function shapeNamed(name: string | undefined): Shape {
   if (name === undefined || name === 'wide') return wide;
   if (name === 'narrow') return narrow;
-  throw new Error(`BENCH_SHAPE=${name}: wide or narrow`);
+  if (name === 'small') return small;
+  throw new Error(`BENCH_SHAPE=${name}: wide, narrow or small`);
 }
+
+/** `small`: an event of about 200 bytes of JSON (the load bench's million records). */
+export const small: Shape = {
+  name: 'small',
+  schema: [
+    { name: 'event_id', type: 'STRING', mode: 'REQUIRED' },
+    { name: 'user_id', type: 'INT64' },
+    { name: 'kind', type: 'STRING' },
+    { name: 'path', type: 'STRING' },
+    { name: 'country', type: 'STRING' },
+    { name: 'amount', type: 'NUMERIC' },
+    { name: 'at', type: 'TIMESTAMP' },
+    { name: 'ok', type: 'BOOL' },
+  ],
+  value: (i) =>
+    JSON.stringify({
+      event_id: `evt-${String(i).padStart(12, '0')}`,
+      user_id: 100_000 + (i % 70_000),
+      kind: ['page_view', 'add_to_cart', 'checkout'][i % 3],
+      path: `/products/${i % 5_000}/reviews?page=${i % 7}`,
+      country: countries[i % countries.length],
+      amount: `${i % 1_000}.${String(i % 100).padStart(2, '0')}`,
+      at: new Date(Date.UTC(2026, 10, 1) + i * 13).toISOString(),
+      ok: i % 5 !== 0,
+    }),
+};

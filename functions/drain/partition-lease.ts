@@ -226,9 +226,14 @@ export class PartitionLease {
     this.#renewing = false;
   }
 
-  /** A renewal landed; an older answer than the lease held (a commit overtook it) changes nothing. */
+  /**
+   * A renewal landed; an older answer than the lease held (a commit overtook it) changes nothing. A partition
+   * done but for batches a deferring writer took keeps it too: its lease must outlive the writer's settle (a
+   * million-record load ran for a minute after its last read; the lease lapsed and nothing was committed).
+   */
   renewed(lease: Lease): void {
-    if (!this.#done && lease.expiresAt > this.#lease.expiresAt) this.#lease = lease;
+    const kept = !this.#done || this.#taken.length > 0;
+    if (kept && lease.expiresAt > this.#lease.expiresAt) this.#lease = lease;
   }
 
   /**

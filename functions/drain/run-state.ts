@@ -35,6 +35,8 @@ export interface DrainOptions {
   readonly partitionConcurrency: number;
   /** How many bytes of fetched records may be in flight at once (memory; the size of flushes). */
   readonly inFlightMaxBytes: number;
+  /** And records (fetched, not yet written or taken). */
+  readonly inFlightMaxRecords: number;
   /** How many Firestore round trips (leases, releases) a run has in flight at once. */
   readonly firestoreConcurrency: number;
   readonly alertThresholds: Thresholds;

@@ -6,7 +6,6 @@
  */
 import { decompress as zstdDecompress } from 'fzstd';
 import kafkajs from 'kafkajs';
-import lz4 from 'lz4js';
 import snappy from 'snappyjs';
 
 const { CompressionCodecs, CompressionTypes } = kafkajs;
@@ -37,6 +36,15 @@ export function snappyDecompress(data: Buffer): Buffer {
   return Buffer.concat(blocks);
 }
 
+/**
+ * lz4js, loaded with the first lz4 batch: loading it allocates a 5 MB block buffer for compressing, which
+ * the drain never does (5 MB of every run's memory, lz4 or not).
+ */
+let lz4: typeof import('lz4js').default | undefined;
+export async function loadLz4(): Promise<void> {
+  lz4 ??= (await import('lz4js')).default;
+}
+
 const lz4FrameMagic = 0x184d2204;
 const lz4BlockSizes: Record<number, number> = { 4: 64 << 10, 5: 256 << 10, 6: 1 << 20, 7: 4 << 20 };
 
@@ -47,6 +55,8 @@ const lz4BlockSizes: Record<number, number> = { 4: 64 << 10, 5: 256 << 10, 6: 1 
  * can reach back into earlier blocks.
  */
 export function lz4Decompress(data: Buffer): Buffer {
+  const codec = lz4;
+  if (codec === undefined) throw new Error('lz4: loadLz4() first');
   const frames: { blocks: { at: number; size: number; raw: boolean }[]; bound: number }[] = [];
   let at = 0;
   while (at < data.length) {
@@ -86,7 +96,7 @@ export function lz4Decompress(data: Buffer): Buffer {
         out.set(data.subarray(block.at, block.at + block.size), written);
         written += block.size;
       } else {
-        written = lz4.decompressBlock(data, out, block.at, block.size, written);
+        written = codec.decompressBlock(data, out, block.at, block.size, written);
       }
       if (written > out.length) throw new Error('lz4: a block decompresses past its bound');
     }
@@ -101,7 +111,7 @@ export function zstdDecompressBuffer(data: Buffer): Buffer {
   return Buffer.from(out.buffer, out.byteOffset, out.byteLength);
 }
 
-function readOnly(name: string, decompress: (data: Buffer) => Buffer) {
+function readOnly(name: string, decompress: (data: Buffer) => Buffer | Promise<Buffer>) {
   return () => ({
     async compress(): Promise<Buffer> {
       throw new Error(`${name}: kafka-bigquery-drain reads Kafka and never compresses`);
@@ -119,6 +129,9 @@ export function registerCompressionCodecs(): void {
   if (registered) return;
   registered = true;
   CompressionCodecs[CompressionTypes.Snappy] = readOnly('snappy', snappyDecompress);
-  CompressionCodecs[CompressionTypes.LZ4] = readOnly('lz4', lz4Decompress);
+  CompressionCodecs[CompressionTypes.LZ4] = readOnly('lz4', async (data) => {
+    await loadLz4();
+    return lz4Decompress(data);
+  });
   CompressionCodecs[CompressionTypes.ZSTD] = readOnly('zstd', zstdDecompressBuffer);
 }

@@ -1,8 +1,9 @@
 import { readFileSync } from 'node:fs';
 import kafkajs from 'kafkajs';
 import snappy from 'snappyjs';
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import {
+  loadLz4,
   lz4Decompress,
   registerCompressionCodecs,
   snappyDecompress,
@@ -21,6 +22,8 @@ const lz4BlockChecksums =
   'BCJNGHRAvTAAAAD/BmthZmthLWJpZ3F1ZXJ5LWRyYWluIBUA/////////////////////0tQcmFpbiDBgSlHAAAAANo1UWE=';
 
 describe('compression codecs', () => {
+  beforeAll(loadLz4);
+
   it('reads zstd, every frame of it', () => {
     const out = zstdDecompressBuffer(Buffer.from(zstdTwoFrames, 'base64'));
     expect(out.toString()).toBe(`${text}second frame`);

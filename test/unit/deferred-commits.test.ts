@@ -32,7 +32,10 @@ function logOf(partitions: number, perPartition: number): Map<string, KafkaRecor
 }
 
 /** A writer that takes batches and makes them durable only when settled (a table of offsets per partition). */
-function deferringWriter(settleAs: (leases: Map<string, Lease>) => Map<string, Lease> | Error = (l) => l) {
+function deferringWriter(
+  settleAs: (leases: Map<string, Lease>) => Map<string, Lease> | Error = (l) => l,
+  settling?: () => Promise<void>,
+) {
   const table = new Map<number, number[]>();
   const taken: { lease: Lease; offsets: number[] }[] = [];
   const writes: number[] = [];
@@ -45,6 +48,7 @@ function deferringWriter(settleAs: (leases: Map<string, Lease>) => Map<string, L
       return { rows: batch.records.length, deadLetters: 0, tombstones: 0, deferred: true };
     },
     async settle() {
+      await settling?.();
       const leases = new Map(taken.map((t) => [partitionId(t.lease), t.lease]));
       const durable = settleAs(leases);
       if (durable instanceof Error) throw durable;
@@ -71,9 +75,9 @@ function setup(log: Map<string, KafkaRecord[]>, clock = createFakeClock(1_700_00
     timers: clock.timers,
     signal: new AbortController().signal,
   };
-  const run = (writer: Writer, runId = 'run-1') =>
-    clock.run(runDrain({ ...ports, writer: () => writer }, { ...options, runId }, context));
-  return { run, checkpoints, context };
+  const run = (writer: Writer, runId = 'run-1', more: Partial<typeof options> = {}) =>
+    clock.run(runDrain({ ...ports, writer: () => writer }, { ...options, runId, ...more }, context));
+  return { run, checkpoints, context, clock };
 }
 
 describe('batches a writer defers', () => {
@@ -98,6 +102,24 @@ describe('batches a writer defers', () => {
     for (let p = 0; p < 3; p++) expect(table.get(p)).toEqual(Array.from({ length: 1_000 }, (_, o) => o));
     expect(summary).toMatchObject({ recordsRead: 3_000, rowsWritten: 3_000, stopReason: 'caught_up' });
     expect(summary.latencyMs.count).toBe(3_000);
+  });
+
+  test('a settle longer than the lease TTL: the leases of partitions read to their end are kept, the commits land', async () => {
+    const { run, checkpoints, context, clock } = setup(logOf(2, 300));
+    // A load job that runs for three TTLs after the run has read everything.
+    const { writer, table } = deferringWriter(undefined, () => clock.timers.sleep(3 * options.leaseTtlMs));
+    const summary = await run(writer, 'run-1', { budgetMs: 60_000 });
+    expect(summary).toMatchObject({ recordsRead: 600, rowsWritten: 600, stopReason: 'caught_up' });
+    const stored = await checkpoints.peek([
+      { topic: 't', partition: 0 },
+      { topic: 't', partition: 1 },
+    ]);
+    expect(stored.map((s) => s.nextOffset)).toEqual([300, 300]);
+    expect(table.get(0)).toHaveLength(300);
+    const logged = (context.logger as ReturnType<typeof createMemoryLogger>).lines.map((e) =>
+      String(e.message),
+    );
+    expect(logged.filter((m) => /renewed in time|lease lost/.test(m))).toEqual([]);
   });
 
   test('a partition the writer does not call durable commits nothing; the next run reads it again', async () => {

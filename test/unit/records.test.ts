@@ -5,7 +5,7 @@ import { beginWaiting, joined, joinFetched } from '../../functions/drain/batch-f
 import { DrainError } from '../../functions/kernel/errors.js';
 import type { RowToWrite } from '../../functions/kernel/records.js';
 import { backoffDelay, withRetry } from '../../functions/kernel/retry.js';
-import { lineOf } from '../../functions/modes/load/load-lines.js';
+import { lineOf, linesOfRows } from '../../functions/modes/load/load-lines.js';
 import { isDeadLetter, type RowShape, rowKey, toRow } from '../../functions/records/records.js';
 import { splitRequests } from '../../functions/sinks/insert-all-sink.js';
 import { compileRowText } from '../../functions/sinks/row-text.js';
@@ -198,6 +198,8 @@ describe('batching', () => {
     // A row made the general way: its object's JSON.
     const object = { rowKey: 't:0:9', record: record('t', 0, 9, {}), row: { s: 'ü' } };
     expect(lineOf(object).toString()).toBe('{"s":"ü"}\n');
+    // A batch's lines in one buffer (the streamed load's): the same bytes as its rows' lines joined.
+    expect(linesOfRows([...rows, object])).toEqual(Buffer.concat([...lines, lineOf(object)]));
     expect(JSON.parse(splitRequests([object], 500, 5_000_000)[0]![0]!.json.toString())).toEqual({
       insertId: 't:0:9',
       json: { s: 'ü' },

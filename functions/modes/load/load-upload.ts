@@ -71,27 +71,27 @@ export function resumableUpload(bigquery: BigQuery, session: string, jobId: stri
   const url = new URL(session);
   const uri = `${url.origin}${url.pathname}`;
   const qs = Object.fromEntries(url.searchParams);
-  let held: Buffer[] = [];
-  let heldBytes = 0;
+  /** The chunk being filled: one buffer for the whole upload, sent when full and filled again. */
+  let chunk: Buffer | undefined;
+  let filled = 0;
   let sent = 0;
-  const put = async (chunk: Buffer, total: number | '*', signal?: AbortSignal): Promise<unknown> => {
-    const range =
-      chunk.length === 0 ? `bytes */${total}` : `bytes ${sent}-${sent + chunk.length - 1}/${total}`;
+  const put = async (data: Buffer, total: number | '*', signal?: AbortSignal): Promise<unknown> => {
+    const range = data.length === 0 ? `bytes */${total}` : `bytes ${sent}-${sent + data.length - 1}/${total}`;
     try {
       const { body } = await request(bigquery, {
         method: 'PUT',
         uri,
         qs,
         headers: { 'Content-Range': range, 'Content-Type': 'application/octet-stream' },
-        body: chunk,
+        body: data,
         ...(signal === undefined ? {} : { signal }),
       });
-      sent += chunk.length;
+      sent += data.length;
       return body;
     } catch (error) {
       // 308 Resume Incomplete: the chunk arrived, the upload goes on.
       if ((error as { code?: unknown }).code === 308 && total === '*') {
-        sent += chunk.length;
+        sent += data.length;
         return undefined;
       }
       throw error;
@@ -114,30 +114,32 @@ export function resumableUpload(bigquery: BigQuery, session: string, jobId: stri
   };
   return {
     get bytes() {
-      return sent + heldBytes;
+      return sent + filled;
     },
     write: (lines, signal) =>
       serial(async () => {
-        held.push(lines);
-        heldBytes += lines.length;
-        if (heldBytes < uploadChunkBytes) return;
-        const all = Buffer.concat(held);
-        const whole = all.length - (all.length % uploadChunkBytes);
-        held = whole === all.length ? [] : [all.subarray(whole)];
-        heldBytes = all.length - whole;
-        try {
-          await put(all.subarray(0, whole), '*', signal);
-        } catch (error) {
-          throw bigQueryError(error, `upload load job ${jobId}`);
+        for (let at = 0; at < lines.length; ) {
+          chunk ??= Buffer.allocUnsafe(uploadChunkBytes);
+          const copied = lines.copy(chunk, filled, at);
+          filled += copied;
+          at += copied;
+          if (filled < chunk.length) continue;
+          try {
+            // Answered before the chunk is filled again: the request is done with it.
+            await put(chunk, '*', signal);
+          } catch (error) {
+            throw bigQueryError(error, `upload load job ${jobId}`);
+          }
+          filled = 0;
         }
       }),
     finish: (signal) =>
       serial(async () => {
-        const rest = Buffer.concat(held);
-        held = [];
-        heldBytes = 0;
+        const rest = chunk === undefined ? Buffer.alloc(0) : chunk.subarray(0, filled);
         try {
           await put(rest, sent + rest.length, signal);
+          chunk = undefined;
+          filled = 0;
           return true;
         } catch (error) {
           if ((error as { code?: unknown }).code === 409) return false;

@@ -12,7 +12,7 @@ import { classifyRows, rowTexts } from '../sink-writer.js';
 import { createReplays, splitReplayed } from '../storage-write/replay.js';
 import { fencedMembers, flushMaxPartitions } from '../storage-write/stream-flusher.js';
 import { jobIdOf, type LoadJobState, type LoadJobs, waitForJob } from './load-jobs.js';
-import { type LoadItem, lineOf, linesOf, refusedRows } from './load-lines.js';
+import { type LoadItem, lineOf, linesOf, linesOfRows, refusedRows } from './load-lines.js';
 import type { LoadQuota } from './load-quota.js';
 import { createLoadStream, streamedJobSuffix } from './load-stream.js';
 
@@ -235,22 +235,19 @@ export function createLoadWriter(options: LoadWriterOptions): Writer {
         crashPoint('after-error-table');
         await publishDeadLetters(letters, options.deadLetters);
       }
-      const lines = rows.map((row) => ({ row, line: lineOf(row) }));
       if (stream !== undefined && !flushByFlush.has(partitionId(batch.lease))) {
         const counts = {
           records: records.length,
-          rows: lines.length + heldRows,
+          rows: rows.length + heldRows,
           deadLetters: letters.length + heldLetters,
           tombstones,
           ...(filtered > 0 ? { filtered } : {}),
           lastRecordTimestamp: records[records.length - 1]!.timestamp,
         };
-        const lease = await stream.take(
-          { ...batch, lines: Buffer.concat(lines.map((l) => l.line)), counts },
-          signal,
-        );
+        const lease = await stream.take({ ...batch, lines: linesOfRows(rows), counts }, signal);
         return { ...counts, lease, deferred: true };
       }
+      const lines = rows.map((row) => ({ row, line: lineOf(row) }));
       const loaded = await queue.add({
         lease: batch.lease,
         fromOffset: batch.fromOffset,
