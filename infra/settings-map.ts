@@ -60,6 +60,8 @@ export const deployedSettings = {
   BQ_KEY_TEXT_COLUMN: { pulumi: 'keyTextColumn' },
 
   DRAIN_BUDGET_SECONDS: { pulumi: 'budgetSeconds' },
+  DRAIN_UNTIL: { pulumi: 'drainUntil', passed: true },
+  FLUSH_LINGER_MS: { pulumi: 'flushLingerMs', passed: true },
   BATCH_MAX_RECORDS: { pulumi: 'batchMaxRecords', passed: true },
   BATCH_MAX_BYTES: { pulumi: 'batchMaxBytes', passed: true },
   LEASE_TTL_SECONDS: { pulumi: 'leaseTtlSeconds' },

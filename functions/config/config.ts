@@ -7,7 +7,7 @@ import { type DispatchConfig, dispatchOf } from './dispatch.js';
 import { type KafkaSecurity, kafkaSecurity } from './kafka.js';
 import { deepFreeze, type Env, reader } from './reader.js';
 import type { Route } from './routes.js';
-import { runShape } from './run.js';
+import { followLingerMs, runShape } from './run.js';
 import { secretManagerEndpoint } from './secret-manager-endpoint.js';
 import { parseStartPosition, type StartPosition } from './start-position.js';
 import { registryOf, routesOf, type SchemaRegistryConfig } from './tables.js';
@@ -51,6 +51,8 @@ export interface DrainConfig {
   readonly deadLetterTopic: string;
   readonly alertTopic: string | null;
   readonly budgetSeconds: number;
+  /** DRAIN_UNTIL=budget: the run follows the log until its budget, a batch cut after `lingerMs`. */
+  readonly follow: { readonly lingerMs: number } | null;
   readonly batchMaxRecords: number;
   readonly batchMaxBytes: number;
   readonly leaseTtlSeconds: number;
@@ -85,7 +87,13 @@ export function parseConfig(
   const read = reader(env);
   const writeMode = writeModeOf(read);
 
-  const { budgetSeconds, leaseTtlSeconds, taskCount, taskIndex } = runShape(read);
+  const { budgetSeconds, leaseTtlSeconds, taskCount, taskIndex, drainUntil, flushLingerMs } = runShape(read);
+  // A load job a run and table: a run that follows the log would hold its load open for its whole budget.
+  if (drainUntil === 'budget' && writeMode === 'load')
+    throw new ConfigError(
+      'DRAIN_UNTIL',
+      '"budget" (follow the log) is not for BQ_WRITE_MODE=load: a run makes one load job a table, completed when it stops reading; use storage-write for freshness in seconds',
+    );
 
   const { sasl, ssl, tls } = kafkaSecurity(read);
 
@@ -130,6 +138,10 @@ export function parseConfig(
     ),
     alertTopic: read.optional('ALERT_TOPIC'),
     budgetSeconds,
+    follow:
+      drainUntil === 'budget'
+        ? { lingerMs: followLingerMs(flushLingerMs, writeMode, new Set(routes.map((r) => `${r.dataset}.${r.table}`)).size, taskCount) }
+        : null,
     batchMaxRecords: read.integer('BATCH_MAX_RECORDS', 1, 50_000),
     batchMaxBytes: read.integer('BATCH_MAX_BYTES', 1024, 100 * 1024 * 1024),
     leaseTtlSeconds,

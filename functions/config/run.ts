@@ -24,5 +24,22 @@ export function runShape(read: Reader) {
     );
   }
 
-  return { budgetSeconds, leaseTtlSeconds, taskCount, taskIndex };
+  const drainUntil = read.oneOf('DRAIN_UNTIL', ['end', 'budget'] as const);
+  const flushLingerMs = read.integer('FLUSH_LINGER_MS', 10, 600_000);
+  return { budgetSeconds, leaseTtlSeconds, taskCount, taskIndex, drainUntil, flushLingerMs };
+}
+
+/**
+ * The linger a run following the log uses: FLUSH_LINGER_MS, but in storage-write mode (a PENDING write
+ * stream a flush and table) at least tables × tasks × 720 ms, so that a pipeline opens at most 5,000
+ * streams an hour, half of BigQuery's CreateWriteStream quota (10,000 an hour a project and region).
+ */
+export function followLingerMs(
+  flushLingerMs: number,
+  writeMode: string,
+  tables: number,
+  taskCount: number,
+): number {
+  if (writeMode !== 'storage-write') return flushLingerMs;
+  return Math.max(flushLingerMs, Math.ceil((tables * taskCount * 3600 * 1000) / 5000));
 }

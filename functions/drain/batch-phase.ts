@@ -5,7 +5,7 @@ import type { FetchedBatch, KafkaRecord } from '../kernel/records.js';
 import { planFetched } from './batch.js';
 import { commitCheckpoint } from './commit.js';
 import type { PartitionLease } from './partition-lease.js';
-import type { DrainRun } from './run-state.js';
+import { type DrainRun, readsTo } from './run-state.js';
 
 /**
  * One batch of a partition (its fetches joined up to the batch limits: batch-fill.ts): checked for
@@ -36,7 +36,7 @@ export async function drainFetched(
     return;
   }
   // Only what lies between the checkpoint and the end seen at start belongs to this run.
-  const plan = planFetched(fetched, entry.readPosition, entry.end);
+  const plan = planFetched(fetched, entry.readPosition, readsTo(run, entry));
   if (plan.skipTo !== undefined) {
     // Offsets with no records (compaction, transaction markers): the checkpoint moves past them, behind
     // the batches a deferring writer took if there are any.

@@ -133,7 +133,8 @@ async function planAndBegin(
     await commitCheckpoint(run, entry, { fromOffset: plan.from, nextOffset: plan.from, ...empty });
   entry.startsAt(plan.from);
   await run.ports.writer.begin(entry.lease, plan.from, entry.end);
-  if (plan.action === 'idle') {
+  // Following the log, a partition with nothing yet is read all the same: its records are to come.
+  if (plan.action === 'idle' && run.options.follow === undefined) {
     entry.leave(); // nothing to read: an idle partition costs one lease round trip
     return undefined;
   }

@@ -6,7 +6,7 @@ import { beginWaiting, joined, joinFetched, type Waiting } from './batch-fill.js
 import { drainFetched } from './batch-phase.js';
 import { leasePartition } from './lease-phase.js';
 import type { PartitionLease } from './partition-lease.js';
-import type { DrainRun } from './run-state.js';
+import { type DrainRun, readsTo } from './run-state.js';
 
 /** Leases the partitions, then reads and drains those with records waiting, until done or stopped. */
 export async function drainPartitions(
@@ -71,7 +71,7 @@ async function readOpenPartitions(run: DrainRun, source: SourceReader): Promise<
         return drainFetched(run, entry, joined(slot));
       })
       .then(() => {
-        if (entry.readPosition >= entry.end) entry.leave(); // drained up to the end seen at start
+        if (entry.readPosition >= readsTo(run, entry)) entry.leave(); // drained up to the end seen at start
         run.context.onProgress?.({ recordsRead: run.record.totals.recordsRead, lag: lagByPartition(run) });
       })
       .catch((error: unknown) => {
@@ -94,7 +94,7 @@ async function readOpenPartitions(run: DrainRun, source: SourceReader): Promise<
       bytesInFlight += bytes;
       recordsInFlight += queued.records - recordsBefore;
       // Held, it is written once full or when the fetches reach the end seen at start (or do not follow on).
-      if (queued.hold !== undefined && (queued.full || queued.nextOffset >= entry.end || rest === fetched))
+      if (queued.hold !== undefined && (queued.full || queued.nextOffset >= readsTo(run, entry) || rest === fetched))
         start(id, entry, queued);
       if (rest !== fetched) return rest;
     }
@@ -102,12 +102,13 @@ async function readOpenPartitions(run: DrainRun, source: SourceReader): Promise<
     bytesInFlight += slot.bytes;
     recordsInFlight += slot.records;
     waiting.set(id, slot);
-    if (inFlight.has(id) || slot.full || slot.nextOffset >= entry.end) start(id, entry, slot);
+    if (inFlight.has(id) || slot.full || slot.nextOffset >= readsTo(run, entry)) start(id, entry, slot);
     else hold(id, entry, slot);
     return rest;
   };
   const hold = (id: string, entry: PartitionLease, slot: Waiting): void => {
-    slot.hold = run.timers.after(FILL_WAIT_MS, () => {
+    // Following the log, a batch waits its linger for records yet to be written; else 200 ms for a fetch.
+    slot.hold = run.timers.after(options.follow?.lingerMs ?? FILL_WAIT_MS, () => {
       if (slot.hold === undefined) return;
       // While the run waits on its bounds it fetches nothing: the wait starts again.
       if (blocked) return hold(id, entry, slot);

@@ -37,6 +37,11 @@ export interface DrainOptions {
   readonly inFlightMaxBytes: number;
   /** And records (fetched, not yet written or taken). */
   readonly inFlightMaxRecords: number;
+  /**
+   * DRAIN_UNTIL=budget: the run follows the log until its budget instead of stopping at the end it saw at
+   * its start; a batch not yet full is cut `lingerMs` after it began.
+   */
+  readonly follow?: { readonly lingerMs: number };
   /** How many Firestore round trips (leases, releases) a run has in flight at once. */
   readonly firestoreConcurrency: number;
   readonly alertThresholds: Thresholds;
@@ -103,4 +108,12 @@ export function createDrainRun(ports: DrainPorts, options: DrainOptions, context
     offsetsAtStart: new Map(),
     reader: undefined,
   };
+}
+
+/**
+ * Where a run reads a partition to: the end it saw at its start, or, following the log (DRAIN_UNTIL=budget),
+ * no end: it reads until its budget.
+ */
+export function readsTo(run: DrainRun, entry: { readonly end: number }): number {
+  return run.options.follow === undefined ? entry.end : Number.POSITIVE_INFINITY;
 }

@@ -94,6 +94,7 @@ export function drainOptionsFor(
     // and drain time). The routes' drains share the process's memory.
     inFlightMaxBytes: Math.max(2, Math.floor(4 / route.routeCount)) * config.batchMaxBytes,
     inFlightMaxRecords: Math.max(2, Math.floor(4 / route.routeCount)) * config.batchMaxRecords,
+    ...(config.follow === null ? {} : { follow: config.follow }),
     firestoreConcurrency: 16,
     // Longer than a task's start-up may take (the table checks wait at most 10 s), a small part of a run.
     shareGraceMs: Math.min(15_000, (config.budgetSeconds * 1000) / 4),

@@ -27,7 +27,12 @@ export async function buildTestCli(): Promise<void> {
   );
 }
 
-/** What a test's child process runs for `kafka-bigquery-drain`: the built CLI, or the bin if asked. */
+/**
+ * What a test's child process runs for `kafka-bigquery-drain`: the built CLI, the bin if asked (`source`),
+ * or a script named by its path (scripts/release-compat.ts: an earlier release's bin).
+ */
 export function cliEntry(): string {
-  return process.env.KBD_E2E_CLI === 'source' ? sourceCli : testCli;
+  const chosen = process.env.KBD_E2E_CLI;
+  if (chosen === 'source') return sourceCli;
+  return chosen?.endsWith('.mjs') ? chosen : testCli;
 }

@@ -22,6 +22,7 @@ describe('parseConfig', () => {
       kafka: { brokers: ['b1:9092', 'b2:9092'], topics: ['orders', 'refunds'], ssl: false, sasl: null },
       bigquery: { writeMode: 'storage-write', apiEndpoint: null, location: null, storageEndpoint: null },
       budgetSeconds: 240,
+      follow: null,
       batchMaxRecords: 5000,
       batchMaxBytes: 5 * 1024 * 1024,
       leaseTtlSeconds: 60,
@@ -456,5 +457,26 @@ describe('table layout', () => {
     } catch (error) {
       expect((error as ConfigError).variable).toBe(variable);
     }
+  });
+});
+
+describe('DRAIN_UNTIL', () => {
+  test('budget follows the log with FLUSH_LINGER_MS, held to a pipeline\'s share of write streams in storage-write', () => {
+    expect(parseConfig({ ...base, DRAIN_UNTIL: 'budget' }).follow).toEqual({ lingerMs: 1_000 });
+    expect(parseConfig({ ...base, DRAIN_UNTIL: 'budget', FLUSH_LINGER_MS: '200' }).follow).toEqual({
+      lingerMs: 720,
+    });
+    // 4 tasks of one table: 4 × 720 ms; insert-all opens no stream, so its linger is as set.
+    const tasks = { ...base, DRAIN_UNTIL: 'budget', FLUSH_LINGER_MS: '200', CLOUD_RUN_TASK_COUNT: '4' };
+    expect(parseConfig(tasks).follow).toEqual({ lingerMs: 2_880 });
+    expect(parseConfig({ ...tasks, BQ_WRITE_MODE: 'insert-all' }).follow).toEqual({ lingerMs: 200 });
+  });
+
+  test('load mode refuses budget, naming DRAIN_UNTIL; a value it does not know is refused', () => {
+    const load = { ...base, BQ_WRITE_MODE: 'load', DRAIN_UNTIL: 'budget' };
+    expect(() => parseConfig(load)).toThrow(ConfigError);
+    expect(() => parseConfig(load)).toThrow(/DRAIN_UNTIL.*load/);
+    expect(() => parseConfig({ ...base, DRAIN_UNTIL: 'forever' })).toThrow(/DRAIN_UNTIL/);
+    expect(() => parseConfig({ ...base, DRAIN_UNTIL: 'budget', FLUSH_LINGER_MS: '5' })).toThrow(/FLUSH_LINGER_MS/);
   });
 });

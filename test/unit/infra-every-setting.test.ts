@@ -58,6 +58,8 @@ beforeAll(async () => {
         headersColumn: true,
         keyTextColumn: true,
         budgetSeconds: 200,
+        drainUntil: 'budget',
+        flushLingerMs: 2000,
         batchMaxRecords: 1000,
         batchMaxBytes: 1048576,
         leaseTtlSeconds: 30,

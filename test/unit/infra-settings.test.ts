@@ -16,6 +16,8 @@ const samples: Partial<Record<SettingName, string>> = {
   LOG_LEVEL: 'debug',
   START_POSITION: 'latest',
   RETENTION_GAP_POLICY: 'skip',
+  DRAIN_UNTIL: 'budget',
+  FLUSH_LINGER_MS: '1500',
   BATCH_MAX_RECORDS: '1234',
   BATCH_MAX_BYTES: '2097152',
   STALL_ALERT_SECONDS: '901',

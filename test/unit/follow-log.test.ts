@@ -1,0 +1,118 @@
+/**
+ * A run that follows the log (DRAIN_UNTIL=budget, issue #68), on a fake clock with in-memory ports: it reads
+ * records written after its start until its budget, each batch cut when full or a linger after it began;
+ * SIGTERM while a batch lingers commits nothing of it and the next run reads it; in `end` mode the same log
+ * stops at the end seen at start. Each record once in the end.
+ */
+import { describe, expect, test } from 'vitest';
+import { createMemoryLogger } from '../../functions/kernel/logger.js';
+import type { KafkaRecord } from '../../functions/kernel/records.js';
+import { testDrainOptions } from '../support/drain-options.js';
+import { createFakeClock } from '../support/fake-clock.js';
+import {
+  createMemoryCheckpoints,
+  createMemoryDeadLetters,
+  createMemorySink,
+  createMemorySource,
+} from '../support/memory-ports.js';
+import { type DrainOptions, runDrain } from '../support/run-drain.js';
+
+const start = 1_700_000_000_000;
+const linger = 500;
+const follow: DrainOptions = {
+  ...testDrainOptions,
+  batchMaxRecords: 50,
+  budgetMs: 10_000,
+  follow: { lingerMs: linger },
+};
+
+/** Two partitions, and a producer on the fake clock: one record a partition every 100 ms until `until`. */
+function setup(until: number) {
+  const clock = createFakeClock(start);
+  const log = new Map<string, KafkaRecord[]>([
+    ['t~0', []],
+    ['t~1', []],
+  ]);
+  const append = () => {
+    for (const [id, records] of log) {
+      const offset = records.length;
+      records.push({
+        topic: 't',
+        partition: Number(id.split('~')[1]),
+        offset,
+        timestamp: clock.now(),
+        key: null,
+        value: Buffer.from(JSON.stringify({ n: offset })),
+        headers: {},
+      });
+    }
+  };
+  append();
+  const stopProducing = clock.timers.every(100, () => {
+    if (clock.now() - start < until) append();
+  });
+  const checkpoints = createMemoryCheckpoints(clock.now);
+  const sink = createMemorySink();
+  const ports = {
+    source: createMemorySource(log, { sleep: (ms: number) => clock.timers.sleep(ms) }),
+    checkpoints,
+    sink,
+    deadLetters: createMemoryDeadLetters(),
+  };
+  const context = { logger: createMemoryLogger(), now: clock.now, timers: clock.timers };
+  const run = (options: DrainOptions, runId: string, signal = new AbortController().signal) =>
+    clock.run(runDrain(ports, { ...options, runId }, { ...context, signal }));
+  return { clock, log, checkpoints, sink, run, stopProducing };
+}
+
+const offsetsOf = (sink: ReturnType<typeof createMemorySink>, partition: number) =>
+  sink.rows.filter((r) => r.record.partition === partition).map((r) => r.record.offset);
+
+describe('a run that follows the log', () => {
+  test('reads what is written after its start until its budget, a batch cut a linger after it began', async () => {
+    const { run, log, checkpoints, sink, stopProducing } = setup(8_000);
+    const summary = await run(follow, 'run-1');
+    stopProducing();
+
+    expect(summary.stopReason).toBe('budget');
+    // Every record written in the first 8 s (80 a partition: at 0, 100, …, 7,900 ms) was read, committed once, in order.
+    for (const p of [0, 1]) expect(offsetsOf(sink, p)).toEqual([...Array(80).keys()]);
+    expect(log.get('t~0')).toHaveLength(80);
+    // Batches of about a linger's records (5 at one record each 100 ms), not one batch a record nor one a run.
+    const sizes = checkpoints.commits.filter((c) => c.records > 0).map((c) => c.records);
+    expect(Math.max(...sizes)).toBeLessThanOrEqual(linger / 100 + 1);
+    expect(sizes.length).toBeGreaterThanOrEqual((2 * 80) / (linger / 100 + 1));
+    // Each record committed within about a linger of its writing (the fake clock's writes take no time).
+    expect(summary.latencyMs.count).toBe(160);
+    expect(summary.latencyMs.max).toBeLessThanOrEqual(linger + 100);
+  });
+
+  test('in `end` mode the same log stops at the end seen at start', async () => {
+    const { run, sink, stopProducing } = setup(8_000);
+    const { follow: _, ...end } = follow;
+    const summary = await run(end, 'run-1');
+    stopProducing();
+    expect(summary.stopReason).toBe('caught_up');
+    expect(offsetsOf(sink, 0)).toEqual([0]);
+  });
+
+  test('SIGTERM while a batch lingers: nothing of it is committed, and the next run reads it', async () => {
+    const { clock, run, sink, checkpoints, stopProducing } = setup(2_000);
+    // 1.25 s in: the batch begun at 1.0 s lingers until 1.5 s.
+    const abort = new AbortController();
+    clock.timers.after(1_250, () => abort.abort());
+    const first = await run(follow, 'run-1', abort.signal);
+    expect(first.stopReason).toBe('signal');
+    const stopped = await checkpoints.peek([{ topic: 't', partition: 0 }]);
+    const committed = stopped[0]!.nextOffset!;
+    expect(committed).toBeGreaterThan(0);
+    expect(offsetsOf(sink, 0)).toEqual([...Array(committed).keys()]);
+    // Records past the checkpoint were read (the lingering batch) but not written.
+    expect(committed).toBeLessThan(12);
+
+    const second = await run(follow, 'run-2');
+    stopProducing();
+    expect(second.stopReason).toBe('budget');
+    for (const p of [0, 1]) expect(offsetsOf(sink, p)).toEqual([...Array(20).keys()]);
+  });
+});
