@@ -7,6 +7,9 @@ import { PartitionLease } from './partition-lease.js';
 import { planStart } from './partition-start.js';
 import type { DrainRun } from './run-state.js';
 
+/** How often a run following the log looks again at a partition the run before it still holds. */
+export const handoverPollMs = 1_000;
+
 /**
  * Leases one partition and makes it ready to read: what an earlier run left is finished first (the
  * writer's `recover`), the start is planned (the checkpoint, or START_POSITION; a retention gap is
@@ -15,14 +18,28 @@ import type { DrainRun } from './run-state.js';
  */
 export async function leasePartition(
   run: DrainRun,
-  mark: Watermarks,
+  seenAtStart: Watermarks,
   shared: boolean,
 ): Promise<Position | undefined> {
+  let mark = seenAtStart;
   const { logger } = run;
   const where = { topic: mark.topic, partition: mark.partition };
-  const lease = await run.ports.checkpoints.acquire(mark, run.options.runId, run.options.leaseTtlMs);
+  const acquire = () => run.ports.checkpoints.acquire(mark, run.options.runId, run.options.leaseTtlMs);
+  let lease = await acquire();
   // Another task's partition that someone took first is simply not this run's business.
   if (lease === undefined && shared) return undefined;
+  // Following the log, runs follow one another: a partition the run before still holds is taken as it is
+  // released at that run's budget (or its lease lapses, the run dead), looked at every second.
+  let waited = false;
+  while (lease === undefined && run.options.follow !== undefined && !run.stop.signal.aborted) {
+    await run.timers.sleep(handoverPollMs, run.stop.signal);
+    if (!run.stop.signal.aborted) lease = await acquire();
+    waited = true;
+  }
+  // The end seen at the run's start is behind what the run before read meanwhile: seen again.
+  if (waited && lease !== undefined)
+    mark =
+      (await run.ports.source.watermarks([mark.topic])).find((m) => m.partition === mark.partition) ?? mark;
   const summary = emptySummary(mark, shared);
   run.record.lookedAt(summary);
   if (lease === undefined) {

@@ -263,6 +263,7 @@ export async function ledgerOf(clients: GoogleClients, pipeline: Pipeline, parti
       to: d.get('to') as number,
       epoch: d.get('epoch') as number,
       owner: d.get('owner') as string,
+      records: (d.get('records') as number | undefined) ?? 0,
     }));
 }
 

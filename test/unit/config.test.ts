@@ -461,7 +461,7 @@ describe('table layout', () => {
 });
 
 describe('DRAIN_UNTIL', () => {
-  test('budget follows the log with FLUSH_LINGER_MS, held to a pipeline\'s share of write streams in storage-write', () => {
+  test("budget follows the log with FLUSH_LINGER_MS, held to a pipeline's share of write streams in storage-write", () => {
     expect(parseConfig({ ...base, DRAIN_UNTIL: 'budget' }).follow).toEqual({ lingerMs: 1_000 });
     expect(parseConfig({ ...base, DRAIN_UNTIL: 'budget', FLUSH_LINGER_MS: '200' }).follow).toEqual({
       lingerMs: 720,
@@ -477,6 +477,8 @@ describe('DRAIN_UNTIL', () => {
     expect(() => parseConfig(load)).toThrow(ConfigError);
     expect(() => parseConfig(load)).toThrow(/DRAIN_UNTIL.*load/);
     expect(() => parseConfig({ ...base, DRAIN_UNTIL: 'forever' })).toThrow(/DRAIN_UNTIL/);
-    expect(() => parseConfig({ ...base, DRAIN_UNTIL: 'budget', FLUSH_LINGER_MS: '5' })).toThrow(/FLUSH_LINGER_MS/);
+    expect(() => parseConfig({ ...base, DRAIN_UNTIL: 'budget', FLUSH_LINGER_MS: '5' })).toThrow(
+      /FLUSH_LINGER_MS/,
+    );
   });
 });

@@ -60,9 +60,11 @@ function setup(until: number) {
     deadLetters: createMemoryDeadLetters(),
   };
   const context = { logger: createMemoryLogger(), now: clock.now, timers: clock.timers };
+  const drain = (options: DrainOptions, runId: string, signal = new AbortController().signal) =>
+    runDrain(ports, { ...options, runId }, { ...context, signal });
   const run = (options: DrainOptions, runId: string, signal = new AbortController().signal) =>
-    clock.run(runDrain(ports, { ...options, runId }, { ...context, signal }));
-  return { clock, log, checkpoints, sink, run, stopProducing };
+    clock.run(drain(options, runId, signal));
+  return { clock, log, checkpoints, sink, run, drain, stopProducing };
 }
 
 const offsetsOf = (sink: ReturnType<typeof createMemorySink>, partition: number) =>
@@ -114,5 +116,29 @@ describe('a run that follows the log', () => {
     stopProducing();
     expect(second.stopReason).toBe('budget');
     for (const p of [0, 1]) expect(offsetsOf(sink, p)).toEqual([...Array(20).keys()]);
+  });
+  test('runs back to back: the next takes each partition as the one before releases it, every record once', async () => {
+    const { clock, checkpoints, sink, drain, stopProducing } = setup(15_000);
+    // The second execution starts 6 s into the first's 10 s budget: its partitions are held until then.
+    const second = new Promise<Awaited<ReturnType<typeof drain>>>((resolve) =>
+      clock.timers.after(6_000, () => void drain(follow, 'run-2').then(resolve)),
+    );
+    const [a, b] = await clock.run(Promise.all([drain(follow, 'run-1'), second]));
+    stopProducing();
+    expect([a.stopReason, b.stopReason], JSON.stringify(b)).toEqual(['budget', 'budget']);
+    // Every record written while either ran (at 0, 100, …, 14,900 ms), in the table once, in order.
+    for (const p of [0, 1]) expect(offsetsOf(sink, p)).toEqual([...Array(150).keys()]);
+    // Each run's latency counted its own records: together, every record once.
+    expect(a.latencyMs.count + b.latencyMs.count).toBe(2 * 150);
+    // The handover: per partition, the first run's last commit, then the second's first within a
+    // linger and a look (the release lands, the next look takes it, the batch lingers).
+    for (const partition of [0, 1]) {
+      const mine = checkpoints.commits.filter((c) => c.lease.partition === partition && c.records > 0);
+      const last = mine.filter((c) => c.lease.owner === 'run-1').at(-1)!;
+      const next = mine.find((c) => c.lease.owner === 'run-2')!;
+      expect(mine.indexOf(next)).toBe(mine.indexOf(last) + 1);
+      expect(next.fromOffset).toBe(last.nextOffset);
+    }
+    expect(b.latencyMs.max).toBeLessThanOrEqual(10_000 - 6_000 + 1_000 + 2 * linger);
   });
 });

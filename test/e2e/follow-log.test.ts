@@ -1,0 +1,109 @@
+/**
+ * Runs that follow the log (DRAIN_UNTIL=budget, issue #68), on the real services in storage-write mode,
+ * while a producer writes steadily: two executions overlapping (the second takes each partition as the
+ * first releases it at its budget), then a run SIGKILLed in the middle and the next taking over once its
+ * leases lapse; a last run in `end` mode takes what is left. Asserted as exactly-once facts: every produced
+ * record in the table or a dead letter, none twice, `verify` clean, and the runs' `latencyMs.count` adding up
+ * to the records committed (the killed run's from the ledger). The latencies themselves: `npm run bench`.
+ */
+import { expect, test } from 'vitest';
+import {
+  createPipeline,
+  deadLetterOffsets,
+  e2eClients,
+  type JobProcess,
+  ledgerOf,
+  runJob,
+  runVerify,
+  startJob,
+  tableOffsets,
+} from '../support/job.js';
+import { startProducer } from '../support/kafka.js';
+
+const clients = await e2eClients();
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+test('back to back, and a run killed in the middle: every record once, each run counting its own', async () => {
+  const partitions = 3;
+  const pipeline = await createPipeline(clients, partitions, {
+    BQ_WRITE_MODE: 'storage-write',
+    DRAIN_UNTIL: 'budget',
+    DRAIN_BUDGET_SECONDS: '10',
+    LEASE_TTL_SECONDS: '4',
+    FLUSH_LINGER_MS: '500',
+  });
+  const producer = startProducer(pipeline.topic, partitions, { batch: 4, pauseMs: 100, malformedEvery: 40 });
+  const run = (execution: string) => startJob({ ...pipeline.env, CLOUD_RUN_EXECUTION: execution });
+  const finished: JobProcess[] = [];
+
+  // Two executions overlapping by about 4 s: the second waits for the first's partitions.
+  const first = run('e1');
+  await sleep(6_000);
+  const second = run('e2');
+  for (const job of [first, second]) {
+    const { code } = await job.exited;
+    expect(code, JSON.stringify(job.lines.slice(-3))).toBe(0);
+    finished.push(job);
+  }
+  // A run killed in the middle; the next takes its partitions once their leases lapse (4 s).
+  const killed = run('e3');
+  await sleep(5_000);
+  killed.child.kill('SIGKILL');
+  await killed.exited;
+  const next = run('e4');
+  await sleep(6_000);
+  const produced = await producer.stop();
+  expect((await next.exited).code).toBe(0);
+  finished.push(next);
+  // What the last follower left lingering at its budget, in `end` mode.
+  const last = await runJob({ ...pipeline.env, DRAIN_UNTIL: 'end' });
+  expect(last.code).toBe(0);
+
+  const summaries = finished.map(
+    (j) =>
+      j.summary() as { stopReason: string; recordsRead: number; runId: string; latencyMs: { count: number } },
+  );
+  expect(summaries.map((s) => s.stopReason)).toEqual(['budget', 'budget', 'budget']);
+  // Each follower read records produced after it started (the second took over from the first).
+  for (const s of summaries) expect(s.recordsRead).toBeGreaterThan(0);
+
+  const table = await tableOffsets(clients, pipeline);
+  const letters = await deadLetterOffsets(clients, pipeline);
+  /** Records committed, per run (the ledger's owner). */
+  const byRun = new Map<string, number>();
+  for (let p = 0; p < partitions; p++) {
+    const expected = produced.offsets.get(p)!;
+    const rows = table.get(p) ?? [];
+    const lettered = new Set(letters.offsets.get(p) ?? []);
+    expect(rows.length, `partition ${p}: rows twice`).toBe(new Set(rows).size);
+    const held = new Set([...rows, ...lettered]);
+    expect(
+      [...expected.keys()].filter((o) => !held.has(o)),
+      `partition ${p} lost`,
+    ).toEqual([]);
+    expect(
+      rows.filter((o) => expected.get(o) !== false),
+      `partition ${p}: rows of bad records`,
+    ).toEqual([]);
+    for (const entry of await ledgerOf(clients, pipeline, p))
+      byRun.set(entry.owner, (byRun.get(entry.owner) ?? 0) + entry.records);
+  }
+  expect([...byRun.values()].reduce((n, r) => n + r, 0)).toBe(produced.total);
+  // Each run's latency counted the records it read and committed, once; what a run committed besides was
+  // what the killed run left recorded (storage-write's intent, rolled forward by the next).
+  const all = [...summaries, last.summary as unknown as (typeof summaries)[number]];
+  for (const s of all) {
+    expect(s.latencyMs.count, s.runId).toBe(s.recordsRead);
+    expect(byRun.get(s.runId) ?? 0, s.runId).toBeGreaterThanOrEqual(s.recordsRead);
+  }
+  const others = [...byRun.keys()].filter((owner) => !all.some((s) => s.runId === owner));
+  expect(others).toHaveLength(1);
+  const killedCommitted = byRun.get(others[0]!)!;
+  expect(killedCommitted).toBeGreaterThan(0);
+  const verify = await runVerify(pipeline.env);
+  expect(verify.code).toBe(0);
+  console.log(
+    `follow: ${produced.total} records; runs read ${summaries.map((s) => s.recordsRead).join(' / ')}, ` +
+      `the killed one committed ${killedCommitted}, the last (end mode) ${last.summary.recordsRead}`,
+  );
+}, 120_000);
