@@ -177,13 +177,20 @@ export function readInfraConfig(source = stackConfig()): InfraConfig {
   if (!['storage-write', 'merge', 'insert-all', 'cdc', 'load'].includes(writeMode)) {
     throw new Error(`writeMode must be storage-write, merge, insert-all, cdc or load, not ${writeMode}`);
   }
-  const budgetSeconds = config.getNumber('budgetSeconds') ?? 240;
   const schedule = config.get('schedule') ?? '*/5 * * * *';
   // A schedule without a single period needs its freshness target set instead of derived.
   const periodSeconds =
     config.getNumber('freshnessTargetSeconds') !== undefined
       ? safePeriod(schedule)
       : schedulePeriodSeconds(schedule);
+  // Following the log (drainUntil budget), executions run back to back: each one's budget is the period
+  // and a handover, so that the next has started (and waits for its partitions) when this one releases them.
+  const follow = config.get('drainUntil') === 'budget';
+  const budgetSeconds = config.getNumber('budgetSeconds') ?? (follow ? periodSeconds + handoverSeconds : 240);
+  if (follow && config.get('dispatchMaxTasks') !== undefined)
+    throw new Error(
+      'drainUntil budget runs executions back to back with taskCount tasks each: the dispatcher (dispatchMaxTasks) would count the ending execution\'s tasks as running and launch too few; set taskCount instead',
+    );
   const mechanism = config.get('kafkaSaslMechanism');
   const oauthProvider =
     config.get('kafkaOauthProvider') ?? (mechanism === 'oauthbearer' ? 'google' : undefined);
@@ -278,7 +285,7 @@ export function readInfraConfig(source = stackConfig()): InfraConfig {
     },
     schedule,
     schedulePeriodSeconds: periodSeconds,
-    freshness: freshnessOf(config, periodSeconds, budgetSeconds),
+    freshness: freshnessOf(config, follow ? null : periodSeconds, budgetSeconds),
     timeZone: config.get('timeZone') ?? 'Etc/UTC',
     taskCount: config.getNumber('taskCount') ?? 1,
     dispatch: dispatchOf(
@@ -374,12 +381,21 @@ function safePeriod(schedule: string): number {
 }
 
 /**
+ * How long executions that follow the log overlap (drainUntil budget): the next starts this long before the
+ * one before reaches its budget, time for a Cloud Run task to start and look at its partitions.
+ */
+export const handoverSeconds = 30;
+
+/**
  * The freshness SLO's target and goal. The default target: a record produced just after a run read its
  * end waits for the next run (a period), which may take its whole budget, plus a minute for the task to
  * start and lease; a run that ends with older records waiting has fallen behind by more than a run.
  */
-function freshnessOf(config: ConfigReader, periodSeconds: number, budgetSeconds: number) {
-  const targetSeconds = config.getNumber('freshnessTargetSeconds') ?? periodSeconds + budgetSeconds + 60;
+function freshnessOf(config: ConfigReader, periodSeconds: number | null, budgetSeconds: number) {
+  // Following the log (periodSeconds null): a minute, which a run that keeps up meets whatever its period.
+  const targetSeconds =
+    config.getNumber('freshnessTargetSeconds') ??
+    (periodSeconds === null ? 60 : periodSeconds + budgetSeconds + 60);
   const goal = config.getNumber('freshnessGoal') ?? 0.99;
   if (!(targetSeconds >= 1) || !Number.isInteger(targetSeconds))
     throw new Error(

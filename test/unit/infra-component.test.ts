@@ -58,6 +58,8 @@ beforeAll(async () => {
         table: 'clicks',
         firestoreDatabase: 'existing',
         startPosition: 'latest',
+        // Follows the log: executions back to back, freshness in seconds (issue #68).
+        drainUntil: 'budget',
       }),
     ];
     const overview = new PipelinesOverview('overview', { pipelines });
@@ -128,6 +130,8 @@ test("each job's environment is exactly its own pipeline's", () => {
     START_POSITION: 'latest',
   });
   expect(jobEnv('clicks-drain').KAFKA_SASL_PASSWORD).toBeUndefined();
+  // Following the log, every 5 minutes: each run 330 s, the next starting 30 s before this one stops.
+  expect(jobEnv('clicks-drain')).toMatchObject({ DRAIN_UNTIL: 'budget', DRAIN_BUDGET_SECONDS: '330' });
   // The operations jobs follow their own pipeline's.
   expect(jobEnv('payments-ops')).toEqual(jobEnv('payments-drain'));
   expect(jobEnv('clicks-ops')).toEqual(jobEnv('clicks-drain'));
@@ -159,7 +163,7 @@ test('one overview across the pipelines, freshness per pipeline first; each keep
   expect(titles.slice(0, 3)).toEqual([
     'payments: freshness at run ends (max; target 600 s)',
     'refunds: freshness at run ends (max; target 600 s)',
-    'clicks: freshness at run ends (max; target 600 s)',
+    'clicks: freshness at run ends (max; target 60 s)',
   ]);
   const filters: string[] = overview.mosaicLayout.tiles.map(
     (t: {
@@ -239,4 +243,8 @@ test('the dispatcher bounds are checked as the drain checks them, naming the key
         dispatchMaxTasks: 5,
       }),
   ).toThrow(/dispatchMaxTasks: DISPATCH_MAX_TASKS: \(5\) is too many for load mode/);
+  // Back to back executions and the dispatcher's count of running tasks do not go together.
+  expect(() => new DrainPipeline('d', { ...base, drainUntil: 'budget', dispatchMaxTasks: 4 })).toThrow(
+    /drainUntil budget.*dispatchMaxTasks/,
+  );
 });
