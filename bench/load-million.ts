@@ -6,84 +6,18 @@
  * rows loaded and the load jobs the ledger names, rows twice (must be 0), the run's time, its records/s and
  * MB/s, and the process's peak RSS (VmHWM, read from /proc while it runs; the aim is ≤ 256 MB).
  */
-import { spawn } from 'node:child_process';
-import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PubSub } from '@google-cloud/pubsub';
 import { stackEnv } from '../stack/stack-env.js';
-import { imageNodeFlags } from '../test/support/image-flags.js';
 import { stackClients } from '../test/support/stack.js';
+import { runImage } from './image-run.js';
 import { produce } from './produce.js';
 import { small } from './shapes.js';
 
-const root = join(import.meta.dirname, '..');
 const records = Number(process.env.BENCH_LOAD_RECORDS ?? 1_000_000);
 const partitions = 8;
-
-/** Peak RSS so far of a running process, MB (VmHWM only grows: the last read before it exits stands). */
-function peakRssMb(pid: number): number | undefined {
-  try {
-    const line = readFileSync(`/proc/${pid}/status`, 'utf8')
-      .split('\n')
-      .find((l) => l.startsWith('VmHWM:'));
-    return line === undefined ? undefined : Math.round(Number(line.replace(/\D+/g, '')) / 1024);
-  } catch {
-    return undefined; // it has exited
-  }
-}
-
-/** A running process's CPU seconds so far (user + system). */
-function cpuSeconds(pid: number): number | undefined {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  } catch {
-    return undefined;
-  }
-}
-
-/** The job as the image runs it, watched for its peak RSS and CPU; its exit code, summary line and those. */
-async function runImage(env: Record<string, string>) {
-  const child = spawn(
-    process.execPath,
-    [...imageNodeFlags(root), join(root, 'bench/compiled/image/job.mjs'), 'run'],
-    {
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    },
-  );
-  let peak = 0;
-  let cpu = 0;
-  const watch = setInterval(() => {
-    peak = Math.max(peak, peakRssMb(child.pid!) ?? 0);
-    cpu = Math.max(cpu, cpuSeconds(child.pid!) ?? 0);
-  }, 50);
-  let out = '';
-  const log = join(tmpdir(), `${env.PIPELINE_ID}.log`);
-  child.stdout.on('data', (chunk: Buffer) => {
-    appendFileSync(log, chunk);
-    out = (out + chunk.toString()).slice(-200_000);
-  });
-  const code = await new Promise<number>((resolve) => child.on('exit', (c) => resolve(c ?? 1)));
-  clearInterval(watch);
-  const lines = out.trim().split('\n');
-  const summary = lines
-    .map((l) => {
-      try {
-        return JSON.parse(l) as {
-          event?: string;
-          stopReason?: string;
-          recordsRead?: number;
-          durationMs?: number;
-        };
-      } catch {
-        return {};
-      }
-    })
-    .findLast((l) => l.event === 'run_summary' || l.stopReason !== undefined);
-  return { code, summary, peakRssMb: peak, cpuSeconds: cpu, tail: lines.slice(-5), log };
-}
 
 export async function loadMillion(): Promise<string[]> {
   if (records === 0) return [];
