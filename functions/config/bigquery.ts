@@ -45,6 +45,12 @@ export function writeModeOf(read: Reader): WriteMode {
  */
 export const whenWriteModes: readonly string[] = ['storage-write', 'merge', 'insert-all'];
 
+/** The write modes that open a write stream a flush: CreateWriteStream's quota bounds a follower's linger. */
+export const streamPerFlushModes: readonly string[] = ['storage-write'];
+
+/** The write modes that cannot follow the log (DRAIN_UNTIL=budget): load makes one job a run and table. */
+export const followRefusedModes: readonly string[] = ['load'];
+
 export function whenRefusal(writeMode: string): string {
   return `routes sharing a topic by "when" need BQ_WRITE_MODE storage-write, merge or insert-all (${writeMode} writes a topic to one table)`;
 }

@@ -2,7 +2,15 @@ import { readFileSync } from 'node:fs';
 import { ConfigError } from '../kernel/errors.js';
 import type { LogLevel } from '../kernel/logger.js';
 import { logLevelNames } from '../kernel/logger.js';
-import { type BigQueryConfig, bigqueryOf, whenRefusal, whenWriteModes, writeModeOf } from './bigquery.js';
+import {
+  type BigQueryConfig,
+  bigqueryOf,
+  followRefusedModes,
+  streamPerFlushModes,
+  whenRefusal,
+  whenWriteModes,
+  writeModeOf,
+} from './bigquery.js';
 import { type DispatchConfig, dispatchOf } from './dispatch.js';
 import { type KafkaSecurity, kafkaSecurity } from './kafka.js';
 import { deepFreeze, type Env, reader } from './reader.js';
@@ -89,10 +97,10 @@ export function parseConfig(
 
   const { budgetSeconds, leaseTtlSeconds, taskCount, taskIndex, drainUntil, flushLingerMs } = runShape(read);
   // A load job a run and table: a run that follows the log would hold its load open for its whole budget.
-  if (drainUntil === 'budget' && writeMode === 'load')
+  if (drainUntil === 'budget' && followRefusedModes.includes(writeMode))
     throw new ConfigError(
       'DRAIN_UNTIL',
-      '"budget" (follow the log) is not for BQ_WRITE_MODE=load: a run makes one load job a table, completed when it stops reading; use storage-write for freshness in seconds',
+      `"budget" (follow the log) is not for BQ_WRITE_MODE=${writeMode}: a run makes one load job a table, completed when it stops reading; for freshness in seconds use ${streamPerFlushModes[0]}`,
     );
 
   const { sasl, ssl, tls } = kafkaSecurity(read);
@@ -140,7 +148,14 @@ export function parseConfig(
     budgetSeconds,
     follow:
       drainUntil === 'budget'
-        ? { lingerMs: followLingerMs(flushLingerMs, writeMode, new Set(routes.map((r) => `${r.dataset}.${r.table}`)).size, taskCount) }
+        ? {
+            lingerMs: followLingerMs(
+              flushLingerMs,
+              writeMode,
+              new Set(routes.map((r) => `${r.dataset}.${r.table}`)).size,
+              taskCount,
+            ),
+          }
         : null,
     batchMaxRecords: read.integer('BATCH_MAX_RECORDS', 1, 50_000),
     batchMaxBytes: read.integer('BATCH_MAX_BYTES', 1024, 100 * 1024 * 1024),

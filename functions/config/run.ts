@@ -1,4 +1,5 @@
 import { ConfigError } from '../kernel/errors.js';
+import { streamPerFlushModes } from './bigquery.js';
 import type { Reader } from './reader.js';
 
 /** The run's budget and lease, and this task's place among the execution's tasks. */
@@ -40,6 +41,6 @@ export function followLingerMs(
   tables: number,
   taskCount: number,
 ): number {
-  if (writeMode !== 'storage-write') return flushLingerMs;
+  if (!streamPerFlushModes.includes(writeMode)) return flushLingerMs;
   return Math.max(flushLingerMs, Math.ceil((tables * taskCount * 3600 * 1000) / 5000));
 }

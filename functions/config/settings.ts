@@ -177,13 +177,13 @@ export const settings = {
     section: 'run',
     default: 'end',
     meaning:
-      "`end`: a run drains each partition up to the end it saw at its start, then stops. `budget`: it follows the log until its budget (or SIGTERM), cutting a batch when full or `FLUSH_LINGER_MS` after its first record: freshness in seconds with runs back to back. `load` mode refuses `budget`.",
+      '`end`: a run drains each partition up to the end it saw at its start, then stops. `budget`: it follows the log until its budget (or SIGTERM), cutting a batch when full or `FLUSH_LINGER_MS` after its first record: freshness in seconds with runs back to back. `load` mode refuses `budget`.',
   },
   FLUSH_LINGER_MS: {
     section: 'run',
     default: 1_000,
     meaning:
-      'With `DRAIN_UNTIL=budget`: how long a batch not yet full waits for more records (10 ms to 10 minutes). In `storage-write` mode at least tables × tasks × 720 ms, so that a pipeline opens at most 5,000 write streams an hour (half the project\'s CreateWriteStream quota).',
+      "With `DRAIN_UNTIL=budget`: how long a batch not yet full waits for more records (10 ms to 10 minutes). In `storage-write` mode at least tables × tasks × 720 ms, so that a pipeline opens at most 5,000 write streams an hour (half the project's CreateWriteStream quota).",
   },
   BATCH_MAX_RECORDS: {
     section: 'run',

@@ -94,7 +94,10 @@ async function readOpenPartitions(run: DrainRun, source: SourceReader): Promise<
       bytesInFlight += bytes;
       recordsInFlight += queued.records - recordsBefore;
       // Held, it is written once full or when the fetches reach the end seen at start (or do not follow on).
-      if (queued.hold !== undefined && (queued.full || queued.nextOffset >= readsTo(run, entry) || rest === fetched))
+      if (
+        queued.hold !== undefined &&
+        (queued.full || queued.nextOffset >= readsTo(run, entry) || rest === fetched)
+      )
         start(id, entry, queued);
       if (rest !== fetched) return rest;
     }
