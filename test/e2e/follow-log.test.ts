@@ -69,8 +69,9 @@ test('back to back, and a run killed in the middle: every record once, each run 
 
   const table = await tableOffsets(clients, pipeline);
   const letters = await deadLetterOffsets(clients, pipeline);
-  /** Records committed, per run (the ledger's owner). */
+  /** Records committed, per run (the ledger's owner); per partition, the changes of owner and their gaps. */
   const byRun = new Map<string, number>();
+  const handovers: { from: string; gapMs: number }[] = [];
   for (let p = 0; p < partitions; p++) {
     const expected = produced.offsets.get(p)!;
     const rows = table.get(p) ?? [];
@@ -85,8 +86,13 @@ test('back to back, and a run killed in the middle: every record once, each run 
       rows.filter((o) => expected.get(o) !== false),
       `partition ${p}: rows of bad records`,
     ).toEqual([]);
-    for (const entry of await ledgerOf(clients, pipeline, p))
+    const ledger = (await ledgerOf(clients, pipeline, p)).filter((e) => e.records > 0);
+    for (const [i, entry] of ledger.entries()) {
       byRun.set(entry.owner, (byRun.get(entry.owner) ?? 0) + entry.records);
+      const before = ledger[i - 1];
+      if (before !== undefined && before.owner !== entry.owner)
+        handovers.push({ from: before.owner, gapMs: entry.at - before.at });
+    }
   }
   expect([...byRun.values()].reduce((n, r) => n + r, 0)).toBe(produced.total);
   // Each run's latency counted the records it read and committed, once; what a run committed besides was
@@ -102,8 +108,15 @@ test('back to back, and a run killed in the middle: every record once, each run 
   expect(killedCommitted).toBeGreaterThan(0);
   const verify = await runVerify(pipeline.env);
   expect(verify.code).toBe(0);
+  // The gaps a partition saw, for the record (timings are the bench's, not asserted here).
+  const gaps = (killedOnes: boolean) =>
+    handovers
+      .filter((h) => (h.from === others[0]) === killedOnes)
+      .map((h) => (h.gapMs / 1000).toFixed(1))
+      .join(' / ');
   console.log(
     `follow: ${produced.total} records; runs read ${summaries.map((s) => s.recordsRead).join(' / ')}, ` +
-      `the killed one committed ${killedCommitted}, the last (end mode) ${last.summary.recordsRead}`,
+      `the killed one committed ${killedCommitted}, the last (end mode) ${last.summary.recordsRead}; ` +
+      `a partition's gap at a handover ${gaps(false)} s, after the kill (TTL 4 s) ${gaps(true)} s`,
   );
 }, 120_000);

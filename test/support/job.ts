@@ -264,6 +264,8 @@ export async function ledgerOf(clients: GoogleClients, pipeline: Pipeline, parti
       epoch: d.get('epoch') as number,
       owner: d.get('owner') as string,
       records: (d.get('records') as number | undefined) ?? 0,
+      /** When it was committed, epoch ms. */
+      at: (d.get('committedAt') as { toMillis(): number }).toMillis(),
     }));
 }
 
