@@ -189,7 +189,7 @@ export function readInfraConfig(source = stackConfig()): InfraConfig {
   const budgetSeconds = config.getNumber('budgetSeconds') ?? (follow ? periodSeconds + handoverSeconds : 240);
   if (follow && config.get('dispatchMaxTasks') !== undefined)
     throw new Error(
-      'drainUntil budget runs executions back to back with taskCount tasks each: the dispatcher (dispatchMaxTasks) would count the ending execution\'s tasks as running and launch too few; set taskCount instead',
+      "drainUntil budget runs executions back to back with taskCount tasks each: the dispatcher (dispatchMaxTasks) would count the ending execution's tasks as running and launch too few; set taskCount instead",
     );
   const mechanism = config.get('kafkaSaslMechanism');
   const oauthProvider =

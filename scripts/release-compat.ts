@@ -2,7 +2,7 @@
  * G7 checked from outside, in `load` mode (issue #67's streamed loads): an earlier release and this checkout
  * take over each other's work in flight. `npm run release-compat [-- REV]` (REV: a git revision, by default
  * the last code before #67, 3748a04: flush-by-flush loads; the release of 2026-12-03 has no load mode and
- * refuses BQ_WRITE_MODE=load at start, exit 2) checks the revision out beside this checkout (`.scratch/release-REV`,
+ * refuses BQ_WRITE_MODE=load at start, exit 2) checks the revision out beside this checkout (`$TMPDIR/kbd-release-REV`,
  * this checkout's node_modules linked in), then, on the local stack, for each fault point of `load` mode:
  * one side's run killed there with its work in flight (an intent recorded, an upload not completed, a job
  * submitted and not committed...), the other side's run taking over until caught up, and the reverse; then
@@ -12,6 +12,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   createPipeline,
@@ -29,7 +30,8 @@ import { buildTestCli, testCli } from '../test/support/test-cli.js';
 
 const root = join(import.meta.dirname, '..');
 const rev = process.argv[2] ?? '3748a04';
-const worktree = join(root, '.scratch', `release-${rev}`);
+// Outside the checkout: a second biome.json (or tsconfig) under it would trouble the checkout's tools.
+const worktree = join(tmpdir(), `kbd-release-${rev}`);
 if (!existsSync(worktree)) {
   execFileSync('git', ['worktree', 'add', '--detach', worktree, rev], { cwd: root, stdio: 'inherit' });
   symlinkSync(join(root, 'node_modules'), join(worktree, 'node_modules'));
