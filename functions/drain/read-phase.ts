@@ -49,13 +49,11 @@ async function readOpenPartitions(run: DrainRun, source: SourceReader): Promise<
   const inFlight = new Map<string, Promise<void>>();
   /** Per partition, the fetches waiting to be written as one batch (behind its batch in flight, or held). */
   const waiting = new Map<string, Waiting>();
-  // Bounded by bytes and records as well as by partitions: many partitions may wait in one flush, not
-  // unbounded data. Records too: a small record's objects weigh more than its bytes (1,000,000 records of
-  // 176 B in load mode: 20 MiB in flight was 120,000 records, a heap near its cap).
+  // Bounded by bytes as well as by partitions: many partitions may wait in one flush, not unbounded data.
+  // (Not by records: a bound smaller than one fetch starves the other partitions while that fetch's
+  // batches drain one by one; batches of 10 left a partition unread for a whole run.)
   let bytesInFlight = 0;
-  let recordsInFlight = 0;
-  const overBound = (): boolean =>
-    bytesInFlight >= options.inFlightMaxBytes || recordsInFlight >= options.inFlightMaxRecords;
+  const overBound = (): boolean => bytesInFlight >= options.inFlightMaxBytes;
   let failure: unknown;
   let wake = new AbortController();
   /** Waiting for a batch in flight to settle (the bounds), not fetching. */
@@ -79,7 +77,6 @@ async function readOpenPartitions(run: DrainRun, source: SourceReader): Promise<
       })
       .finally(() => {
         bytesInFlight -= slot.bytes;
-        recordsInFlight -= slot.records;
         if (inFlight.get(id) === work) inFlight.delete(id);
         wake.abort(); // a batch settled: the loop looks at the state again
       });
@@ -89,10 +86,8 @@ async function readOpenPartitions(run: DrainRun, source: SourceReader): Promise<
   const take = (id: string, entry: PartitionLease, fetched: FetchedBatch): FetchedBatch | undefined => {
     const queued = waiting.get(id);
     if (queued !== undefined) {
-      const recordsBefore = queued.records;
       const { bytes, rest } = joinFetched(queued, fetched, limits);
       bytesInFlight += bytes;
-      recordsInFlight += queued.records - recordsBefore;
       // Held, it is written once full or when the fetches reach the end seen at start (or do not follow on).
       if (
         queued.hold !== undefined &&
@@ -103,7 +98,6 @@ async function readOpenPartitions(run: DrainRun, source: SourceReader): Promise<
     }
     const { waiting: slot, rest } = beginWaiting(fetched, limits);
     bytesInFlight += slot.bytes;
-    recordsInFlight += slot.records;
     waiting.set(id, slot);
     if (inFlight.has(id) || slot.full || slot.nextOffset >= readsTo(run, entry)) start(id, entry, slot);
     else hold(id, entry, slot);

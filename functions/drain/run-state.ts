@@ -35,8 +35,6 @@ export interface DrainOptions {
   readonly partitionConcurrency: number;
   /** How many bytes of fetched records may be in flight at once (memory; the size of flushes). */
   readonly inFlightMaxBytes: number;
-  /** And records (fetched, not yet written or taken). */
-  readonly inFlightMaxRecords: number;
   /**
    * DRAIN_UNTIL=budget: the run follows the log until its budget instead of stopping at the end it saw at
    * its start; a batch not yet full is cut `lingerMs` after it began.

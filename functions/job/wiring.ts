@@ -93,7 +93,6 @@ export function drainOptionsFor(
     // fetched records in memory (eight: peak RSS 273 MB against 230 on 80,000 wide records, the same CPU
     // and drain time). The routes' drains share the process's memory.
     inFlightMaxBytes: Math.max(2, Math.floor(4 / route.routeCount)) * config.batchMaxBytes,
-    inFlightMaxRecords: Math.max(2, Math.floor(4 / route.routeCount)) * config.batchMaxRecords,
     ...(config.follow === null ? {} : { follow: config.follow }),
     firestoreConcurrency: 16,
     // Longer than a task's start-up may take (the table checks wait at most 10 s), a small part of a run.

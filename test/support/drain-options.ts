@@ -17,7 +17,6 @@ export const testDrainOptions: DrainOptions = {
   settleMs: 1_000,
   partitionConcurrency: 3,
   inFlightMaxBytes: 10_000_000,
-  inFlightMaxRecords: 10_000,
   firestoreConcurrency: 4,
   shareGraceMs: 0,
   tombstones: 'dead-letter',
