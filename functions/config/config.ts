@@ -2,20 +2,12 @@ import { readFileSync } from 'node:fs';
 import { ConfigError } from '../kernel/errors.js';
 import type { LogLevel } from '../kernel/logger.js';
 import { logLevelNames } from '../kernel/logger.js';
-import {
-  type BigQueryConfig,
-  bigqueryOf,
-  followRefusedModes,
-  streamPerFlushModes,
-  whenRefusal,
-  whenWriteModes,
-  writeModeOf,
-} from './bigquery.js';
+import { type BigQueryConfig, bigqueryOf, whenRefusal, whenWriteModes, writeModeOf } from './bigquery.js';
 import { type DispatchConfig, dispatchOf } from './dispatch.js';
 import { type KafkaSecurity, kafkaSecurity } from './kafka.js';
 import { deepFreeze, type Env, reader } from './reader.js';
 import type { Route } from './routes.js';
-import { followLingerMs, runShape } from './run.js';
+import { followOf, runShape } from './run.js';
 import { secretManagerEndpoint } from './secret-manager-endpoint.js';
 import { parseStartPosition, type StartPosition } from './start-position.js';
 import { registryOf, routesOf, type SchemaRegistryConfig } from './tables.js';
@@ -95,13 +87,7 @@ export function parseConfig(
   const read = reader(env);
   const writeMode = writeModeOf(read);
 
-  const { budgetSeconds, leaseTtlSeconds, taskCount, taskIndex, drainUntil, flushLingerMs } = runShape(read);
-  // A load job a run and table: a run that follows the log would hold its load open for its whole budget.
-  if (drainUntil === 'budget' && followRefusedModes.includes(writeMode))
-    throw new ConfigError(
-      'DRAIN_UNTIL',
-      `"budget" (follow the log) is not for BQ_WRITE_MODE=${writeMode}: a run makes one load job a table, completed when it stops reading; for freshness in seconds use ${streamPerFlushModes[0]}`,
-    );
+  const { budgetSeconds, leaseTtlSeconds, taskCount, taskIndex } = runShape(read);
 
   const { sasl, ssl, tls } = kafkaSecurity(read);
 
@@ -146,17 +132,7 @@ export function parseConfig(
     ),
     alertTopic: read.optional('ALERT_TOPIC'),
     budgetSeconds,
-    follow:
-      drainUntil === 'budget'
-        ? {
-            lingerMs: followLingerMs(
-              flushLingerMs,
-              writeMode,
-              new Set(routes.map((r) => `${r.dataset}.${r.table}`)).size,
-              taskCount,
-            ),
-          }
-        : null,
+    follow: followOf(read, writeMode, new Set(routes.map((r) => `${r.dataset}.${r.table}`)).size, taskCount),
     batchMaxRecords: read.integer('BATCH_MAX_RECORDS', 1, 50_000),
     batchMaxBytes: read.integer('BATCH_MAX_BYTES', 1024, 100 * 1024 * 1024),
     leaseTtlSeconds,

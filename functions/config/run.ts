@@ -1,5 +1,5 @@
 import { ConfigError } from '../kernel/errors.js';
-import { streamPerFlushModes } from './bigquery.js';
+import { followRefusedModes, streamPerFlushModes } from './bigquery.js';
 import type { Reader } from './reader.js';
 
 /** The run's budget and lease, and this task's place among the execution's tasks. */
@@ -25,22 +25,28 @@ export function runShape(read: Reader) {
     );
   }
 
-  const drainUntil = read.oneOf('DRAIN_UNTIL', ['end', 'budget'] as const);
-  const flushLingerMs = read.integer('FLUSH_LINGER_MS', 10, 600_000);
-  return { budgetSeconds, leaseTtlSeconds, taskCount, taskIndex, drainUntil, flushLingerMs };
+  return { budgetSeconds, leaseTtlSeconds, taskCount, taskIndex };
 }
 
 /**
- * The linger a run following the log uses: FLUSH_LINGER_MS, but in storage-write mode (a PENDING write
- * stream a flush and table) at least tables × tasks × 720 ms, so that a pipeline opens at most 5,000
- * streams an hour, half of BigQuery's CreateWriteStream quota (10,000 an hour a project and region).
+ * DRAIN_UNTIL and FLUSH_LINGER_MS: null (`end`, the default), or the linger of a run that follows the log:
+ * FLUSH_LINGER_MS, but where a flush opens a write stream a table, at least tables × tasks × 720 ms, so
+ * that a pipeline opens at most 5,000 streams an hour, half of BigQuery's CreateWriteStream quota (10,000
+ * an hour a project and region). A mode that makes one load job a run and table refuses it.
  */
-export function followLingerMs(
-  flushLingerMs: number,
+export function followOf(
+  read: Reader,
   writeMode: string,
   tables: number,
   taskCount: number,
-): number {
-  if (!streamPerFlushModes.includes(writeMode)) return flushLingerMs;
-  return Math.max(flushLingerMs, Math.ceil((tables * taskCount * 3600 * 1000) / 5000));
+): { readonly lingerMs: number } | null {
+  if (read.oneOf('DRAIN_UNTIL', ['end', 'budget'] as const) === 'end') return null;
+  if (followRefusedModes.includes(writeMode))
+    throw new ConfigError(
+      'DRAIN_UNTIL',
+      `"budget" (follow the log) is not for BQ_WRITE_MODE=${writeMode}: a run makes one load job a table, completed when it stops reading; for freshness in seconds use ${streamPerFlushModes[0]}`,
+    );
+  const flushLingerMs = read.integer('FLUSH_LINGER_MS', 10, 600_000);
+  if (!streamPerFlushModes.includes(writeMode)) return { lingerMs: flushLingerMs };
+  return { lingerMs: Math.max(flushLingerMs, Math.ceil((tables * taskCount * 3600 * 1000) / 5000)) };
 }
