@@ -41,9 +41,9 @@ export function writeModeOf(read: Reader): WriteMode {
 
 /**
  * The write modes that route one topic into several tables (a mode's `fanOut`): the others write a topic
- * to one table by their design (cdc: a key's changes; load: one job per table and flush).
+ * to one table by their design (cdc: a key's changes in order).
  */
-export const whenWriteModes: readonly string[] = ['storage-write', 'merge', 'insert-all'];
+export const whenWriteModes: readonly string[] = ['storage-write', 'merge', 'insert-all', 'load'];
 
 /** The write modes that open a write stream a flush: CreateWriteStream's quota bounds a follower's linger. */
 export const streamPerFlushModes: readonly string[] = ['storage-write'];
@@ -52,5 +52,5 @@ export const streamPerFlushModes: readonly string[] = ['storage-write'];
 export const followRefusedModes: readonly string[] = ['load'];
 
 export function whenRefusal(writeMode: string): string {
-  return `routes sharing a topic by "when" need BQ_WRITE_MODE storage-write, merge or insert-all (${writeMode} writes a topic to one table)`;
+  return `routes sharing a topic by "when" need BQ_WRITE_MODE ${whenWriteModes.join(', ')} (${writeMode} writes a topic to one table)`;
 }

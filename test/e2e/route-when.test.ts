@@ -1,6 +1,6 @@
 /**
  * One topic into several tables (#41): routes with `when`. By a header (records from kcat), in
- * storage-write mode, killed at every point of a flush and by SIGKILLs at random moments: each record in
+ * storage-write mode and in load mode (#67: a job a table, one intent naming them), killed at every point of a flush and by SIGKILLs at random moments: each record in
  * exactly one table or dead-letter once, `verify` reconciling the partition against both tables together.
  * By the Avro record's full name through the registry (Python's AvroSerializer with the
  * TopicRecordNameStrategy: two record types, two subjects, one topic), exact values, then under kills. By a JSON field in merge mode, with
@@ -55,13 +55,36 @@ async function offsetsOf(dataset: string, table: string): Promise<string[]> {
   return (rows as { p: number; o: number }[]).map((r) => `${r.p}:${r.o}`).sort();
 }
 
-test('by header, storage-write: every fault point and SIGKILLs, each record in exactly one table', async () => {
+/** Every fault point of a mode's flush (load: of its streamed loads, a job a table, one intent). */
+const byHeader: { mode: string; points: string[]; env: Record<string, string> }[] = [
+  {
+    mode: 'storage-write',
+    points: ['after-append', 'after-finalize', 'after-intent', 'after-batch-commit', 'mid-commit'],
+    env: {},
+  },
+  {
+    mode: 'load',
+    // after-load-submitted: the first table's job made, the second's not yet (load-stream.ts's settle).
+    points: ['after-error-table', 'after-intent', 'after-load-submitted', 'after-load-done', 'mid-commit'],
+    // One run a day, so that every run may take the day's loads (as the crash matrix).
+    env: { LOAD_JOBS_PER_TABLE_PER_DAY: '1500', SCHEDULE_PERIOD_SECONDS: '86400' },
+  },
+];
+
+test.each(
+  byHeader,
+)('by header, $mode: every fault point and SIGKILLs, each record in exactly one table', async ({
+  mode,
+  points,
+  env,
+}) => {
   const partitions = 3;
   const pipeline = await routedPipeline(partitions, [], {
-    BQ_WRITE_MODE: 'storage-write',
+    BQ_WRITE_MODE: mode,
     BATCH_MAX_RECORDS: '7',
     LEASE_TTL_SECONDS: '3',
     DRAIN_BUDGET_SECONDS: '20',
+    ...env,
   });
   const { dataset, topic } = pipeline;
   const file = schemaFile(pipeline);
@@ -105,7 +128,6 @@ test('by header, storage-write: every fault point and SIGKILLs, each record in e
     }
   }
 
-  const points = ['after-append', 'after-finalize', 'after-intent', 'after-batch-commit', 'mid-commit'];
   const killedAt = new Map<string, number>();
   for (const point of points) {
     for (let i = 0; i < 2; i++) {

@@ -16,6 +16,7 @@ import type { LoadJobState, LoadJobs } from '../../functions/modes/load/load-job
 import { jobIdOf, jobPrefixOf } from '../../functions/modes/load/load-jobs.js';
 import { loadsAllowed } from '../../functions/modes/load/load-quota.js';
 import { createLoadWriter } from '../../functions/modes/load/load-writer.js';
+import { createRecordRouter } from '../../functions/records/record-router.js';
 import { testDrainOptions } from '../support/drain-options.js';
 import {
   createMemoryAlerts,
@@ -56,8 +57,22 @@ function memoryJobs(refuse: (line: string) => boolean = () => false) {
   let runningFor = 0;
   const reads = new Map<string, number>();
   const port: LoadJobs = {
-    // The writer loads by one request a flush; resumable uploads are proven on the emulator.
-    open: () => Promise.reject(new Error('the load writer does not open uploads yet')),
+    // A streamed load in memory (the real resumable upload is proven on the emulator).
+    async open(id) {
+      if (jobs.has(id)) return undefined;
+      const chunks: Buffer[] = [];
+      let bytes = 0;
+      return {
+        get bytes() {
+          return bytes;
+        },
+        async write(lines) {
+          chunks.push(Buffer.from(lines));
+          bytes += lines.length;
+        },
+        finish: async () => port.submit(id, Buffer.concat(chunks)),
+      };
+    },
     async submit(id, lines) {
       submissions++;
       if (jobs.has(id)) return false;
@@ -125,44 +140,51 @@ function world(log: Map<string, KafkaRecord[]>, refuse?: (line: string) => boole
           writer: (o) =>
             createLoadWriter({
               ...o,
-              jobs: jobs.port,
-              errorTable: {
-                async write(letters) {
-                  // By origin, as the MERGE into the error table: none twice.
-                  for (const l of letters)
-                    if (
-                      !errorTable.some(
-                        (e) =>
-                          e.record.partition === l.record.partition && e.record.offset === l.record.offset,
-                      )
-                    )
-                      errorTable.push(l);
+              targets: [
+                {
+                  records: o.records,
+                  jobs: jobs.port,
+                  errorTable: {
+                    async write(letters) {
+                      // By origin, as the MERGE into the error table: none twice.
+                      for (const l of letters)
+                        if (
+                          !errorTable.some(
+                            (e) =>
+                              e.record.partition === l.record.partition &&
+                              e.record.offset === l.record.offset,
+                          )
+                        )
+                          errorTable.push(l);
+                    },
+                  },
+                  quota: {
+                    async take() {
+                      if (loadsLeft <= 0)
+                        throw new PartitionWaitsError('the day is spent', undefined, { heldBack: true });
+                      loadsLeft--;
+                    },
+                  },
+                  jobPrefix: async () => jobPrefixOf('p', 'events'),
+                  async heldOffsets(partition, from, to) {
+                    const inRange = (p: number, o: number) =>
+                      p === partition.partition && o >= from && o < to;
+                    const log_ = log.get(`t~${partition.partition}`)!;
+                    return {
+                      rows: new Map(
+                        jobs.table
+                          .filter((r) => inRange(r.partition, r.offset))
+                          .map((r) => [r.offset, log_[r.offset]!.timestamp]),
+                      ),
+                      deadLetters: new Map(
+                        errorTable
+                          .filter((l) => inRange(l.record.partition, l.record.offset))
+                          .map((l) => [l.record.offset, l.record.timestamp]),
+                      ),
+                    };
+                  },
                 },
-              },
-              quota: {
-                async take() {
-                  if (loadsLeft <= 0)
-                    throw new PartitionWaitsError('the day is spent', undefined, { heldBack: true });
-                  loadsLeft--;
-                },
-              },
-              jobPrefix: async () => jobPrefixOf('p', 'events'),
-              async heldOffsets(partition, from, to) {
-                const inRange = (p: number, o: number) => p === partition.partition && o >= from && o < to;
-                const log_ = log.get(`t~${partition.partition}`)!;
-                return {
-                  rows: new Map(
-                    jobs.table
-                      .filter((r) => inRange(r.partition, r.offset))
-                      .map((r) => [r.offset, log_[r.offset]!.timestamp]),
-                  ),
-                  deadLetters: new Map(
-                    errorTable
-                      .filter((l) => inRange(l.record.partition, l.record.offset))
-                      .map((l) => [l.record.offset, l.record.timestamp]),
-                  ),
-                };
-              },
+              ],
               recoverWaitMs,
             }),
         },
@@ -324,6 +346,155 @@ describe('load: flushes, intents and their recovery', () => {
     w.exactlyOnce();
     expect(w.alerts.sent.filter((a) => a.state === 'resolved')).toHaveLength(2);
   });
+});
+
+/**
+ * A topic routed by `when` into two tables (a group): the records whose `k` is "a" into `a`, the rest into
+ * `b` (its error table takes what is not JSON). Streamed, as the mode runs: a job a table, one intent.
+ */
+function groupWorld(log: Map<string, KafkaRecord[]>, refuseInB?: (line: string) => boolean) {
+  const checkpoints = createMemoryCheckpoints(Date.now);
+  const tables = [memoryJobs(), memoryJobs(refuseInB)];
+  const errorTable: DeadLetter[] = [];
+  const topics = [{ kind: 'name', name: 't' } as const];
+  const router = createRecordRouter([
+    { topics, when: { kind: 'field', path: ['k'], value: 'a' } },
+    { topics, when: null },
+  ]);
+  const run = async (runId: string, fault?: (point: string) => void) => {
+    armCrashPoints(fault);
+    try {
+      return await runDrain(
+        {
+          source: createMemorySource(log),
+          checkpoints,
+          deadLetters: createMemoryDeadLetters(),
+          alerts: createMemoryAlerts(),
+          writer: (o) =>
+            createLoadWriter({
+              ...o,
+              streamed: true,
+              router,
+              targets: tables.map((jobs, t) => ({
+                records: o.records,
+                jobs: jobs.port,
+                errorTable: {
+                  async write(letters: readonly DeadLetter[]) {
+                    for (const l of letters)
+                      if (
+                        !errorTable.some(
+                          (e) =>
+                            e.record.partition === l.record.partition && e.record.offset === l.record.offset,
+                        )
+                      )
+                        errorTable.push(l);
+                  },
+                },
+                quota: { take: async () => undefined },
+                jobPrefix: async () => jobPrefixOf('p', ['a', 'b'][t]!),
+                heldOffsets: async () => ({ rows: new Map(), deadLetters: new Map() }),
+              })),
+            }),
+        },
+        { ...options, runId, batchMaxRecords: 4 },
+        { logger: createMemoryLogger(), now: Date.now, signal: new AbortController().signal },
+      );
+    } finally {
+      armCrashPoints(undefined);
+    }
+  };
+  /** Each record once: in its table (by `k`), or in the error table. */
+  const exactlyOnce = () => {
+    for (const [id, records] of log) {
+      const partition = Number(id.split('~')[1]);
+      const [a, b] = tables.map((t) => t.table.filter((r) => r.partition === partition).map((r) => r.offset));
+      const letters = errorTable.filter((l) => l.record.partition === partition).map((l) => l.record.offset);
+      expect([...a!, ...b!, ...letters].sort((x, y) => x - y)).toEqual(records.map((r) => r.offset));
+      const isA = (o: number) => records[o]!.value!.toString().includes('"k":"a"');
+      expect(a!.every(isA)).toBe(true);
+      expect(b!.some(isA)).toBe(false);
+    }
+  };
+  return { tables, errorTable, run, exactlyOnce, checkpoints };
+}
+
+/** Two partitions: `k` "a" every third record, "b" otherwise, every fifth not JSON. */
+const groupLog = () => logOf(2, 12, (o) => (o % 5 === 4 ? 'not json' : { n: o, k: o % 3 === 0 ? 'a' : 'b' }));
+
+/** Kills the run at the first time it reaches `point` (the first table's job made, the second's not). */
+const crashOnceAt = (point: string) => {
+  let hits = 0;
+  return (at: string) => {
+    if (at === point && hits++ === 0) throw new Error(`crash at ${point}`);
+  };
+};
+
+describe('load: routes sharing a topic by `when` (a job a table, one intent naming them)', () => {
+  test('one run: each table its one job, each record once in its table or the error table', async () => {
+    const w = groupWorld(groupLog());
+    const summary = await w.run('run-1');
+    expect(summary).toMatchObject({ stopReason: 'caught_up', recordsRead: 24 });
+    w.exactlyOnce();
+    expect(w.tables.map((t) => t.jobs.size)).toEqual([1, 1]);
+    const ledger = await w.checkpoints.peek([{ topic: 't', partition: 0 }]);
+    expect(ledger[0]!.nextOffset).toBe(12);
+  });
+
+  test('a run dying with one table loaded and not the other: the next loads the other only', async () => {
+    const w = groupWorld(groupLog());
+    await w.run('run-1', crashOnceAt('after-load-submitted')).catch(() => undefined);
+    // Table a's job was made and done; b's upload never completed.
+    expect(w.tables[0]!.table.length).toBeGreaterThan(0);
+    expect(w.tables[1]!.table).toHaveLength(0);
+    await new Promise((resolve) => setTimeout(resolve, options.leaseTtlMs + 50));
+    const summary = await w.run('run-2');
+    expect(summary.stopReason).toBe('caught_up');
+    w.exactlyOnce();
+    // Run 2 loaded b only: a's records of the range were counted as held, not loaded again.
+    expect(w.tables[0]!.jobs.size).toBe(1);
+    expect(summary.rowsWritten).toBe(w.tables[0]!.table.length + w.tables[1]!.table.length);
+  }, 20_000);
+
+  test.each([
+    'after-intent',
+    'after-load-submitted',
+  ])('a half-done load read again, more records come, the run dies %s: the third run loads each record once', async (point) => {
+    const log = groupLog();
+    const w = groupWorld(log);
+    await w.run('run-1', crashOnceAt('after-load-submitted')).catch(() => undefined);
+    // More records: table a's beyond what run 1 loaded go to a job of run 2's, named with run 1's done one.
+    for (const [id, records] of log) {
+      const partition = Number(id.split('~')[1]);
+      for (let o = records.length; o < 18; o++)
+        records.push(record('t', partition, o, { n: o, k: o % 3 === 0 ? 'a' : 'b' }));
+    }
+    await new Promise((resolve) => setTimeout(resolve, options.leaseTtlMs + 50));
+    await w.run('run-2', crashOnceAt(point)).catch(() => undefined);
+    await new Promise((resolve) => setTimeout(resolve, options.leaseTtlMs + 50));
+    const summary = await w.run('run-3');
+    expect(summary.stopReason).toBe('caught_up');
+    w.exactlyOnce();
+  }, 20_000);
+
+  test("one table's load failing on a row, the other's done: the failed one is loaded flush by flush, the refused row a dead letter", async () => {
+    const w = groupWorld(groupLog(), (line) => /"n":7[,}]/.test(line));
+    const first = await w.run('run-1');
+    expect(first.error).toMatch(/load job \S+_s failed/);
+    expect(w.tables[1]!.table).toHaveLength(0);
+    await new Promise((resolve) => setTimeout(resolve, options.leaseTtlMs + 50));
+    const summary = await w.run('run-2');
+    expect(summary.stopReason).toBe('caught_up');
+    w.exactlyOnce();
+    expect(
+      w.errorTable.filter((l) => l.kind === 'rejected').map((l) => [l.record.partition, l.record.offset]),
+    ).toEqual(
+      expect.arrayContaining([
+        [0, 7],
+        [1, 7],
+      ]),
+    );
+    expect(w.tables[0]!.jobs.size).toBe(1);
+  }, 20_000);
 });
 
 describe('load: job ids and the day budget', () => {

@@ -1,8 +1,9 @@
 /**
  * `load` (exactly once, free ingestion): what a task's run reads of a table loaded into the target by one
  * load job, streamed as it is read (load-stream.ts), its id recorded as the partitions' intent before it
- * is completed; a range whose load failed read again flush by flush (load-writer.ts); dead letters
+ * is completed; a range whose load failed read again flush by flush (load-flushes.ts); dead letters
  * into the error table by MERGE (idempotent by origin). Load jobs a table may take a day are counted.
+ * Routes sharing a topic by `when`: a job a table, one intent naming them all (load-targets.ts).
  */
 import { ConfigError } from '../../kernel/errors.js';
 import type { PartitionRef } from '../../kernel/records.js';
@@ -12,9 +13,10 @@ import { heldOffsets } from '../../sinks/table-stats.js';
 import { createMergeErrorTable } from '../merge/merge-error-table.js';
 import { createMergeSink } from '../merge/merge-sink.js';
 import { prepareTargetTable, stagingOf } from '../target-table.js';
-import { lazyPort, type MadeSinks, type WriteModeDefinition } from '../write-mode.js';
+import { lazyPort, type MadeSinks, type WriteModeDefinition, type WriterOptions } from '../write-mode.js';
 import { createLoadJobs, jobPrefixOf, type LoadJobs } from './load-jobs.js';
 import { createLoadQuota, type LoadQuota } from './load-quota.js';
+import type { LoadTarget } from './load-targets.js';
 import { createLoadWriter } from './load-writer.js';
 
 interface LoadSinks extends MadeSinks {
@@ -77,22 +79,34 @@ export const loadMode: WriteModeDefinition<LoadSinks> = {
     };
   },
   createWriter(made, options, tracked) {
-    const jobs = lazyPort(async () => (await made()).jobs, ['submit', 'state', 'open']);
-    const quota = lazyPort(async () => (await made()).quota, ['take']);
-    const errorTable = lazyPort(async () => (await made()).errorTable, ['write']);
-    const naming = lazyPort(made, ['jobPrefix', 'heldOffsets']) as unknown as {
-      jobPrefix(): Promise<string>;
-      heldOffsets: LoadSinks['heldOffsets'];
-    };
-    return createLoadWriter({
-      ...options,
-      // One load for what a task's run reads of the table (issue #67).
-      streamed: true,
-      jobs: tracked(jobs),
-      quota: tracked(quota),
-      errorTable: tracked(errorTable),
-      jobPrefix: naming.jobPrefix,
-      heldOffsets: tracked(naming).heldOffsets,
-    });
+    // One load a table for what a task's run reads of it (issue #67).
+    return createLoadWriter({ ...options, streamed: true, targets: [targetOf(made, options, tracked)] });
+  },
+  fanOut(members, router, tracked) {
+    const targets = members.map((m) => targetOf(m.made, m.options, tracked));
+    return createLoadWriter({ ...members[0]!.options, streamed: true, targets, router });
   },
 };
+
+/** A route's table as the load writer sees it, each call waiting for its sinks to be made. */
+function targetOf(
+  made: () => Promise<LoadSinks>,
+  options: WriterOptions,
+  tracked: <T extends object>(port: T) => T,
+): LoadTarget {
+  const jobs = lazyPort(async () => (await made()).jobs, ['submit', 'state', 'open']);
+  const quota = lazyPort(async () => (await made()).quota, ['take']);
+  const errorTable = lazyPort(async () => (await made()).errorTable, ['write']);
+  const naming = lazyPort(made, ['jobPrefix', 'heldOffsets']) as unknown as {
+    jobPrefix(): Promise<string>;
+    heldOffsets: LoadSinks['heldOffsets'];
+  };
+  return {
+    jobs: tracked(jobs),
+    quota: tracked(quota),
+    errorTable: tracked(errorTable),
+    records: options.records,
+    jobPrefix: naming.jobPrefix,
+    heldOffsets: tracked(naming).heldOffsets,
+  };
+}

@@ -6,7 +6,15 @@ import type { DeadLetter, RowToInsert } from '../../kernel/records.js';
  * failed load names by byte position mapped back to their batches.
  */
 
-/** One partition's batch, classified, waiting for a flush: its rows as lines of newline-delimited JSON. */
+/** A batch's rows for one table (a group's target), as lines of newline-delimited JSON. */
+export interface LoadPart {
+  rows: { readonly row: RowToInsert; readonly line: Buffer }[];
+}
+
+/**
+ * One partition's batch, classified, waiting for a flush: its rows by table (one part a target of the
+ * writer: one, or a group's routes sharing the topic by `when`), as lines of newline-delimited JSON.
+ */
 export interface LoadItem {
   /** As the last intent left it. */
   lease: Lease;
@@ -17,7 +25,9 @@ export interface LoadItem {
   /** Records the route's transform dropped. */
   readonly filtered: number;
   readonly lastRecordTimestamp: number | null;
-  rows: { readonly row: RowToInsert; readonly line: Buffer }[];
+  readonly parts: readonly LoadPart[];
+  /** The jobs an earlier run left done that the partition's intents name too (load-targets.ts). */
+  readonly carried: readonly string[];
   /** Dead letters already in the error table and on Pub/Sub: the batch's own, and rows BigQuery refused. */
   readonly letters: number;
   readonly rejected: DeadLetter[];
@@ -66,20 +76,29 @@ const newline = 10;
 const carriageReturn = 13;
 const space = 32;
 
-/** The job's data: every item's lines, in order. */
-export function linesOf(items: readonly LoadItem[]): { data: Buffer } {
-  return { data: Buffer.concat(items.flatMap((i) => i.rows.map((r) => r.line))) };
+/** The rows of a flush's items in target `target`'s table. */
+export function rowsIn(items: readonly LoadItem[], target: number): number {
+  return items.reduce((n, i) => n + i.parts[target]!.rows.length, 0);
 }
 
-/** The rows a failed job's errors name by byte position, mapped back to their items; undefined positions left out. */
+/** Target `target`'s job's data: every item's lines for that table, in order. */
+export function linesOf(items: readonly LoadItem[], target: number): Buffer {
+  return Buffer.concat(items.flatMap((i) => i.parts[target]!.rows.map((r) => r.line)));
+}
+
+/**
+ * The rows target `target`'s failed job names by byte position, mapped back to their items' parts;
+ * undefined positions left out.
+ */
 export function refusedRows(
   items: readonly LoadItem[],
+  target: number,
   badRows: ReadonlyMap<number, string>,
 ): { item: LoadItem; index: number; reason: string }[] {
   const refused: { item: LoadItem; index: number; reason: string }[] = [];
   let position = 0;
   for (const item of items) {
-    item.rows.forEach((r, index) => {
+    item.parts[target]!.rows.forEach((r, index) => {
       const reason = badRows.get(position);
       if (reason !== undefined) refused.push({ item, index, reason: `invalid: ${reason}` });
       position += r.line.length;

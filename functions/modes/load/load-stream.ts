@@ -3,24 +3,23 @@ import { DrainError } from '../../kernel/errors.js';
 import type { Logger } from '../../kernel/logger.js';
 import type { Checkpoints, CommitIntent, Lease } from '../../kernel/ports.js';
 import { partitionId } from '../../kernel/records.js';
-import { jobIdOf, type LoadJobs, type LoadUpload, waitForJob } from './load-jobs.js';
-import type { LoadQuota } from './load-quota.js';
+import { jobIdOf, type LoadUpload, waitForJob } from './load-jobs.js';
+import { type LoadTarget, streamedJobSuffix } from './load-targets.js';
 
 /**
- * One load job for what a task's run reads of a table (issue #67): a resumable upload opened at the first
- * batch with rows (the day's load budget asked once), each batch's lines written to it as the batch is
- * taken (one chunk held in memory, whatever the load's size), then the partition's intent recorded, fenced:
- * the job's id and the range from the partition's checkpoint to the batch's end, with the counts so far.
- * The upload is completed only at `settle`, after the run has read what it will: BigQuery makes the job
- * then; once it is done, the drain commits every partition to its intent's end. A run that stops before
- * makes no job, and the next reads the range again (`recover`: the job missing). A job that fails loads
- * nothing: the partitions are read again, by the flush-by-flush way that names refused rows (load-writer.ts).
+ * One load job a table for what a task's run reads of it (issue #67): a resumable upload opened at the
+ * table's first batch with rows (the day's load budget asked once), each batch's lines written to it as
+ * the batch is taken (one chunk held in memory, whatever the load's size), then the partition's intent
+ * recorded, fenced: every open load's job id (a group's tables: one a table) and the range from the
+ * partition's checkpoint to the batch's end, with the counts so far. The uploads are completed only at
+ * `settle`, after the run has read what it will, one table after another: BigQuery makes each job then;
+ * once all are done, the drain commits every partition to its intent's end. A run that stops before makes
+ * no job (or some tables' only: load-targets.ts), and the next reads the range again. A job that fails
+ * loads nothing: the partitions are read again, by the flush-by-flush way that names refused rows.
  */
 export interface LoadStreamOptions {
-  readonly jobs: LoadJobs;
-  readonly quota: LoadQuota;
+  readonly targets: readonly Pick<LoadTarget, 'jobs' | 'quota' | 'jobPrefix'>[];
   readonly checkpoints: Checkpoints;
-  readonly jobPrefix: () => Promise<string>;
   readonly leaseTtlMs: number;
   readonly logger: Logger;
 }
@@ -30,46 +29,65 @@ export interface StreamedBatch {
   readonly lease: Lease;
   readonly fromOffset: number;
   readonly nextOffset: number;
-  readonly lines: Buffer;
+  /** The batch's lines for each target's table (empty: none). */
+  readonly lines: readonly Buffer[];
+  /** The jobs an earlier run left done that the partition's intents name too (load-targets.ts). */
+  readonly carried: readonly string[];
   /** The counts the partition's commit takes (CommitIntent's), for this batch alone. */
   readonly counts: Omit<CommitIntent, 'streams' | 'fromOffset' | 'nextOffset'>;
 }
 
-/** Streamed jobs end so: `recover` tells them from a flush's. */
-export const streamedJobSuffix = '_s';
+interface OpenLoad {
+  readonly target: number;
+  readonly id: string;
+  readonly upload: LoadUpload;
+}
 
 export function createLoadStream(options: LoadStreamOptions) {
-  const { jobs, logger } = options;
-  let opening: Promise<{ id: string; upload: LoadUpload }> | undefined;
+  const { targets, logger } = options;
+  /** Per target, its load of the run once opened. */
+  const openings = new Map<number, Promise<OpenLoad>>();
   /** Per partition, the lease as its last intent left it and its range and counts so far. */
   const partitions = new Map<string, { lease: Lease; intent: CommitIntent }>();
 
-  const open = (first: StreamedBatch, signal: AbortSignal): Promise<{ id: string; upload: LoadUpload }> => {
-    opening ??= (async () => {
-      await options.quota.take();
-      const id = `${jobIdOf(await options.jobPrefix(), [first], 1)}${streamedJobSuffix}`;
-      const upload = await jobs.open(id, signal);
-      if (upload === undefined) throw new DrainError(`load job ${id} exists already`, { retriable: true });
-      return { id, upload };
-    })();
+  const open = (target: number, first: StreamedBatch, signal: AbortSignal): Promise<OpenLoad> => {
+    const { jobs, quota, jobPrefix } = targets[target]!;
+    let opening = openings.get(target);
+    if (opening === undefined) {
+      opening = (async () => {
+        await quota.take();
+        const id = `${jobIdOf(await jobPrefix(), [first], 1)}${streamedJobSuffix}`;
+        const upload = await jobs.open(id, signal);
+        if (upload === undefined) throw new DrainError(`load job ${id} exists already`, { retriable: true });
+        return { target, id, upload };
+      })();
+      openings.set(target, opening);
+    }
     return opening.catch((error: unknown) => {
-      opening = undefined;
+      openings.delete(target);
       throw error;
     });
   };
 
+  /** The run's loads, in the targets' order. */
+  const opened = () => Promise.all([...openings].sort(([a], [b]) => a - b).map(([, load]) => load));
+
   return {
-    /** The batch's lines into the load, then its partition's intent; the lease the intent left. */
+    /** The batch's lines into its tables' loads, then its partition's intent; the lease the intent left. */
     async take(batch: StreamedBatch, signal: AbortSignal): Promise<Lease> {
       const id = partitionId(batch.lease);
       const before = partitions.get(id);
       const sum = (key: 'records' | 'rows' | 'deadLetters' | 'tombstones') =>
         (before?.intent[key] ?? 0) + (batch.counts[key] ?? 0);
       const filtered = (before?.intent.filtered ?? 0) + (batch.counts.filtered ?? 0);
-      const load = batch.lines.length > 0 || opening !== undefined ? await open(batch, signal) : undefined;
-      if (batch.lines.length > 0) await load!.upload.write(batch.lines, signal);
+      for (const [target, lines] of batch.lines.entries()) {
+        if (lines.length === 0) continue;
+        const load = await open(target, batch, signal);
+        await load.upload.write(lines, signal);
+      }
+      const loads = await opened();
       const intent: CommitIntent = {
-        streams: load === undefined ? [] : [load.id],
+        streams: [...batch.carried, ...loads.map((l) => l.id)],
         fromOffset: before?.intent.fromOffset ?? batch.fromOffset,
         nextOffset: batch.nextOffset,
         records: sum('records'),
@@ -81,7 +99,7 @@ export function createLoadStream(options: LoadStreamOptions) {
       };
       // Nothing to load yet: the batch waits for the run's end with no job to name.
       let lease = batch.lease;
-      if (load !== undefined) {
+      if (intent.streams.length > 0) {
         [lease] = (await options.checkpoints.recordIntents([{ lease, intent }], options.leaseTtlMs)) as [
           Lease,
         ];
@@ -92,54 +110,66 @@ export function createLoadStream(options: LoadStreamOptions) {
     },
 
     /**
-     * Completes the load and waits for its job: the partitions durable now, each with the lease to commit
-     * under. A job that did not load throws: nothing is committed, and the next run reads it all again.
+     * Completes the loads and waits for their jobs, table by table: the partitions durable now, each with
+     * the lease to commit under. A job that did not load throws: nothing is committed, and the next run
+     * reads it all again (but what the tables whose job was done hold).
      */
     async settle(signal: AbortSignal, budget: AbortSignal = signal): Promise<ReadonlyMap<string, Lease>> {
       const taken = new Map(partitions);
       partitions.clear();
-      const load = opening === undefined ? undefined : await opening;
-      opening = undefined;
+      const loads = await opened();
+      openings.clear();
       const durable = new Map([...taken].map(([id, t]) => [id, t.lease]));
-      if (load === undefined) return durable;
-      try {
-        await load.upload.finish(signal);
-      } catch (error) {
-        // The run's stop while its last chunk was on the wire: the job may be made or not; the next run
-        // finds out (recover: done → committed, missing → read again).
-        if (!signal.aborted) throw error;
-        logger.notice('the run ended while its load was being completed: the next run finishes it', {
-          job: load.id,
-        });
-        return new Map();
-      }
-      crashPoint('after-load-submitted');
-      // Waited for within the budget only: past it, the commits need what is left before the hard stop.
-      const outcome = await waitForJob(jobs, load.id, Number.POSITIVE_INFINITY, budget);
       const rows = [...taken.values()].reduce((n, t) => n + t.intent.rows, 0);
-      if (outcome.state === 'done') {
-        crashPoint('after-load-done');
+      for (const load of loads) {
+        if (!(await completed(load, signal))) return new Map();
+        crashPoint('after-load-submitted');
+        // Waited for within the budget only: past it, the commits need what is left before the hard stop.
+        const outcome = await waitForJob(
+          targets[load.target]!.jobs,
+          load.id,
+          Number.POSITIVE_INFINITY,
+          budget,
+        );
+        if (outcome.state === 'running') {
+          // The run's stop came first: the job runs on, and the next run commits it (recover).
+          logger.notice("the run's load job is still running at the run's end: the next run commits it", {
+            job: load.id,
+            rows,
+          });
+          return new Map();
+        }
+        if (outcome.state !== 'done') {
+          // Nothing was loaded: the run fails (a retry is safe) and the partitions are read again, flush
+          // by flush, which names the rows BigQuery refuses and loads the others (load-targets.ts).
+          const why =
+            outcome.state === 'failed'
+              ? `failed (${outcome.message}; ${outcome.badRows.size} row(s) refused)`
+              : `ended ${outcome.state}`;
+          throw new DrainError(
+            `the run's load job ${load.id} ${why}: the next run finishes it (a failed load is read again, flush by flush)`,
+            { retriable: true, code: 'load_failed' },
+          );
+        }
         logger.debug('run loaded', { job: load.id, bytes: load.upload.bytes, rows });
-        return durable;
       }
-      if (outcome.state === 'running') {
-        // The run's stop came first: the job runs on, and the next run commits it (recover).
-        logger.notice("the run's load job is still running at the run's end: the next run commits it", {
-          job: load.id,
-          rows,
-        });
-        return new Map();
-      }
-      // Nothing was loaded: the run fails (a retry is safe) and the partitions are read again, flush by
-      // flush, which names the rows BigQuery refuses and loads the others (recover in load-writer.ts).
-      const why =
-        outcome.state === 'failed'
-          ? `failed (${outcome.message}; ${outcome.badRows.size} row(s) refused)`
-          : `ended ${outcome.state}`;
-      throw new DrainError(
-        `the run's load job ${load.id} ${why}: the next run finishes it (a failed load is read again, flush by flush)`,
-        { retriable: true, code: 'load_failed' },
-      );
+      if (loads.length > 0) crashPoint('after-load-done');
+      return durable;
     },
   };
+
+  /** Completes a load's upload; false when the run's stop came while its last chunk was on the wire. */
+  async function completed(load: OpenLoad, signal: AbortSignal): Promise<boolean> {
+    try {
+      await load.upload.finish(signal);
+      return true;
+    } catch (error) {
+      // The job may be made or not; the next run finds out (recover: done → committed, missing → read again).
+      if (!signal.aborted) throw error;
+      logger.notice('the run ended while its load was being completed: the next run finishes it', {
+        job: load.id,
+      });
+      return false;
+    }
+  }
 }

@@ -1,0 +1,188 @@
+import { DrainError, PartitionWaitsError } from '../../kernel/errors.js';
+import type { Logger } from '../../kernel/logger.js';
+import type { Lease, Recovery } from '../../kernel/ports.js';
+import { type KafkaRecord, type PartitionRef, partitionId } from '../../kernel/records.js';
+import type { RecordPolicy } from '../../records/classify.js';
+import type { ErrorTable, HeldOffsets } from '../../sinks/contracts.js';
+import { type LoadJobs, waitForJob } from './load-jobs.js';
+import type { LoadQuota } from './load-quota.js';
+
+/**
+ * The tables a `load` writer loads (one, or a group's: routes sharing a topic by `when`), and what an
+ * intent an earlier run left comes to across them. An intent names every table's job of its range; each
+ * job is atomic, but the jobs of one range are not one: a run may die with one table's job done and
+ * another's never made. The range is then read again, and the records routed to the tables whose job was
+ * done are counted as held, not loaded again (`LoadedRanges`): exactly once across tables.
+ */
+export interface LoadTarget {
+  readonly jobs: LoadJobs;
+  readonly quota: LoadQuota;
+  readonly errorTable: ErrorTable;
+  readonly records: RecordPolicy;
+  /** The job ids' prefix: the pipeline and the table (`kbd_load_{pipeline}_{table}`). */
+  readonly jobPrefix: () => Promise<string>;
+  /** What the table and its error table hold of a replayed range (a checkpoint an operator moved back). */
+  readonly heldOffsets: (partition: PartitionRef, from: number, to: number) => Promise<HeldOffsets>;
+}
+
+/** Streamed jobs (one a run and table, load-stream.ts) end so: `recover` tells them from a flush's. */
+export const streamedJobSuffix = '_s';
+
+/** A job id's prefix (its table's), as jobIdOf and the streamed suffix spell it. */
+export function prefixOfJob(jobId: string): string {
+  return jobId.replace(/_[0-9a-f]{32}_\d+(_s)?$/, '');
+}
+
+/** What every target's table holds of a replayed range, together (a group's offsets are each in one). */
+export async function heldInTargets(
+  targets: readonly LoadTarget[],
+  partition: PartitionRef,
+  from: number,
+  to: number,
+): Promise<HeldOffsets> {
+  const held = await Promise.all(targets.map((t) => t.heldOffsets(partition, from, to)));
+  return {
+    rows: new Map(held.flatMap((h) => [...h.rows])),
+    deadLetters: new Map(held.flatMap((h) => [...h.deadLetters])),
+  };
+}
+
+/**
+ * A job an earlier run left done, named again by the intents of the range it was part of, as
+ * `{job id}<{offset}`: its table's records below that offset are loaded (the others of the range may not
+ * be: the new run loads them by jobs of its own, which the same intent names plainly).
+ */
+export function carriedEntry(jobId: string, until: number): string {
+  return `${jobId}<${until}`;
+}
+
+function entryOf(entry: string): { readonly id: string; readonly until?: number } {
+  const at = entry.lastIndexOf('<');
+  return at < 0 ? { id: entry } : { id: entry.slice(0, at), until: Number(entry.slice(at + 1)) };
+}
+
+/** Per target, the offset below which its table holds a range's records (an earlier run's load). */
+export type LoadedUntil = ReadonlyMap<number, number>;
+
+/** Per partition (and lease epoch), the tables an earlier run's half-done load filled, and up to where. */
+export function createLoadedRanges() {
+  const ranges = new Map<string, { readonly until: LoadedUntil; readonly carried: readonly string[] }>();
+  const keyOf = (lease: Lease) => `${partitionId(lease)}@${lease.epoch}`;
+  return {
+    set(lease: Lease, until: LoadedUntil, carried: readonly string[]): void {
+      if (until.size > 0) ranges.set(keyOf(lease), { until, carried });
+    },
+    /** A target's part of a batch: the records its table holds already, and the others. */
+    split(lease: Lease, target: number, records: readonly KafkaRecord[]) {
+      const until = ranges.get(keyOf(lease))?.until.get(target);
+      if (until === undefined) return { held: [], fresh: records };
+      return {
+        held: records.filter((r) => r.offset < until),
+        fresh: records.filter((r) => r.offset >= until),
+      };
+    },
+    /** What the partition's intents name besides this run's jobs: the earlier run's done ones. */
+    carried: (lease: Lease): readonly string[] => ranges.get(keyOf(lease))?.carried ?? [],
+  };
+}
+
+export interface RecoverOptions {
+  readonly targets: readonly LoadTarget[];
+  readonly logger: Logger;
+  /** How long `recover` waits for a job an earlier run left running. */
+  readonly recoverWaitMs?: number;
+}
+
+/** What recovering a half-done load leaves the run: the tables loaded and up to where. */
+export interface HalfDone {
+  readonly loaded?: LoadedUntil;
+  /** The done jobs, for the intents of the range read again (`carriedEntry`). */
+  readonly carried?: readonly string[];
+  /** A run's streamed load failed: the range is loaded flush by flush, which names refused rows. */
+  readonly streamedFailed?: boolean;
+}
+
+/**
+ * What an intent an earlier run left comes to: every job done, committed; one still running, the
+ * partition waits; else the range is read again (`startAt`), with what the tables whose jobs were done hold.
+ */
+export async function recoverIntent(
+  options: RecoverOptions,
+  lease: Lease,
+  signal?: AbortSignal,
+): Promise<Recovery & HalfDone> {
+  const intent = lease.intent;
+  if (!intent) return {};
+  const entries = intent.streams.map(entryOf);
+  const log = options.logger.child({ topic: lease.topic, partition: lease.partition, jobs: intent.streams });
+  if (entries.length === 0 || entries.some((e) => !e.id.startsWith('kbd_load_'))) {
+    throw new DrainError(
+      `${lease.topic}:${lease.partition} holds an intent another write mode recorded (${intent.streams.join(', ')}): ` +
+        'run that mode once to finish it before switching to load',
+      { retriable: false, code: 'intent_other_mode' },
+    );
+  }
+  const prefixes = await Promise.all(options.targets.map((t) => t.jobPrefix()));
+  const targetOf = (id: string) => prefixes.indexOf(prefixOfJob(id));
+  // Waited for at most recoverWaitMs, and never past the run's stop: a job BigQuery keeps queued must not
+  // hold the run beyond its budget. A job's state does not depend on its table: any target's port asks.
+  const states = await Promise.all(
+    entries.map(async ({ id }) => {
+      const jobs = options.targets[Math.max(targetOf(id), 0)]!.jobs;
+      return (await waitForJob(jobs, id, options.recoverWaitMs ?? 60_000, signal)).state;
+    }),
+  );
+  const range = { from: intent.fromOffset, to: intent.nextOffset, rows: intent.rows };
+  if (states.every((s) => s === 'done')) {
+    log.notice('a load recorded by an earlier run was done', range);
+    return { commit: intent };
+  }
+  const running = entries.find((_, i) => states[i] === 'running');
+  if (running !== undefined)
+    throw new PartitionWaitsError(`load job ${running.id}, recorded by an earlier run, is still running`);
+  const done = entries.filter((_, i) => states[i] === 'done');
+  const unknown = done.find((e) => targetOf(e.id) < 0);
+  if (unknown !== undefined) {
+    throw new DrainError(
+      `${lease.topic}:${lease.partition}: load job ${unknown.id}, done, loaded a table no route of the topic writes now ` +
+        `(the routes changed with a load half done): reading [${intent.fromOffset}, ${intent.nextOffset}) again would load its other tables' part twice`,
+      { retriable: false, code: 'intent_unknown_table' },
+    );
+  }
+  const loaded = loadedUntil(entries, states, targetOf, intent.nextOffset);
+  const carried = done
+    .filter((e) => loaded.has(targetOf(e.id)))
+    .map((e) => carriedEntry(e.id, loaded.get(targetOf(e.id))!));
+  const streamedFailed = entries.some((e, i) => states[i] === 'failed' && e.id.endsWith(streamedJobSuffix));
+  log.warn('a load recorded by an earlier run never loaded: the range is read again', {
+    ...range,
+    states,
+    ...(loaded.size > 0 ? { loadedTables: loaded.size } : {}),
+  });
+  return { startAt: intent.fromOffset, loaded, carried, streamedFailed };
+}
+
+/**
+ * Per target, up to where its table holds the range: to the range's end when every job the intent names
+ * plainly for it is done (and it has one); else to the furthest of its carried jobs (an earlier run's).
+ */
+function loadedUntil(
+  entries: readonly { readonly id: string; readonly until?: number }[],
+  states: readonly string[],
+  targetOf: (id: string) => number,
+  end: number,
+): Map<number, number> {
+  const loaded = new Map<number, number>();
+  for (const t of new Set(entries.map((e) => targetOf(e.id)))) {
+    const mine = entries
+      .map((e, i) => ({ ...e, done: states[i] === 'done' }))
+      .filter((e) => targetOf(e.id) === t);
+    const plain = mine.filter((e) => e.until === undefined);
+    const until =
+      plain.length > 0 && plain.every((e) => e.done)
+        ? end
+        : Math.max(...mine.filter((e) => e.done && e.until !== undefined).map((e) => e.until!));
+    if (t >= 0 && Number.isFinite(until)) loaded.set(t, until);
+  }
+  return loaded;
+}
