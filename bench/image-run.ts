@@ -33,11 +33,16 @@ function cpuSeconds(pid: number): number | undefined {
   }
 }
 
+/** BENCH_NODE_FLAGS: node flags after the image's (to weigh one before it goes into the Dockerfile). */
+function extraFlags(): string[] {
+  return (process.env.BENCH_NODE_FLAGS ?? '').split(/\s+/).filter((f) => f !== '');
+}
+
 /** The job as the image runs it, watched for its peak RSS and CPU; its exit code, summary line and those. */
 export async function runImage(env: Record<string, string>) {
   const child = spawn(
     process.execPath,
-    [...imageNodeFlags(root), join(root, 'bench/compiled/image/job.mjs'), 'run'],
+    [...imageNodeFlags(root), ...extraFlags(), join(root, 'bench/compiled/image/job.mjs'), 'run'],
     {
       env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'inherit'],

@@ -6,6 +6,10 @@
  * a record costs between its bytes and its row, before and after the compiled paths (#42). And cdc
  * mode's: Debezium's Avro change events to the upsert's message (debezium-path.ts).
  */
+
+import { compileTranscoder, metadataWriter, type Transcode } from '../functions/encoders/json-transcoder.js';
+import { ProtoWriter } from '../functions/encoders/proto-writer.js';
+import { compileRowEncoder } from '../functions/encoders/row-encoder.js';
 import { compileAvro } from '../functions/formats/avro.js';
 import { compileJsonSchema } from '../functions/formats/json-schema.js';
 import { compileProtobuf } from '../functions/formats/protobuf.js';
@@ -14,9 +18,6 @@ import type { ValueFormat } from '../functions/formats/value-format.js';
 import type { KafkaRecord } from '../functions/kernel/records.js';
 import { isDeadLetter, type RowShape, toRow } from '../functions/records/records.js';
 import { type SchemaField, targetTableSchema } from '../functions/schema/table-schema.js';
-import { compileTranscoder, metadataWriter, type Transcode } from '../functions/sinks/json-transcoder.js';
-import { ProtoWriter } from '../functions/sinks/proto-writer.js';
-import { compileRowEncoder } from '../functions/sinks/row-encoder.js';
 import { generalFormat } from '../test/support/differential.js';
 import { wideAvroSchema, wideAvroValue } from './avro-shape.js';
 import { debeziumPathFigures } from './debezium-path.js';

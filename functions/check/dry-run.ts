@@ -7,6 +7,7 @@ import type { Firestore } from '@google-cloud/firestore';
 import type { DrainConfig } from '../config/config.js';
 import type { Route } from '../config/routes.js';
 import { startOffset } from '../config/start-position.js';
+import { compileRowEncoder } from '../encoders/row-encoder.js';
 import type { RecordNames } from '../formats/record-names.js';
 import type { ValueFormat } from '../formats/value-format.js';
 import { rulesFor, transformFor } from '../job/wiring.js';
@@ -16,7 +17,6 @@ import { classifyChanges, primaryKeyOfKey } from '../records/changes.js';
 import { classifyEach, type RecordPolicy } from '../records/classify.js';
 import { createRecordRouter } from '../records/record-router.js';
 import { type SchemaField, targetTableSchema } from '../schema/table-schema.js';
-import { compileRowEncoder } from '../sinks/row-encoder.js';
 import { type DryRunCounts, emptyDryRun } from './report.js';
 
 export interface DryRunRoute {

@@ -9,8 +9,9 @@
  * columns beyond the key not kept: their conversion there may refuse it), an envelope part of a type whose
  * conversion could fail.
  */
+
+import type { ProtoWriter } from '../encoders/proto-writer.js';
 import type { SchemaField } from '../schema/table-schema.js';
-import type { ProtoWriter } from '../sinks/proto-writer.js';
 import { inside, isObject, resolve, type Scope, scopeOf } from './avro-names.js';
 import { fieldPlans, type Plan } from './avro-plans.js';
 import { at, blockCount, zigzag } from './avro-read.js';

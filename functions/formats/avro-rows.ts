@@ -13,10 +13,10 @@
  * UTF-8, a null for a REQUIRED column, a map key JavaScript's objects would reorder or drop) makes it say
  * false: that record takes the general path, so every record gets exactly the fate and the bytes that path
  * gives it (`test/unit/avro-rows.test.ts` compares them on randomized records). */
-import { canonicalMicrosIn } from '../records/civil-time.js';
+import { canonicalMicrosIn } from '../encoders/civil-time.js';
+import { isJsonText } from '../encoders/json-cursor.js';
+import type { ProtoWriter } from '../encoders/proto-writer.js';
 import type { SchemaField } from '../schema/table-schema.js';
-import { isJsonText } from '../sinks/json-cursor.js';
-import type { ProtoWriter } from '../sinks/proto-writer.js';
 import { fieldPlans, maxDays, minDays, type Plan } from './avro-plans.js';
 import {
   absent,

@@ -7,9 +7,9 @@
  * and a missing REPEATED as empty). Whatever the compiled path leaves to the general one, this does too
  * (undefined); `test/unit/avro-rows.test.ts` compares what BigQuery reads of both, record by record.
  */
-import { canonicalMicrosIn } from '../records/civil-time.js';
+import { canonicalMicrosIn } from '../encoders/civil-time.js';
+import { isJsonText } from '../encoders/json-cursor.js';
 import type { SchemaField } from '../schema/table-schema.js';
-import { isJsonText } from '../sinks/json-cursor.js';
 import { fieldPlans, maxDays, minDays, type Plan } from './avro-plans.js';
 import {
   absent,

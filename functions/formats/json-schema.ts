@@ -1,9 +1,9 @@
 import { isUtf8 } from 'node:buffer';
+import { JsonCursor } from '../encoders/json-cursor.js';
+import { readingOf } from '../encoders/json-plans.js';
+import { readRecord } from '../encoders/json-reader.js';
 import type { JsonValue } from '../kernel/records.js';
 import type { SchemaField } from '../schema/table-schema.js';
-import { JsonCursor } from '../sinks/json-cursor.js';
-import { readingOf } from '../sinks/json-plans.js';
-import { readRecord } from '../sinks/json-reader.js';
 import { type CompiledSchema, columnName, joinPath, UnmappableSchemaError, ValueError } from './mapped.js';
 
 /**

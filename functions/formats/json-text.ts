@@ -7,7 +7,7 @@
  * One row at a time, on one thread: the writer is the caller's.
  */
 import { isUtf8 } from 'node:buffer';
-import { decimalLength, writeDate, writeDateTime, writeDecimal } from './digits.js';
+import { decimalLength, writeDate, writeDateTime, writeDecimal } from '../encoders/digits.js';
 
 export class JsonText {
   private bytes = Buffer.allocUnsafe(1 << 14);

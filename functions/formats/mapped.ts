@@ -1,7 +1,7 @@
 import { isUtf8 } from 'node:buffer';
+import type { ProtoWriter } from '../encoders/proto-writer.js';
 import type { JsonValue } from '../kernel/records.js';
 import type { SchemaField } from '../schema/table-schema.js';
-import type { ProtoWriter } from '../sinks/proto-writer.js';
 
 /**
  * What a format's schema compiles to: the BigQuery columns its values fill, and a decoder from its

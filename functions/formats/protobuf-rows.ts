@@ -12,7 +12,7 @@
  * it say false, and the record takes the general path (`test/unit/protobuf-rows.test.ts` compares both,
  * byte for byte, on randomized messages, declared in their numbers' order and not).
  */
-import type { ProtoWriter } from '../sinks/proto-writer.js';
+import type { ProtoWriter } from '../encoders/proto-writer.js';
 import type { FieldPlan, MessagePlan } from './protobuf-plans.js';
 import {
   at,

@@ -2,7 +2,7 @@
  * Reading a Protobuf payload's wire values strictly (varints as two 32-bit halves, skipping undeclared
  * fields) and writing the scalars as the general path does, for the compiled path (protobuf-rows.ts).
  */
-import type { ProtoWriter } from '../sinks/proto-writer.js';
+import type { ProtoWriter } from '../encoders/proto-writer.js';
 import { keepsPlace } from './mapped.js';
 import type { FieldPlan } from './protobuf-plans.js';
 

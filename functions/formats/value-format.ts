@@ -1,11 +1,11 @@
 import type { ValueFormatName } from '../config/routes.js';
+import type { ProtoWriter } from '../encoders/proto-writer.js';
 import { DrainError, isRetriable, PartitionWaitsError } from '../kernel/errors.js';
 import type { Logger } from '../kernel/logger.js';
 import type { JsonValue, KafkaRecord } from '../kernel/records.js';
 import { type RetryPolicy, withRetry } from '../kernel/retry.js';
 import { fitColumns } from '../schema/compare.js';
 import type { SchemaField } from '../schema/table-schema.js';
-import type { ProtoWriter } from '../sinks/proto-writer.js';
 import { compileAvro } from './avro.js';
 import type { AvroRows } from './avro-rows.js';
 import { type CompiledSchema, UnmappableSchemaError, ValueError } from './mapped.js';

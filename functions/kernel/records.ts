@@ -87,7 +87,7 @@ export interface RowToWrite {
 
 /**
  * A row made straight from its record's bytes (insert-all, merge, load): the JSON text of its object as
- * UTF-8, the metadata columns in it (see sinks/row-text.ts `compileRowText`). Bytes, never a string: a
+ * UTF-8, the metadata columns in it (see encoders/row-text.ts `compileRowText`). Bytes, never a string: a
  * row's text is copied from the record and into the request, not decoded and encoded again.
  */
 export interface TextRow {

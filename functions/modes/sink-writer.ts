@@ -1,3 +1,4 @@
+import { compileRowText, metadataText, type RowText, rowJson } from '../encoders/row-text.js';
 import type { ValueFormat } from '../formats/value-format.js';
 import { crashPoint } from '../kernel/crash-points.js';
 import type { BatchToWrite, DeadLetters, Sink, Writer, WrittenBatch } from '../kernel/ports.js';
@@ -6,7 +7,6 @@ import { classifyEach, directFormat, directShape, type RecordPolicy } from '../r
 import { type RowShape, rowKey } from '../records/records.js';
 import type { SchemaField } from '../schema/table-schema.js';
 import type { ErrorTable } from '../sinks/contracts.js';
-import { compileRowText, metadataText, type RowText, rowJson } from '../sinks/row-text.js';
 import { publishDeadLetters } from './dead-letters.js';
 
 export interface SinkWriterOptions {

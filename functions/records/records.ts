@@ -1,4 +1,6 @@
 import { isUtf8 } from 'node:buffer';
+import { topLevelFields } from '../encoders/json-cursor.js';
+import { ingestedText, keyText, maxRecordBytes, type RowShape, strictUtf8 } from '../encoders/row-shape.js';
 import type { ValueFormat } from '../formats/value-format.js';
 import type {
   DeadLetter,
@@ -9,36 +11,15 @@ import type {
   RowToWrite,
 } from '../kernel/records.js';
 import { metadataColumns, type SchemaField } from '../schema/table-schema.js';
-import { topLevelFields } from '../sinks/json-cursor.js';
 import { isEmptyValue } from './evolve-columns.js';
+
+export { ingestedText, keyText, maxRecordBytes, type RowShape };
+
 import { NameCollision, sanitizeKeys } from './field-names.js';
-import { extraColumn, type UnknownFields, validateRecord } from './validate.js';
-
-/** The table's user columns and what to do with fields it does not have; without it, rows go as they are. */
-export interface RowShape {
-  readonly fields: readonly SchemaField[];
-  /** `evolve`: a field the table lacks is a column to add (evolve-columns.ts); until then as `reject`. */
-  readonly unknownFields: UnknownFields | 'evolve';
-  /** Optional metadata columns (none when absent). */
-  readonly metadata?: MetadataColumns;
-  /** FIELD_NAMES: `sanitize` maps each name BigQuery refuses to one it takes (field-names.ts); else `strict`. */
-  readonly fieldNames?: 'strict' | 'sanitize';
-}
-
-/** Larger values cannot be rows (BigQuery's 10 MB request and row limits, less the metadata). */
-export const maxRecordBytes = 9 * 1024 * 1024;
+import { extraColumn, validateRecord } from './validate.js';
 
 export function rowKey(record: { topic: string; partition: number; offset: number }): string {
   return `${record.topic}:${record.partition}:${record.offset}`;
-}
-
-const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
-
-/** The batch's ingestion time as text, made once per batch rather than once per row. */
-let ingested = { at: Number.NaN, text: '' };
-export function ingestedText(at: Date): string {
-  if (at.getTime() !== ingested.at) ingested = { at: at.getTime(), text: at.toISOString() };
-  return ingested.text;
 }
 
 /**
@@ -212,16 +193,6 @@ function reservedColumn(value: Row): string | undefined {
 
 function reservedLetter(record: KafkaRecord, column: string): DeadLetter {
   return { record, kind: 'schema', message: `field ${column} is reserved for metadata` };
-}
-
-/** The key as text where it is valid UTF-8, else null (a binary key stays in `_kafka_key` only). */
-export function keyText(key: Buffer | null): string | null {
-  if (key === null) return null;
-  try {
-    return strictUtf8.decode(key);
-  } catch {
-    return null;
-  }
 }
 
 export function isDeadLetter(value: RowToWrite | DeadLetter): value is DeadLetter {

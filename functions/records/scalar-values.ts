@@ -1,7 +1,8 @@
 /** The scalar values that take more than a type check: INT64, NUMERIC and BIGNUMERIC exactly, TIMESTAMP. */
+
+import { canonicalUtc, validDateAt, validTimeAt } from '../encoders/civil-time.js';
 import { decimalText, type ExactDecimal } from '../formats/mapped.js';
 import type { JsonValue } from '../kernel/records.js';
-import { canonicalUtc, validDateAt, validTimeAt } from './civil-time.js';
 import { Invalid, kindOf } from './invalid.js';
 
 const INT64_MIN = -(2n ** 63n);

@@ -1,7 +1,8 @@
+import { validDateAt } from '../encoders/civil-time.js';
+import type { UnknownFields } from '../encoders/row-shape.js';
 import { floatValue } from '../formats/mapped.js';
 import type { JsonValue } from '../kernel/records.js';
 import type { SchemaField } from '../schema/table-schema.js';
-import { validDateAt } from './civil-time.js';
 import { geographyProblem } from './geography.js';
 import { Invalid, kindOf } from './invalid.js';
 import { decimal, int64, timestamp, validDate, validTime } from './scalar-values.js';
@@ -15,12 +16,7 @@ export type Validation =
   | { ok: true; row: Record<string, JsonValue> }
   | { ok: false; path: string; message: string };
 
-/**
- * A field the table lacks: `reject` (the record is a `schema` dead letter), `ignore` (dropped), or `json`
- * (the record's top-level fields the table lacks, whole, in its `_extra` JSON column; inside a RECORD
- * column a field the table lacks is refused as with `reject`).
- */
-export type UnknownFields = 'reject' | 'ignore' | 'json';
+export type { UnknownFields };
 
 /** The JSON column that holds, with UNKNOWN_FIELDS=json, a record's fields the table lacks. */
 export const extraColumn = '_extra';

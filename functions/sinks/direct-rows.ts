@@ -5,12 +5,13 @@
  * table's columns as given (and cdc mode's primary key); undefined where no compiled path applies (the
  * general path's records).
  */
+
+import { compileTranscoder, metadataWriter, type Transcode } from '../encoders/json-transcoder.js';
+import type { RowBatch } from '../encoders/row-encoder.js';
 import type { ValueFormat } from '../formats/value-format.js';
 import type { KafkaRecord } from '../kernel/records.js';
 import type { RowShape } from '../records/records.js';
 import type { SchemaField } from '../schema/table-schema.js';
-import { compileTranscoder, metadataWriter, type Transcode } from './json-transcoder.js';
-import type { RowBatch } from './row-encoder.js';
 
 export type DirectRows = (shape: RowShape, format?: ValueFormat) => Transcode | undefined;
 

@@ -1,4 +1,5 @@
 import type { Table } from '@google-cloud/bigquery';
+import { rowJson } from '../encoders/row-text.js';
 import { chunksOf } from '../kernel/chunks.js';
 import { DrainError } from '../kernel/errors.js';
 import type { Logger } from '../kernel/logger.js';
@@ -6,7 +7,6 @@ import type { Sink } from '../kernel/ports.js';
 import type { RowResult, RowToInsert } from '../kernel/records.js';
 import { type RetryPolicy, withRetry } from '../kernel/retry.js';
 import { bigQueryError, retriableReasons } from './bigquery-tables.js';
-import { rowJson } from './row-text.js';
 
 export interface InsertAllOptions {
   readonly maxRowsPerRequest: number;

@@ -4,10 +4,10 @@
  */
 import type { BigQuery } from '@google-cloud/bigquery';
 import { adapt, managedwriter } from '@google-cloud/bigquery-storage';
+import { compileRowEncoder, type RowEncoder } from '../encoders/row-encoder.js';
 import type { Logger } from '../kernel/logger.js';
 import type { SchemaField } from '../schema/table-schema.js';
 import { storageWriteError } from './append-rows.js';
-import { compileRowEncoder, type RowEncoder } from './row-encoder.js';
 
 /** A table written through the Storage Write API. */
 export interface StorageWriteTarget {

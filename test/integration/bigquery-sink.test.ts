@@ -1,11 +1,11 @@
 import { afterAll, expect, test } from 'vitest';
+import { compileRowText } from '../../functions/encoders/row-text.js';
 import { createMemoryLogger } from '../../functions/kernel/logger.js';
 import type { RowToWrite, TextRow } from '../../functions/kernel/records.js';
 import { type RowShape, rowKey, toRow } from '../../functions/records/records.js';
 import type { SchemaField } from '../../functions/schema/table-schema.js';
 import { ensureTargetTable } from '../../functions/sinks/bigquery-tables.js';
 import { createInsertAllSink } from '../../functions/sinks/insert-all-sink.js';
-import { compileRowText } from '../../functions/sinks/row-text.js';
 import { record } from '../support/memory-ports.js';
 import { stackClients, uniqueName } from '../support/stack.js';
 

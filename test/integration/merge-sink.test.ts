@@ -1,4 +1,5 @@
 import { afterAll, describe, expect, test } from 'vitest';
+import { compileRowText } from '../../functions/encoders/row-text.js';
 import { armCrashPoints } from '../../functions/kernel/crash-points.js';
 import { createMemoryLogger } from '../../functions/kernel/logger.js';
 import type { DeadLetter, RowToWrite, TextRow } from '../../functions/kernel/records.js';
@@ -8,7 +9,6 @@ import { stagingPrefix, stagingTableName } from '../../functions/modes/merge/mer
 import { rowKey, toRow } from '../../functions/records/records.js';
 import { targetTableSchema } from '../../functions/schema/table-schema.js';
 import { ensureTargetTable } from '../../functions/sinks/bigquery-tables.js';
-import { compileRowText } from '../../functions/sinks/row-text.js';
 import { record } from '../support/memory-ports.js';
 import { stackClients, uniqueName } from '../support/stack.js';
 

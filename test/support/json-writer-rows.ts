@@ -1,6 +1,6 @@
 /**
  * The forms the official `JSONWriter` takes, no longer the drain's path (it encodes rows itself:
- * functions/sinks/row-encoder.ts): the reference the encoder's tests compare bytes against, and the bench's
+ * functions/encoders/row-encoder.ts): the reference the encoder's tests compare bytes against, and the bench's
  * bare official writer. A validated row (in the JSON forms insertAll takes) → the values the Storage Write
  * API's protocol buffer encoding takes, by the table schema: DATE as days since the epoch, TIMESTAMP as microseconds since the
  * epoch, BYTES as bytes, INT64 as exact decimal text (protobufjs reads it into a 64-bit integer without

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest';
+import { decimalLength, writeDate, writeDateTime, writeDecimal } from '../../functions/encoders/digits.js';
 import { decimalOf, isoMicros } from '../../functions/formats/avro-types.js';
-import { decimalLength, writeDate, writeDateTime, writeDecimal } from '../../functions/formats/digits.js';
 import { dateText } from '../../functions/formats/mapped.js';
 
 /** Decimals, dates and timestamps written by digits give the general forms' text, byte for byte. */

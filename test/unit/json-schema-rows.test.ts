@@ -6,14 +6,14 @@
  * direct path writes a row, its bytes are the general path's; where it says false, the general path decides.
  */
 import { describe, expect, test } from 'vitest';
+import { metadataWriter } from '../../functions/encoders/json-transcoder.js';
+import { ProtoWriter } from '../../functions/encoders/proto-writer.js';
+import { compileRowEncoder } from '../../functions/encoders/row-encoder.js';
+import { compileRowText } from '../../functions/encoders/row-text.js';
 import { compileJsonSchema } from '../../functions/formats/json-schema.js';
 import type { KafkaRecord } from '../../functions/kernel/records.js';
 import { isDeadLetter, type RowShape, toRow } from '../../functions/records/records.js';
 import { targetTableSchema } from '../../functions/schema/table-schema.js';
-import { metadataWriter } from '../../functions/sinks/json-transcoder.js';
-import { ProtoWriter } from '../../functions/sinks/proto-writer.js';
-import { compileRowEncoder } from '../../functions/sinks/row-encoder.js';
-import { compileRowText } from '../../functions/sinks/row-text.js';
 import { bigQueryReads, generalFormat, pick, random } from '../support/differential.js';
 
 const schema = {

@@ -4,13 +4,13 @@
  * sure of: each case is judged against the general path, and random mutations of a record too.
  */
 import { describe, expect, test, vi } from 'vitest';
+import { compileTranscoder } from '../../functions/encoders/json-transcoder.js';
+import { ProtoWriter } from '../../functions/encoders/proto-writer.js';
+import { compileRowEncoder } from '../../functions/encoders/row-encoder.js';
+import { compileRowText, type RowText } from '../../functions/encoders/row-text.js';
 import type { KafkaRecord, RowToWrite } from '../../functions/kernel/records.js';
 import { isDeadLetter, type RowShape, toRow } from '../../functions/records/records.js';
 import { type SchemaField, targetTableSchema } from '../../functions/schema/table-schema.js';
-import { compileTranscoder } from '../../functions/sinks/json-transcoder.js';
-import { ProtoWriter } from '../../functions/sinks/proto-writer.js';
-import { compileRowEncoder } from '../../functions/sinks/row-encoder.js';
-import { compileRowText, type RowText } from '../../functions/sinks/row-text.js';
 
 const fields: SchemaField[] = [
   { name: 's', type: 'STRING' },

@@ -8,15 +8,15 @@
  */
 import protobuf from 'protobufjs';
 import { describe, expect, test } from 'vitest';
+import { metadataWriter } from '../../functions/encoders/json-transcoder.js';
+import { ProtoWriter } from '../../functions/encoders/proto-writer.js';
+import { compileRowEncoder } from '../../functions/encoders/row-encoder.js';
+import { metadataText } from '../../functions/encoders/row-text.js';
 import { compileProtobuf } from '../../functions/formats/protobuf.js';
 import type { SchemaRegistry } from '../../functions/formats/registry.js';
 import type { KafkaRecord } from '../../functions/kernel/records.js';
 import { isDeadLetter, type RowShape, toRow } from '../../functions/records/records.js';
 import { targetTableSchema } from '../../functions/schema/table-schema.js';
-import { metadataWriter } from '../../functions/sinks/json-transcoder.js';
-import { ProtoWriter } from '../../functions/sinks/proto-writer.js';
-import { compileRowEncoder } from '../../functions/sinks/row-encoder.js';
-import { metadataText } from '../../functions/sinks/row-text.js';
 import { bigQueryReads, generalFormat, pick, random } from '../support/differential.js';
 
 const proto = `

@@ -2,13 +2,13 @@ import { describe, expect, test } from 'vitest';
 import { deadLetterMessage, truncateUtf8 } from '../../functions/dead-letters/pubsub-dead-letters.js';
 import { ownedBy, preferredTask, stableHash } from '../../functions/drain/assignment.js';
 import { beginWaiting, joined, joinFetched } from '../../functions/drain/batch-fill.js';
+import { compileRowText } from '../../functions/encoders/row-text.js';
 import { DrainError } from '../../functions/kernel/errors.js';
 import type { RowToWrite } from '../../functions/kernel/records.js';
 import { backoffDelay, withRetry } from '../../functions/kernel/retry.js';
 import { lineOf, linesOfRows } from '../../functions/modes/load/load-lines.js';
 import { isDeadLetter, type RowShape, rowKey, toRow } from '../../functions/records/records.js';
 import { splitRequests } from '../../functions/sinks/insert-all-sink.js';
-import { compileRowText } from '../../functions/sinks/row-text.js';
 import { createFakeClock } from '../support/fake-clock.js';
 import { record } from '../support/memory-ports.js';
 

@@ -5,9 +5,9 @@
  */
 import { adapt, managedwriter } from '@google-cloud/bigquery-storage';
 import { describe, expect, test } from 'vitest';
+import { compileRowEncoder, daysFromCivil, epochMicrosOf } from '../../functions/encoders/row-encoder.js';
 import type { Row } from '../../functions/kernel/records.js';
 import type { SchemaField } from '../../functions/schema/table-schema.js';
-import { compileRowEncoder, daysFromCivil, epochMicrosOf } from '../../functions/sinks/row-encoder.js';
 import { epochDays, toStorageRow } from '../support/json-writer-rows.js';
 
 /** What the official writer sends for these rows: its serialized rows, caught at a stand-in connection. */

@@ -9,6 +9,8 @@
  */
 import type { BigQuery, TableMetadata } from '@google-cloud/bigquery';
 import type { managedwriter } from '@google-cloud/bigquery-storage';
+import type { Transcode } from '../../encoders/json-transcoder.js';
+import type { ProtoWriter } from '../../encoders/proto-writer.js';
 import { envelopeChange } from '../../formats/mapped.js';
 import type { ValueFormat } from '../../formats/value-format.js';
 import { crashPoint } from '../../kernel/crash-points.js';
@@ -33,8 +35,6 @@ import {
 import { addMissingColumns, bigQueryError, createTableIfMissing } from '../../sinks/bigquery-tables.js';
 import type { EncodedRow } from '../../sinks/contracts.js';
 import { createDirectRows, type DirectRows, directAdder } from '../../sinks/direct-rows.js';
-import type { Transcode } from '../../sinks/json-transcoder.js';
-import type { ProtoWriter } from '../../sinks/proto-writer.js';
 import {
   clientOf,
   connectWriter,

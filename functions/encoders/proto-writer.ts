@@ -1,5 +1,5 @@
 import { isUtf8 } from 'node:buffer';
-import { decimalLength, writeDateTime, writeDecimal } from '../formats/digits.js';
+import { decimalLength, writeDateTime, writeDecimal } from './digits.js';
 
 /**
  * The few protocol buffer encodings a row needs, written straight into one growing buffer: varints,

@@ -1,6 +1,6 @@
-import type { RowShape } from '../records/records.js';
 import type { SchemaField } from '../schema/table-schema.js';
 import { metadataColumns } from '../schema/table-schema.js';
+import type { RowShape } from './row-shape.js';
 
 /**
  * What the one-pass JSON reader (json-reader.ts) reads a route's records by: per field of the route's

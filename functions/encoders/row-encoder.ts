@@ -8,8 +8,8 @@
  * never pass through a float that was not one already.
  */
 import type { JsonValue, Row } from '../kernel/records.js';
-import { daysFromCivilParts, digitsAt } from '../records/civil-time.js';
 import type { SchemaField } from '../schema/table-schema.js';
+import { daysFromCivilParts, digitsAt } from './civil-time.js';
 import { ProtoWriter } from './proto-writer.js';
 
 type Encode = (writer: ProtoWriter, value: JsonValue) => void;

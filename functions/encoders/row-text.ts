@@ -1,8 +1,8 @@
 import type { KafkaRecord } from '../kernel/records.js';
-import { ingestedText, keyText, type RowShape } from '../records/records.js';
 import { JsonCursor } from './json-cursor.js';
 import { readingOf } from './json-plans.js';
 import { maxMs, type Out, readRecord } from './json-reader.js';
+import { ingestedText, keyText, type RowShape } from './row-shape.js';
 
 /**
  * A record's row as the JSON text of its object, for the modes whose rows go to BigQuery as JSON

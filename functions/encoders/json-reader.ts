@@ -1,6 +1,5 @@
 import { isUtf8 } from 'node:buffer';
-import { canonicalMicrosIn, dateDaysIn } from '../records/civil-time.js';
-import { maxRecordBytes } from '../records/records.js';
+import { canonicalMicrosIn, dateDaysIn } from './civil-time.js';
 import { doubleOf, FALSE, type JsonCursor, NULL, plainDecimal, TRUE } from './json-cursor.js';
 import {
   BOOL,
@@ -16,6 +15,7 @@ import {
   TIMESTAMP,
 } from './json-plans.js';
 import type { ProtoWriter } from './proto-writer.js';
+import { maxRecordBytes } from './row-shape.js';
 
 /**
  * The one-pass reader of a record's JSON text against a route's shape: no `JSON.parse`, no row object, no

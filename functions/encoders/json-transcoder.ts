@@ -1,11 +1,11 @@
 import { isUtf8 } from 'node:buffer';
 import type { KafkaRecord } from '../kernel/records.js';
-import type { RowShape } from '../records/records.js';
 import type { SchemaField } from '../schema/table-schema.js';
 import { JsonCursor } from './json-cursor.js';
 import { readingOf } from './json-plans.js';
 import { maxMs, readRecord } from './json-reader.js';
 import type { ProtoWriter } from './proto-writer.js';
+import type { RowShape } from './row-shape.js';
 
 /**
  * A record's JSON text straight to its row's protocol buffer bytes, in one pass over the bytes: no
