@@ -10,10 +10,10 @@
 import { compileTranscoder, metadataWriter, type Transcode } from '../functions/encoders/json-transcoder.js';
 import { ProtoWriter } from '../functions/encoders/proto-writer.js';
 import { compileRowEncoder } from '../functions/encoders/row-encoder.js';
-import { compileAvro } from '../functions/formats/avro.js';
-import { compileJsonSchema } from '../functions/formats/json-schema.js';
-import { compileProtobuf } from '../functions/formats/protobuf.js';
-import type { SchemaRegistry } from '../functions/formats/registry.js';
+import { compileAvro } from '../functions/formats/avro/schema.js';
+import { compileJsonSchema } from '../functions/formats/json-schema/schema.js';
+import { compileProtobuf } from '../functions/formats/protobuf/schema.js';
+import type { SchemaRegistry } from '../functions/formats/schema-registry.js';
 import type { ValueFormat } from '../functions/formats/value-format.js';
 import type { KafkaRecord } from '../functions/kernel/records.js';
 import { isDeadLetter, type RowShape, toRow } from '../functions/records/records.js';

@@ -17,13 +17,13 @@ export interface CompiledSchema {
   decode(payload: Buffer): Record<string, JsonValue>;
   /**
    * The payload's row written straight into the table's message (`target`: its columns, metadata included),
-   * where the format compiles such a path for this schema (avro-rows.ts); undefined: never.
+   * where the format compiles such a path for this schema (avro/rows.ts); undefined: never.
    */
   rows?(target: readonly SchemaField[], primaryKey?: readonly string[]): CompiledRows | undefined;
   /**
    * Where the payload is a Debezium envelope (cdc mode), its change written straight into the cdc table's
    * message: the `after` row of an upsert, and with `primaryKey` the key of a delete's `before` row
-   * (avro-envelope.ts; `envelopeChange` says which); undefined: never.
+   * (avro/envelope.ts; `envelopeChange` says which); undefined: never.
    */
   envelopeRows?(target: readonly SchemaField[], primaryKey?: readonly string[]): CompiledRows | undefined;
   /**
@@ -34,7 +34,7 @@ export interface CompiledSchema {
   readonly textFields?: readonly SchemaField[];
   /**
    * The payload's fields as the members of a row's JSON object (no braces) straight from its bytes, onto
-   * `columns` (the table's user columns), where the format compiles such a path (avro-text.ts): UTF-8
+   * `columns` (the table's user columns), where the format compiles such a path (avro/text.ts): UTF-8
    * bytes good until the next call, or undefined for a record (or the schema) that takes the general path.
    */
   membersText?(
@@ -193,4 +193,12 @@ export function decimalText({ unscaled, scale }: ExactDecimal): string {
   const sign = unscaled < 0n ? '-' : '';
   const digits = (unscaled < 0n ? -unscaled : unscaled).toString().padStart(scale + 1, '0');
   return `${sign}${digits.slice(0, -scale)}.${digits.slice(-scale)}`;
+}
+
+/** Microseconds since the epoch (a safe number in years 0000-9999) → `YYYY-MM-DDTHH:MM:SS.ffffff`. */
+export function isoMicros(micros: number): string {
+  const ms = Math.floor(micros / 1000);
+  const iso = new Date(ms).toISOString();
+  if (iso.length !== 24) return microsText(BigInt(micros));
+  return `${iso.slice(0, 23)}${String(micros - ms * 1000).padStart(3, '0')}`;
 }

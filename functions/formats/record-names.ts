@@ -8,8 +8,8 @@ import type { Logger } from '../kernel/logger.js';
 import type { KafkaRecord } from '../kernel/records.js';
 import { defaultRetryPolicy, withRetry } from '../kernel/retry.js';
 import type { CompiledSchema } from './mapped.js';
-import type { SchemaRegistry } from './registry.js';
-import { schemaCompilers } from './route-values.js';
+import { formatOfSchemaType, registryFormats } from './registry.js';
+import type { SchemaRegistry } from './schema-registry.js';
 import { readWireHeader } from './wire.js';
 
 export interface RecordNames {
@@ -32,10 +32,9 @@ export function createRecordNames(registry: SchemaRegistry, logger: Logger): Rec
         signal,
       );
       // The same compilers the route's format uses, by the schema's own type.
-      const format = ({ AVRO: 'avro', JSON: 'json-schema', PROTOBUF: 'protobuf' } as const)[
-        registered.schemaType
-      ];
-      return await schemaCompilers[format](registered, registry);
+      const format = formatOfSchemaType(registered.schemaType);
+      if (format === undefined) return null;
+      return await registryFormats[format].compile(registered, registry);
     } catch (error) {
       if (isRetriable(error))
         throw new PartitionWaitsError(

@@ -8,17 +8,12 @@ import type { Logger } from '../kernel/logger.js';
 import { defaultRetryPolicy, withRetry } from '../kernel/retry.js';
 import { mergeSchemas } from '../schema/compare.js';
 import { metadataColumns, readUserSchema, type SchemaField } from '../schema/table-schema.js';
-import { compileAvro } from './avro.js';
-import { compileJsonSchema } from './json-schema.js';
+import { createRawAvroFormat } from './avro/index.js';
+import { compileAvro } from './avro/schema.js';
 import { UnmappableSchemaError } from './mapped.js';
-import { compileProtobuf } from './protobuf.js';
-import { createSchemaRegistry, type RegisteredSchema, type SchemaRegistry } from './registry.js';
-import {
-  createRawAvroFormat,
-  createRegistryFormat,
-  type SchemaCompiler,
-  type ValueFormat,
-} from './value-format.js';
+import { registryFormats } from './registry.js';
+import { createSchemaRegistry, type RegisteredSchema, type SchemaRegistry } from './schema-registry.js';
+import { createRegistryFormat, type SchemaCompiler, type ValueFormat } from './value-format.js';
 
 /** At the start of a run a registry that does not answer fails the run soon (the next run tries again). */
 const startRetry = { attempts: 3, initialDelayMs: 500, maxDelayMs: 2_000 };
@@ -30,13 +25,6 @@ export interface RouteValues {
   readonly followSchema: boolean;
   readonly format?: ValueFormat;
 }
-
-/** How each registry format's schemas compile. */
-export const schemaCompilers: Record<Exclude<Route['valueFormat'], 'json'>, SchemaCompiler> = {
-  avro: async (schema) => compileAvro(schema.schema),
-  protobuf: compileProtobuf,
-  'json-schema': async (schema) => compileJsonSchema(schema.schema),
-};
 
 /** The topics a route names outright (not by regex): the default subject's topic when none is drained yet. */
 export function namedTopics(route: Route): string[] {
@@ -98,8 +86,8 @@ export async function routeValues(
   }
   const compile =
     envelope === 'debezium'
-      ? afterRow(schemaCompilers[route.valueFormat])
-      : schemaCompilers[route.valueFormat];
+      ? afterRow(registryFormats[route.valueFormat].compile)
+      : registryFormats[route.valueFormat].compile;
   let columns: readonly SchemaField[] | undefined = fileColumns;
   if (columns === undefined) {
     const topic = topics[0] ?? namedTopics(route)[0];
@@ -116,6 +104,7 @@ export async function routeValues(
     followSchema: fileColumns === undefined,
     format: createRegistryFormat({
       name: route.valueFormat,
+      schemaType: registryFormats[route.valueFormat].schemaType,
       registry: registry!,
       compile,
       columns,

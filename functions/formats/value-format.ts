@@ -6,15 +6,13 @@ import type { JsonValue, KafkaRecord } from '../kernel/records.js';
 import { type RetryPolicy, withRetry } from '../kernel/retry.js';
 import { fitColumns } from '../schema/compare.js';
 import type { SchemaField } from '../schema/table-schema.js';
-import { compileAvro } from './avro.js';
-import type { AvroRows } from './avro-rows.js';
-import { type CompiledSchema, UnmappableSchemaError, ValueError } from './mapped.js';
+import { type CompiledRows, type CompiledSchema, UnmappableSchemaError, ValueError } from './mapped.js';
 import {
   type RegisteredSchema,
   SchemaNotFoundError,
   type SchemaRegistry,
   type SchemaType,
-} from './registry.js';
+} from './schema-registry.js';
 import { readWireHeader } from './wire.js';
 
 /**
@@ -59,11 +57,18 @@ export type DecodedValue =
 /** A schema's text → what it compiles to; references resolved through the registry (Protobuf imports). */
 export type SchemaCompiler = (schema: RegisteredSchema, registry: SchemaRegistry) => Promise<CompiledSchema>;
 
-const schemaTypes: Record<Exclude<ValueFormatName, 'json'>, SchemaType> = {
-  avro: 'AVRO',
-  protobuf: 'PROTOBUF',
-  'json-schema': 'JSON',
-};
+/** The value formats a schema registry serves (VALUE_FORMAT's names but `json`). */
+export type RegistryFormatName = Exclude<ValueFormatName, 'json'>;
+
+/**
+ * A value format a schema registry serves: one folder of formats/ (its schema compiler, its reader, its
+ * text writer, its compiled row path), registered by name in registry.ts.
+ */
+export interface FormatDefinition {
+  /** What the registry calls its schemas (`schemaType`). */
+  readonly schemaType: SchemaType;
+  readonly compile: SchemaCompiler;
+}
 
 type Known =
   | { readonly compiled: CompiledSchema }
@@ -71,7 +76,9 @@ type Known =
   | { readonly wait: string };
 
 export interface RegistryFormatOptions {
-  readonly name: Exclude<ValueFormatName, 'json'>;
+  readonly name: RegistryFormatName;
+  /** What the registry calls the route's schemas: a schema id of another type is refused. */
+  readonly schemaType: SchemaType;
   readonly registry: SchemaRegistry;
   readonly compile: SchemaCompiler;
   /** The table's user columns. */
@@ -112,8 +119,7 @@ export function createRegistryFormat(options: RegistryFormatOptions): ValueForma
         );
       throw error;
     }
-    const expected = schemaTypes[options.name];
-    if (registered.schemaType !== expected)
+    if (registered.schemaType !== options.schemaType)
       return refused(id, `schema id ${id} is ${registered.schemaType}, but the route reads ${options.name}`);
     let compiled: CompiledSchema;
     try {
@@ -189,7 +195,7 @@ export function createRegistryFormat(options: RegistryFormatOptions): ValueForma
     },
     directRows(target, primaryKey) {
       // Per schema id, compiled the first time a record names it (null: no compiled path for it).
-      const byId = new Map<number, AvroRows | null>();
+      const byId = new Map<number, CompiledRows | null>();
       return (writer, record) => {
         const value = record.value;
         if (value === null || value.length < 5 || value[0] !== 0) return false;
@@ -240,17 +246,8 @@ export function createRegistryFormat(options: RegistryFormatOptions): ValueForma
   };
 }
 
-/** Raw Avro binary, every value written with the one schema of VALUE_SCHEMA_FILE. */
-export function createRawAvroFormat(schemaText: string): ValueFormat {
-  const compiled = compileAvro(schemaText);
-  return {
-    name: 'avro',
-    prepare: async () => {},
-    decode: (value) => decodeWith(compiled, value),
-  };
-}
-
-function decodeWith(compiled: CompiledSchema, payload: Buffer): DecodedValue {
+/** A payload decoded by a compiled schema, or why it is a dead letter. */
+export function decodeWith(compiled: CompiledSchema, payload: Buffer): DecodedValue {
   try {
     return { ok: true, value: compiled.decode(payload) };
   } catch (error) {

@@ -6,7 +6,7 @@
  * (a crash, a retried append, a backward seek) can never overwrite a later one.
  */
 
-import { parseConnectJson } from '../formats/connect.js';
+import { parseConnectJson } from '../formats/connect/types.js';
 import type { ValueFormat } from '../formats/value-format.js';
 import type { DeadLetter, JsonValue, KafkaRecord, Row, RowToWrite } from '../kernel/records.js';
 import { type Change, debeziumChange } from './debezium.js';

@@ -10,7 +10,7 @@
  * them against the table's columns): a decimal is base64 bytes whose scale only the schema knows.
  */
 
-import { type ConnectSchema, convertStruct, settleLongs } from '../formats/connect.js';
+import { type ConnectSchema, convertStruct, settleLongs } from '../formats/connect/types.js';
 import type { JsonValue } from '../kernel/records.js';
 
 /** What one change event asks of the table. */

@@ -8,8 +8,8 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { createSchemaRegistry, SchemaNotFoundError } from '../../functions/formats/registry.js';
-import { schemaCompilers } from '../../functions/formats/route-values.js';
+import { registryFormats } from '../../functions/formats/registry.js';
+import { createSchemaRegistry, SchemaNotFoundError } from '../../functions/formats/schema-registry.js';
 import { createTopic } from '../support/kafka.js';
 import { pythonProduce } from '../support/producers.js';
 import { root, uniqueName } from '../support/stack.js';
@@ -75,7 +75,7 @@ describe('the minimal registry', () => {
     const registry = createSchemaRegistry({ url });
     const latest = await registry.subjectVersion(`${topic}-value`, 'latest');
     expect(latest).toMatchObject({ id: 1, version: 1, schemaType: 'AVRO' });
-    expect((await schemaCompilers.avro(latest, registry)).fields).toEqual([
+    expect((await registryFormats.avro.compile(latest, registry)).fields).toEqual([
       { name: 'id', type: 'INT64', mode: 'REQUIRED' },
     ]);
 
@@ -94,7 +94,7 @@ describe('the minimal registry', () => {
     const proto = await registry.subjectVersion(`${protoTopic}-value`, 'latest');
     expect(proto.schemaType).toBe('PROTOBUF');
     expect(
-      (await schemaCompilers.protobuf(proto, registry)).fields.map((f) => `${f.name}:${f.type}`),
+      (await registryFormats.protobuf.compile(proto, registry)).fields.map((f) => `${f.name}:${f.type}`),
     ).toEqual(['id:STRING', 'at:TIMESTAMP']);
 
     await expect(registry.schemaById(999)).rejects.toBeInstanceOf(SchemaNotFoundError);

@@ -4,9 +4,10 @@
  * as a raw Avro format whose compiled path is the envelope's change (an upsert's `after` row, a delete's key).
  */
 import type { BigQuery } from '@google-cloud/bigquery';
-import { compileAvro } from '../../functions/formats/avro.js';
+import { createRawAvroFormat } from '../../functions/formats/avro/index.js';
+import { compileAvro } from '../../functions/formats/avro/schema.js';
 import { afterFields } from '../../functions/formats/route-values.js';
-import { createRawAvroFormat, type ValueFormat } from '../../functions/formats/value-format.js';
+import type { ValueFormat } from '../../functions/formats/value-format.js';
 import { createMemoryLogger } from '../../functions/kernel/logger.js';
 import { createCdcSink } from '../../functions/modes/cdc/cdc-sink.js';
 import { changeSequenceColumn, changeTypeColumn } from '../../functions/records/changes.js';

@@ -1,6 +1,6 @@
 import avro from 'avsc';
 import { describe, expect, test } from 'vitest';
-import { compileAvro } from '../../functions/formats/avro.js';
+import { compileAvro } from '../../functions/formats/avro/schema.js';
 import { ValueError } from '../../functions/formats/mapped.js';
 
 /** Avro's long: zigzag, then base-128 varint, for any 64-bit value (avsc's own type stops at 2^53). */

@@ -1,5 +1,5 @@
 /**
- * The compiled Avro path (avro-rows.ts) against the general one (decode, convert, validate, encode), on
+ * The compiled Avro path (avro/rows.ts) against the general one (decode, convert, validate, encode), on
  * randomized records of every type it compiles (written by hand in Avro's binary encoding), with the edge
  * values: where the compiled path writes a
  * row, its bytes are the general path's, byte for byte; where it says false, the general path decides.
@@ -11,8 +11,8 @@ import { metadataWriter } from '../../functions/encoders/json-transcoder.js';
 import { ProtoWriter } from '../../functions/encoders/proto-writer.js';
 import { compileRowEncoder } from '../../functions/encoders/row-encoder.js';
 import { metadataText } from '../../functions/encoders/row-text.js';
-import { compileAvro } from '../../functions/formats/avro.js';
-import { createRawAvroFormat } from '../../functions/formats/value-format.js';
+import { createRawAvroFormat } from '../../functions/formats/avro/index.js';
+import { compileAvro } from '../../functions/formats/avro/schema.js';
 import type { KafkaRecord } from '../../functions/kernel/records.js';
 import { isDeadLetter, type RowShape, toRow } from '../../functions/records/records.js';
 import { targetTableSchema } from '../../functions/schema/table-schema.js';

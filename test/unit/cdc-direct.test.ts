@@ -8,8 +8,9 @@
  */
 import avro from 'avsc';
 import { describe, expect, test } from 'vitest';
-import { compileAvro } from '../../functions/formats/avro.js';
-import { createRawAvroFormat, type ValueFormat } from '../../functions/formats/value-format.js';
+import { createRawAvroFormat } from '../../functions/formats/avro/index.js';
+import { compileAvro } from '../../functions/formats/avro/schema.js';
+import type { ValueFormat } from '../../functions/formats/value-format.js';
 import type { KafkaRecord } from '../../functions/kernel/records.js';
 import { type ChangePolicy, changeTypeColumn, classifyChanges } from '../../functions/records/changes.js';
 import type { RowShape } from '../../functions/records/records.js';

@@ -5,7 +5,7 @@
  * exact, and the same refusals.
  */
 import { describe, expect, test } from 'vitest';
-import { parseConnectJson, settleLongs } from '../../functions/formats/connect.js';
+import { parseConnectJson, settleLongs } from '../../functions/formats/connect/types.js';
 import type { JsonValue } from '../../functions/kernel/records.js';
 
 /** A seeded generator (mulberry32): the same texts every run. */

@@ -8,8 +8,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import avro from 'avsc';
 import { describe, expect, test } from 'vitest';
-import { compileAvro } from '../../functions/formats/avro.js';
-import { type ConnectSchema, convertValue } from '../../functions/formats/connect.js';
+import { compileAvro } from '../../functions/formats/avro/schema.js';
+import { type ConnectSchema, convertValue } from '../../functions/formats/connect/types.js';
 import { afterFields } from '../../functions/formats/route-values.js';
 import type { JsonValue, KafkaRecord } from '../../functions/kernel/records.js';
 import {

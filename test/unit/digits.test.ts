@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import { decimalLength, writeDate, writeDateTime, writeDecimal } from '../../functions/encoders/digits.js';
-import { decimalOf, isoMicros } from '../../functions/formats/avro-types.js';
-import { dateText } from '../../functions/formats/mapped.js';
+import { decimalOf } from '../../functions/formats/avro/types.js';
+import { dateText, isoMicros } from '../../functions/formats/mapped.js';
 
 /** Decimals, dates and timestamps written by digits give the general forms' text, byte for byte. */
 const out = Buffer.alloc(64);

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { compileJsonSchema } from '../../functions/formats/json-schema.js';
+import { compileJsonSchema } from '../../functions/formats/json-schema/schema.js';
 
 const schema = {
   $schema: 'http://json-schema.org/draft-07/schema#',

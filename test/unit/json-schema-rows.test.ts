@@ -10,7 +10,7 @@ import { metadataWriter } from '../../functions/encoders/json-transcoder.js';
 import { ProtoWriter } from '../../functions/encoders/proto-writer.js';
 import { compileRowEncoder } from '../../functions/encoders/row-encoder.js';
 import { compileRowText } from '../../functions/encoders/row-text.js';
-import { compileJsonSchema } from '../../functions/formats/json-schema.js';
+import { compileJsonSchema } from '../../functions/formats/json-schema/schema.js';
 import type { KafkaRecord } from '../../functions/kernel/records.js';
 import { isDeadLetter, type RowShape, toRow } from '../../functions/records/records.js';
 import { targetTableSchema } from '../../functions/schema/table-schema.js';

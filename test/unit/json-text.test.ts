@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { JsonText } from '../../functions/formats/json-text.js';
+import { JsonText } from '../../functions/encoders/json-text.js';
 
 /** Every character's case, and the strings the text paths meet: the writer's bytes are JSON.stringify's. */
 describe('JsonText: a row written as bytes reads as JSON.stringify writes it', () => {

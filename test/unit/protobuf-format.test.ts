@@ -1,7 +1,7 @@
 import protobuf from 'protobufjs';
 import { describe, expect, test } from 'vitest';
-import { compileProtobuf } from '../../functions/formats/protobuf.js';
-import type { RegisteredSchema, SchemaRegistry } from '../../functions/formats/registry.js';
+import { compileProtobuf } from '../../functions/formats/protobuf/schema.js';
+import type { RegisteredSchema, SchemaRegistry } from '../../functions/formats/schema-registry.js';
 
 const proto = `
 syntax = "proto3";

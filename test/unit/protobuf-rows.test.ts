@@ -1,5 +1,5 @@
 /**
- * The compiled Protobuf path (protobuf-rows.ts) against the general one (protobufjs's decode, the
+ * The compiled Protobuf path (protobuf/rows.ts) against the general one (protobufjs's decode, the
  * conversion, validation, the row encoder), on randomized messages of every scalar, enums (named and not),
  * oneofs, proto3 `optional`, nested and repeated messages, packed and unpacked repeated fields, Timestamps
  * and wrappers, encoded by protobufjs (not by us), then mangled as real payloads can be (fields out of
@@ -12,8 +12,8 @@ import { metadataWriter } from '../../functions/encoders/json-transcoder.js';
 import { ProtoWriter } from '../../functions/encoders/proto-writer.js';
 import { compileRowEncoder } from '../../functions/encoders/row-encoder.js';
 import { metadataText } from '../../functions/encoders/row-text.js';
-import { compileProtobuf } from '../../functions/formats/protobuf.js';
-import type { SchemaRegistry } from '../../functions/formats/registry.js';
+import { compileProtobuf } from '../../functions/formats/protobuf/schema.js';
+import type { SchemaRegistry } from '../../functions/formats/schema-registry.js';
 import type { KafkaRecord } from '../../functions/kernel/records.js';
 import { isDeadLetter, type RowShape, toRow } from '../../functions/records/records.js';
 import { targetTableSchema } from '../../functions/schema/table-schema.js';

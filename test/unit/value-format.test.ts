@@ -1,11 +1,11 @@
 import avro from 'avsc';
 import { describe, expect, test } from 'vitest';
-import { compileAvro } from '../../functions/formats/avro.js';
+import { compileAvro } from '../../functions/formats/avro/schema.js';
 import {
   type RegisteredSchema,
   SchemaNotFoundError,
   type SchemaRegistry,
-} from '../../functions/formats/registry.js';
+} from '../../functions/formats/schema-registry.js';
 import { createRegistryFormat } from '../../functions/formats/value-format.js';
 import { DrainError, PartitionWaitsError } from '../../functions/kernel/errors.js';
 import { createLogger } from '../../functions/kernel/logger.js';
@@ -50,6 +50,7 @@ function setup(options: { columns?: object; down?: () => boolean } = {}) {
     },
   };
   const format = createRegistryFormat({
+    schemaType: 'AVRO',
     name: 'avro',
     registry,
     compile: async (s) => compileAvro(s.schema),

@@ -1,14 +1,14 @@
 /**
- * The compiled Protobuf path's plans (protobuf-rows.ts): per field of a registry message, which column it
+ * The compiled Protobuf path's plans (protobuf/rows.ts): per field of a registry message, which column it
  * fills, how its wire value is read and how it is written there, decided once per message type and table.
  * A message compiles when every field maps onto a column of its name and a type the path writes exactly;
  * maps with keys other than text, proto2 declared defaults, a field the table lacks, a metadata column's name
  * or a REQUIRED column no field fills leave it to the general path (undefined).
  */
 import protobuf from 'protobufjs';
-import { metadataColumns, type SchemaField } from '../schema/table-schema.js';
-import { columnName } from './mapped.js';
-import { wrappers } from './protobuf-types.js';
+import { metadataColumns, type SchemaField } from '../../schema/table-schema.js';
+import { columnName } from '../mapped.js';
+import { wrappers } from './types.js';
 
 export type ProtoKind =
   | 'int32'
@@ -33,7 +33,7 @@ export type ProtoKind =
   | 'struct'
   | 'map';
 
-/** The well-known types that stand for JSON (protobuf-struct.ts). */
+/** The well-known types that stand for JSON (protobuf/struct.ts). */
 export type StructKind = 'Struct' | 'Value' | 'ListValue';
 
 /** How one field is read (its number and wire type in the payload) and written (its column's tag). */
@@ -44,7 +44,7 @@ export interface FieldPlan {
   readonly kind: ProtoKind;
   /** The column's tag (field number and wire type) in the table's message. */
   readonly tag: number;
-  /** The column's name as JSON text (`"name":`), for rows sent as JSON text (protobuf-text.ts). */
+  /** The column's name as JSON text (`"name":`), for rows sent as JSON text (protobuf/text.ts). */
   readonly key: string;
   readonly repeated: boolean;
   /** Null when absent (message fields, oneof members, proto3 `optional`); else its default. */
@@ -77,7 +77,7 @@ export interface MessagePlan {
   readonly found: Int32Array;
   readonly counts: Int32Array;
   readonly oneofSeen: Int32Array;
-  /** Payloads out of the table's order less those in it (protobuf-rows.ts: when to stop trying one pass). */
+  /** Payloads out of the table's order less those in it (protobuf/rows.ts: when to stop trying one pass). */
   unordered: number;
 }
 

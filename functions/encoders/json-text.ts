@@ -1,13 +1,13 @@
 /**
- * A row's JSON text written as bytes, for the text paths of the binary formats (avro-text.ts,
- * protobuf-text.ts): each member goes into one buffer, strings copied from the payload with JSON's escapes,
+ * A row's JSON text written as bytes, for the text paths of the binary formats (avro/text.ts,
+ * protobuf/text.ts): each member goes into one buffer, strings copied from the payload with JSON's escapes,
  * and the row's bytes are copied out once, at the end (never a string: row-text.ts `rowJson`). Joining a
  * string per value cost Avro's and Protobuf's rows three to four times what JSON's own text does (#42),
  * most of it the garbage collector's.
  * One row at a time, on one thread: the writer is the caller's.
  */
 import { isUtf8 } from 'node:buffer';
-import { decimalLength, writeDate, writeDateTime, writeDecimal } from '../encoders/digits.js';
+import { decimalLength, writeDate, writeDateTime, writeDecimal } from './digits.js';
 
 export class JsonText {
   private bytes = Buffer.allocUnsafe(1 << 14);

@@ -2,20 +2,21 @@
  * How Avro's types map to BigQuery's: the primitives, the logical types (decimals, dates, times,
  * timestamps, UUIDs) and Kafka Connect's named types, each with the conversion of its values.
  */
-import type { JsonValue } from '../kernel/records.js';
-import type { SchemaField } from '../schema/table-schema.js';
-import { convertValue, temporalText } from './connect.js';
+import type { JsonValue } from '../../kernel/records.js';
+import type { SchemaField } from '../../schema/table-schema.js';
+import { convertValue, temporalText } from '../connect/types.js';
 import {
   bigOf,
   dateText,
   decimalColumn,
   floatValue,
   int64Value,
+  isoMicros,
   microsText,
   scaledText,
   timeOfDayText,
   ValueError,
-} from './mapped.js';
+} from '../mapped.js';
 
 export type AvroSchema = string | AvroSchema[] | { type: AvroSchema; [key: string]: unknown };
 export type Convert = (value: unknown, path: string) => JsonValue;
@@ -154,14 +155,6 @@ function timestampMapping(logicalType: string, micros: (v: unknown) => bigint): 
       return local ? text : `${text}Z`;
     },
   };
-}
-
-/** Microseconds since the epoch (a safe number in years 0000-9999) → `YYYY-MM-DDTHH:MM:SS.ffffff`. */
-export function isoMicros(micros: number): string {
-  const ms = Math.floor(micros / 1000);
-  const iso = new Date(ms).toISOString();
-  if (iso.length !== 24) return microsText(BigInt(micros));
-  return `${iso.slice(0, 23)}${String(micros - ms * 1000).padStart(3, '0')}`;
 }
 
 function timeMapping(digits: 3 | 6, micros: (v: unknown) => bigint): Mapping {

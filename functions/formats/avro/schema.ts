@@ -1,10 +1,11 @@
 import avro from 'avsc';
-import type { JsonValue } from '../kernel/records.js';
-import type { SchemaField } from '../schema/table-schema.js';
-import { compileEnvelopeRows } from './avro-envelope.js';
-import { exactLong } from './avro-long.js';
-import { compileAvroRows } from './avro-rows.js';
-import { compileAvroText } from './avro-text.js';
+import type { JsonValue } from '../../kernel/records.js';
+import type { SchemaField } from '../../schema/table-schema.js';
+import { type CompiledSchema, columnName, joinPath, UnmappableSchemaError, ValueError } from '../mapped.js';
+import { compileEnvelopeRows } from './envelope.js';
+import { exactLong } from './long.js';
+import { compileAvroRows } from './rows.js';
+import { compileAvroText } from './text.js';
 import {
   type AvroSchema,
   branchKey,
@@ -13,13 +14,12 @@ import {
   logicalMapping,
   type Mapping,
   primitives,
-} from './avro-types.js';
-import { type CompiledSchema, columnName, joinPath, UnmappableSchemaError, ValueError } from './mapped.js';
+} from './types.js';
 
 /**
  * Avro → BigQuery. Decoding is avsc's (the writer's schema, from the registry or a schema file); the
  * mapping of each value to the form BigQuery ingests is compiled once per schema from the schema itself,
- * logical types included (avro-types.ts), so that decimals stay exact and longs beyond 2^53 stay whole.
+ * logical types included (avro/types.ts), so that decimals stay exact and longs beyond 2^53 stay whole.
  */
 /** An Avro schema compiled: its columns, its avsc type, and the conversion of its values. */
 export interface AvroCompiled extends CompiledSchema {

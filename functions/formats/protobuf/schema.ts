@@ -1,5 +1,5 @@
 import protobuf from 'protobufjs';
-import type { JsonValue } from '../kernel/records.js';
+import type { JsonValue } from '../../kernel/records.js';
 import {
   bigOf,
   type CompiledSchema,
@@ -8,14 +8,14 @@ import {
   microsText,
   UnmappableSchemaError,
   ValueError,
-} from './mapped.js';
-import { addFile, wellKnownFiles } from './protobuf-files.js';
-import { type MessagePlan, messagePlan } from './protobuf-plans.js';
-import { writeMessage } from './protobuf-rows.js';
-import { textMessage } from './protobuf-text.js';
-import { type Mapping, mapKey, modeOf, scalar, structJson, wrappers } from './protobuf-types.js';
-import type { RegisteredSchema, SchemaRegistry } from './registry.js';
-import { readMessageIndexes } from './wire.js';
+} from '../mapped.js';
+import type { RegisteredSchema, SchemaRegistry } from '../schema-registry.js';
+import { readMessageIndexes } from '../wire.js';
+import { addFile, wellKnownFiles } from './files.js';
+import { type MessagePlan, messagePlan } from './plans.js';
+import { writeMessage } from './rows.js';
+import { textMessage } from './text.js';
+import { type Mapping, mapKey, modeOf, scalar, structJson, wrappers } from './types.js';
 
 /**
  * Protobuf → BigQuery. The registry's schema is .proto text (or, as some serializers register it, a
@@ -81,7 +81,7 @@ export async function compileProtobuf(
   return {
     fields: first.mapping.fields!,
     membersText(columns) {
-      // As `rows`, per message type: the payload's fields as a row's JSON text (protobuf-text.ts).
+      // As `rows`, per message type: the payload's fields as a row's JSON text (protobuf/text.ts).
       const plans = new Map<protobuf.Type, MessagePlan | null>();
       return (payload, start) => {
         const read = messageAt(payload, start);

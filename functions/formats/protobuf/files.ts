@@ -4,7 +4,7 @@
  */
 import protobuf from 'protobufjs';
 import descriptor from 'protobufjs/ext/descriptor/index.js';
-import { UnmappableSchemaError } from './mapped.js';
+import { UnmappableSchemaError } from '../mapped.js';
 
 export const wellKnownFiles = [
   'google/protobuf/timestamp.proto',

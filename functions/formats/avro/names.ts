@@ -1,9 +1,9 @@
 /**
- * Avro's named types (records, enums, fixed) for the compiled paths (avro-plans.ts, avro-envelope.ts): a
- * type used by name after its definition reads as its definition, resolved as avro.ts's mapper resolves it
+ * Avro's named types (records, enums, fixed) for the compiled paths (avro/plans.ts, avro/envelope.ts): a
+ * type used by name after its definition reads as its definition, resolved as avro/schema.ts's mapper resolves it
  * (a full name, or a short one in the enclosing namespace, or bare).
  */
-import { primitives } from './avro-types.js';
+import { primitives } from './types.js';
 
 /** Where a type stands: the schema's named types by full name, the enclosing namespace, how deep. */
 export interface Scope {
@@ -12,7 +12,7 @@ export interface Scope {
   readonly depth: number;
 }
 
-/** Named types no deeper than this are followed: a recursive one is no table (avro.ts refuses it). */
+/** Named types no deeper than this are followed: a recursive one is no table (avro/schema.ts refuses it). */
 const maxDepth = 32;
 
 /** A writer schema's scope at its top: every named type it defines. */

@@ -4,8 +4,8 @@
  * `Decimal`, `VariableScaleDecimal`, ...) turns its value into exact decimal text, dates, times and
  * timestamps as text.
  */
-import type { JsonValue } from '../kernel/records.js';
-import { dateText, microsText, scaledText, timeOfDayText } from './mapped.js';
+import type { JsonValue } from '../../kernel/records.js';
+import { dateText, microsText, scaledText, timeOfDayText } from '../mapped.js';
 
 /** A Kafka Connect schema, as the JSON converter's wrapper carries it. */
 export interface ConnectSchema {

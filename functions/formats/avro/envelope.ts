@@ -1,7 +1,7 @@
 /**
  * Debezium's change events in Avro (the Confluent converter's envelope: `before`, `after`, `source`, `op`,
  * `ts_ms`, `transaction`), straight to the cdc table's row (#42): for a row created, read or updated (`op`
- * `c`, `r`, `u`), the `after` record's fields written as a record's are (avro-rows.ts); for a row deleted
+ * `c`, `r`, `u`), the `after` record's fields written as a record's are (avro/rows.ts); for a row deleted
  * (`d`, `after` null), the primary key's columns of its `before` record, and `envelopeChange` says so. The
  * rest of the envelope is read past. Compiled once per writer schema, table and primary key. A record the
  * path is not sure of takes the general path (debezium.ts), which then gives it its fate: an event without
@@ -10,14 +10,14 @@
  * conversion could fail.
  */
 
-import type { ProtoWriter } from '../encoders/proto-writer.js';
-import type { SchemaField } from '../schema/table-schema.js';
-import { inside, isObject, resolve, type Scope, scopeOf } from './avro-names.js';
-import { fieldPlans, type Plan } from './avro-plans.js';
-import { at, blockCount, zigzag } from './avro-read.js';
-import { writeFields } from './avro-rows.js';
-import { connectMapping } from './avro-types.js';
-import { type CompiledRows, envelopeChange } from './mapped.js';
+import type { ProtoWriter } from '../../encoders/proto-writer.js';
+import type { SchemaField } from '../../schema/table-schema.js';
+import { type CompiledRows, envelopeChange } from '../mapped.js';
+import { inside, isObject, resolve, type Scope, scopeOf } from './names.js';
+import { fieldPlans, type Plan } from './plans.js';
+import { at, blockCount, zigzag } from './read.js';
+import { writeFields } from './rows.js';
+import { connectMapping } from './types.js';
 
 /** Reads past one value at `at.pos`; false where it cannot be read. */
 type Skip = (payload: Buffer) => boolean;

@@ -1,10 +1,10 @@
 /**
  * A Protobuf payload straight to the table's protocol buffer row (#42): written as its fields come when
- * they come in the table's column order, else found first (protobuf-scan.ts) and written in that order,
+ * they come in the table's column order, else found first (protobuf/scan.ts) and written in that order,
  * under the columns' numbers. Strings, bytes and nested messages are copied or walked, never decoded to
  * objects; varints are re-encoded from their 64 bits; enums become their names, Timestamps microseconds,
  * wrappers their value, uint64 exact decimal text, in integer arithmetic; maps with text keys become the
- * general path's records of key and value. Compiled once per message type and table (protobuf-plans.ts).
+ * general path's records of key and value. Compiled once per message type and table (protobuf/plans.ts).
  * The path reads strictly: anything protobufjs might read otherwise or refuse (a varint of odd length for
  * a 32-bit field, a wire type the field does not have, groups, two members of one oneof, a missing proto2
  * `required` field, text that is not UTF-8, a timestamp beyond the years 1684 to 2255, a null for a
@@ -12,8 +12,8 @@
  * it say false, and the record takes the general path (`test/unit/protobuf-rows.test.ts` compares both,
  * byte for byte, on randomized messages, declared in their numbers' order and not).
  */
-import type { ProtoWriter } from '../encoders/proto-writer.js';
-import type { FieldPlan, MessagePlan } from './protobuf-plans.js';
+import type { ProtoWriter } from '../../encoders/proto-writer.js';
+import type { FieldPlan, MessagePlan } from './plans.js';
 import {
   at,
   canonical,
@@ -27,9 +27,9 @@ import {
   write32,
   write64,
   writeDefault,
-} from './protobuf-scalars.js';
-import { done, malformed, nextField, scan } from './protobuf-scan.js';
-import { structText } from './protobuf-struct.js';
+} from './scalars.js';
+import { done, malformed, nextField, scan } from './scan.js';
+import { structText } from './struct.js';
 
 /**
  * Writes the message in `p` from `start` to `end` as the fields of the table's message: in one pass when

@@ -1,16 +1,18 @@
 /**
  * Avro's binary straight to a row's JSON text, for the modes that send rows as JSON (insert-all, merge,
  * load; #42): the same plans and the same reading as the compiled path to protocol buffer rows
- * (avro-rows.ts), each value written as the general path's row holds it after validation (exact integers,
+ * (avro/rows.ts), each value written as the general path's row holds it after validation (exact integers,
  * `"NaN"` and the infinities as BigQuery's JSON strings, decimals as their exact text, dates and
  * timestamps in its text forms, bytes as base64), nulls left out (BigQuery reads a missing field as NULL
  * and a missing REPEATED as empty). Whatever the compiled path leaves to the general one, this does too
  * (undefined); `test/unit/avro-rows.test.ts` compares what BigQuery reads of both, record by record.
  */
-import { canonicalMicrosIn } from '../encoders/civil-time.js';
-import { isJsonText } from '../encoders/json-cursor.js';
-import type { SchemaField } from '../schema/table-schema.js';
-import { fieldPlans, maxDays, minDays, type Plan } from './avro-plans.js';
+import { canonicalMicrosIn } from '../../encoders/civil-time.js';
+import { isJsonText } from '../../encoders/json-cursor.js';
+import { JsonText } from '../../encoders/json-text.js';
+import type { SchemaField } from '../../schema/table-schema.js';
+import { dateText, floatValue, isoMicros, timeOfDayText } from '../mapped.js';
+import { fieldPlans, maxDays, minDays, type Plan } from './plans.js';
 import {
   absent,
   at,
@@ -24,10 +26,8 @@ import {
   unionBranch,
   variableScaleText,
   zigzag,
-} from './avro-read.js';
-import { decimalOf as decimalText, isoMicros } from './avro-types.js';
-import { JsonText } from './json-text.js';
-import { dateText, floatValue, timeOfDayText } from './mapped.js';
+} from './read.js';
+import { decimalOf as decimalText } from './types.js';
 
 /**
  * A payload's fields as the members of a JSON object (no braces), as UTF-8 bytes good until the next call

@@ -1,10 +1,10 @@
 import { isUtf8 } from 'node:buffer';
-import { JsonCursor } from '../encoders/json-cursor.js';
-import { readingOf } from '../encoders/json-plans.js';
-import { readRecord } from '../encoders/json-reader.js';
-import type { JsonValue } from '../kernel/records.js';
-import type { SchemaField } from '../schema/table-schema.js';
-import { type CompiledSchema, columnName, joinPath, UnmappableSchemaError, ValueError } from './mapped.js';
+import { JsonCursor } from '../../encoders/json-cursor.js';
+import { readingOf } from '../../encoders/json-plans.js';
+import { readRecord } from '../../encoders/json-reader.js';
+import type { JsonValue } from '../../kernel/records.js';
+import type { SchemaField } from '../../schema/table-schema.js';
+import { type CompiledSchema, columnName, joinPath, UnmappableSchemaError, ValueError } from '../mapped.js';
 
 /**
  * JSON Schema → BigQuery. The payload is JSON text; the schema gives the columns: types, nullability

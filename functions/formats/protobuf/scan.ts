@@ -2,11 +2,11 @@
  * Where a Protobuf message's fields are: one pass over its bytes that finds each field's value (the last
  * one's, as protobufjs keeps it) and counts the repeated ones, reading every value as strictly as the one
  * that counts. The row and text paths then write the fields in the table's order from what it found
- * (protobuf-rows.ts, protobuf-text.ts). False for what protobufjs might read otherwise: a wire type the
+ * (protobuf/rows.ts, protobuf/text.ts). False for what protobufjs might read otherwise: a wire type the
  * field does not have, a message given twice, two members of one oneof, a malformed or truncated payload.
  */
-import type { MessagePlan } from './protobuf-plans.js';
-import { at, narrow, skip, varint32 } from './protobuf-scalars.js';
+import type { MessagePlan } from './plans.js';
+import { at, narrow, skip, varint32 } from './scalars.js';
 
 /** nextField at the end of the message. */
 export const done = -1;

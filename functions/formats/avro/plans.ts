@@ -1,18 +1,18 @@
 /**
- * The compiled Avro path's plans (avro-rows.ts): per field of a writer schema, how its value is read and
+ * The compiled Avro path's plans (avro/rows.ts): per field of a writer schema, how its value is read and
  * written into the table's message, decided once per schema and table.
  */
-import { metadataColumns, type SchemaField } from '../schema/table-schema.js';
-import { inside, resolve, type Scope, scopeOf } from './avro-names.js';
-import { columnTypes, type Scalar, scalarOf, wireOf } from './avro-scalars.js';
-import { type AvroSchema, branchKey } from './avro-types.js';
-import { columnName } from './mapped.js';
+import { metadataColumns, type SchemaField } from '../../schema/table-schema.js';
+import { columnName } from '../mapped.js';
+import { inside, resolve, type Scope, scopeOf } from './names.js';
+import { columnTypes, type Scalar, scalarOf, wireOf } from './scalars.js';
+import { type AvroSchema, branchKey } from './types.js';
 
 /** How one value is read and written: its tag, whether null is refused, and what it is. */
 export type Plan = {
   /** The column's tag (field number and wire type). */
   readonly tag: number;
-  /** A record field's column name as JSON text (`"name":`), for rows sent as JSON text (avro-text.ts). */
+  /** A record field's column name as JSON text (`"name":`), for rows sent as JSON text (avro/text.ts). */
   readonly key?: string;
   /** The union's branch that is null (-1: not a union with null). */
   readonly nullBranch: number;
@@ -155,7 +155,7 @@ function planOf(type: unknown, column: SchemaField, number: number, scope: Scope
 }
 
 /**
- * A union of two types or more besides null onto the general path's column for it (avro.ts): a record
+ * A union of two types or more besides null onto the general path's column for it (avro/schema.ts): a record
  * of a NULLABLE column per branch, named after the branch's type (a named type's name, or its full name
  * where two branches share a name). Compiled where no branch is an array (a REPEATED column there).
  */
@@ -192,7 +192,7 @@ function unionPlan(
 }
 
 /**
- * Each branch's column name by its key, as avro.ts names them: the key's last part, or the whole key
+ * Each branch's column name by its key, as avro/schema.ts names them: the key's last part, or the whole key
  * where an earlier branch took that name; no name for an array branch (or a union in a union).
  */
 function branchColumns(types: readonly unknown[], namespace: string): Map<string, string> {

@@ -1,12 +1,13 @@
 /**
- * Reading Avro's binary for the compiled paths (avro-rows.ts, avro-text.ts): zigzag varints as safe
+ * Reading Avro's binary for the compiled paths (avro/rows.ts, avro/text.ts): zigzag varints as safe
  * integers, the blocks of arrays and maps, map keys, and the temporal logical types as microseconds. Each
  * says "not sure" (`at.bad`, -1 or NaN) wherever the general path's reading could differ, and the record
  * then takes the general path.
  */
-import { decimalOf as decimalText } from './avro-types.js';
-import { keepsPlace } from './mapped.js';
-import { varint, at as wide } from './protobuf-scalars.js';
+
+import { keepsPlace } from '../mapped.js';
+import { varint, at as wide } from '../varint.js';
+import { decimalOf as decimalText } from './types.js';
 
 /** Where reading stands; `bad` when a varint ran past the payload or beyond what a double holds exactly. */
 export const at = { pos: 0, bad: false };

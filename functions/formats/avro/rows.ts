@@ -13,11 +13,12 @@
  * UTF-8, a null for a REQUIRED column, a map key JavaScript's objects would reorder or drop) makes it say
  * false: that record takes the general path, so every record gets exactly the fate and the bytes that path
  * gives it (`test/unit/avro-rows.test.ts` compares them on randomized records). */
-import { canonicalMicrosIn } from '../encoders/civil-time.js';
-import { isJsonText } from '../encoders/json-cursor.js';
-import type { ProtoWriter } from '../encoders/proto-writer.js';
-import type { SchemaField } from '../schema/table-schema.js';
-import { fieldPlans, maxDays, minDays, type Plan } from './avro-plans.js';
+import { canonicalMicrosIn } from '../../encoders/civil-time.js';
+import { isJsonText } from '../../encoders/json-cursor.js';
+import type { ProtoWriter } from '../../encoders/proto-writer.js';
+import type { SchemaField } from '../../schema/table-schema.js';
+import { type CompiledRows, isoMicros, timeOfDayText } from '../mapped.js';
+import { fieldPlans, maxDays, minDays, type Plan } from './plans.js';
 import {
   absent,
   at,
@@ -31,9 +32,8 @@ import {
   unionBranch,
   variableScaleText,
   zigzag,
-} from './avro-read.js';
-import { decimalOf as decimalText, isoMicros } from './avro-types.js';
-import { type CompiledRows, timeOfDayText } from './mapped.js';
+} from './read.js';
+import { decimalOf as decimalText } from './types.js';
 
 export type AvroRows = CompiledRows;
 
@@ -53,7 +53,7 @@ function writeRecord(w: ProtoWriter, payload: Buffer, start: number, plans: read
 }
 
 /**
- * A record's fields at `at.pos`, each by its plan (a Debezium envelope's rows too: avro-envelope.ts); with
+ * A record's fields at `at.pos`, each by its plan (a Debezium envelope's rows too: avro/envelope.ts); with
  * `keep`, only the fields it marks stay in the message (the others are read, checked, and written over).
  */
 export function writeFields(

@@ -1,9 +1,9 @@
 /**
- * The Avro types the compiled path writes as one value (avro-plans.ts): primitives, logical types and
+ * The Avro types the compiled path writes as one value (avro/plans.ts): primitives, logical types and
  * Debezium's semantic types, each with the column types it goes onto and its wire type in the row.
  */
-import type { Temporal } from './avro-read.js';
-import { primitives as primitiveMappings } from './avro-types.js';
+import type { Temporal } from './read.js';
+import { primitives as primitiveMappings } from './types.js';
 
 export type Scalar =
   | 'boolean'
@@ -89,7 +89,7 @@ export function scalarOf(type: unknown): Scalar | undefined {
 }
 
 /**
- * Debezium's semantic types (a plain Avro type and a `connect.name`, avro-types.ts's connectMapping) whose
+ * Debezium's semantic types (a plain Avro type and a `connect.name`, avro/types.ts's connectMapping) whose
  * values the general path writes as one of the kinds above writes them: days, epoch milliseconds and
  * microseconds as DATETIME, milli-, micro- and nanoseconds of the day (`Time`'s text with six decimals
  * where Avro's `time-millis` has three), a `ZonedTimestamp` in UTC, a UUID's text, `Json`'s text. The

@@ -3,9 +3,9 @@
  * well-known types, each with the conversion of its values.
  */
 import protobuf from 'protobufjs';
-import type { JsonValue } from '../kernel/records.js';
-import type { SchemaField } from '../schema/table-schema.js';
-import { bigOf, floatValue, int64Value, UnmappableSchemaError } from './mapped.js';
+import type { JsonValue } from '../../kernel/records.js';
+import type { SchemaField } from '../../schema/table-schema.js';
+import { bigOf, floatValue, int64Value, UnmappableSchemaError } from '../mapped.js';
 
 export type Convert = (value: unknown, path: string) => JsonValue;
 export type Mode = 'NULLABLE' | 'REQUIRED' | 'REPEATED';

@@ -1,29 +1,20 @@
 /**
  * A Protobuf payload straight to a row's JSON text, for the modes that send rows as JSON (insert-all,
  * merge, load; #42): the same plans and the same strict reading as the compiled path to protocol buffer
- * rows (protobuf-rows.ts), in one pass, each value written as the general path's row holds it after
+ * rows (protobuf/rows.ts), in one pass, each value written as the general path's row holds it after
  * validation (INT64 as a number where it is safe, else its exact text; uint64 as decimal text; enums as
  * their names; Timestamps in BigQuery's text form; bytes as base64; NaN and the infinities as BigQuery's
  * strings), absent presence fields left out (BigQuery reads a missing field as NULL). Whatever the
  * compiled path leaves to the general one, this does too (undefined); `test/unit/protobuf-rows.test.ts`
  * compares what BigQuery reads of both.
  */
-import { isoMicros } from './avro-types.js';
-import { JsonText } from './json-text.js';
-import { floatValue } from './mapped.js';
-import type { FieldPlan, MessagePlan } from './protobuf-plans.js';
-import {
-  at,
-  entryAt,
-  scanEntry,
-  signed64,
-  timestampMicros,
-  varint,
-  varint32,
-  wrappedAt,
-} from './protobuf-scalars.js';
-import { done, malformed, nextField } from './protobuf-scan.js';
-import { structText } from './protobuf-struct.js';
+
+import { JsonText } from '../../encoders/json-text.js';
+import { floatValue, isoMicros } from '../mapped.js';
+import type { FieldPlan, MessagePlan } from './plans.js';
+import { at, entryAt, scanEntry, signed64, timestampMicros, varint, varint32, wrappedAt } from './scalars.js';
+import { done, malformed, nextField } from './scan.js';
+import { structText } from './struct.js';
 
 /** The row's text as it is written (one record at a time). */
 const out = new JsonText();

@@ -2,14 +2,14 @@
  * google.protobuf.Struct, Value and ListValue straight to the JSON text they stand for, as the general path
  * writes it (protobufjs's `toObject` with `json: true`, then `JSON.stringify`): a Struct's fields in the
  * payload's order, numbers as JavaScript prints them (NaN and the infinities as strings, as `toObject`
- * gives them), a Value with no kind as null. For the compiled paths (protobuf-rows.ts, protobuf-text.ts).
+ * gives them), a Value with no kind as null. For the compiled paths (protobuf/rows.ts, protobuf/text.ts).
  * Anything protobufjs might read otherwise (a field given twice, two kinds in one Value, an entry with no
  * value, a key its object would reorder or drop, another wire type, nesting past 50) gives undefined: the
  * general path's.
  */
-import { isUtf8At } from './mapped.js';
-import type { FieldPlan, StructKind } from './protobuf-plans.js';
-import { at, entryAt, scanEntry, skip, varint32 } from './protobuf-scalars.js';
+import { isUtf8At } from '../mapped.js';
+import type { FieldPlan, StructKind } from './plans.js';
+import { at, entryAt, scanEntry, skip, varint32 } from './scalars.js';
 
 /** How deep Structs, Values and ListValues may nest here (protobufjs's own limit is higher). */
 const maxDepth = 50;
