@@ -47,6 +47,7 @@ export async function loadMillion(): Promise<string[]> {
     LOAD_JOBS_PER_TABLE_PER_DAY: '1',
     SCHEDULE_PERIOD_SECONDS: '86400',
     DRAIN_BUDGET_SECONDS: '600',
+    ...(process.env.BENCH_BATCH_MAX_BYTES ? { BATCH_MAX_BYTES: process.env.BENCH_BATCH_MAX_BYTES } : {}),
   });
   const seconds = (Date.now() - started) / 1000;
   const clients = await stackClients();

@@ -2,7 +2,7 @@ import { forEachLimited } from '../kernel/concurrency.js';
 import type { SourceReader } from '../kernel/ports.js';
 import type { FetchedBatch, Position, Watermarks } from '../kernel/records.js';
 import { partitionId } from '../kernel/records.js';
-import { beginWaiting, joined, joinFetched, type Waiting } from './batch-fill.js';
+import { beginWaiting, heldBytes, joined, joinFetched, type Waiting } from './batch-fill.js';
 import { drainFetched } from './batch-phase.js';
 import { leasePartition } from './lease-phase.js';
 import type { PartitionLease } from './partition-lease.js';
@@ -50,8 +50,9 @@ async function readOpenPartitions(run: DrainRun, source: SourceReader): Promise<
   /** Per partition, the fetches waiting to be written as one batch (behind its batch in flight, or held). */
   const waiting = new Map<string, Waiting>();
   // Bounded by bytes as well as by partitions: many partitions may wait in one flush, not unbounded data.
-  // (Not by records: a bound smaller than one fetch starves the other partitions while that fetch's
-  // batches drain one by one; batches of 10 left a partition unread for a whole run.)
+  // The bytes a record holds in memory, its objects counted (heldBytes); not records alone: a bound
+  // smaller than one fetch starves the other partitions while that fetch's batches drain one by one
+  // (batches of 10 left a partition unread for a whole run).
   let bytesInFlight = 0;
   const overBound = (): boolean => bytesInFlight >= options.inFlightMaxBytes;
   let failure: unknown;
@@ -76,7 +77,7 @@ async function readOpenPartitions(run: DrainRun, source: SourceReader): Promise<
         failure ??= error;
       })
       .finally(() => {
-        bytesInFlight -= slot.bytes;
+        bytesInFlight -= heldBytes(slot.bytes, slot.records);
         if (inFlight.get(id) === work) inFlight.delete(id);
         wake.abort(); // a batch settled: the loop looks at the state again
       });
@@ -86,8 +87,8 @@ async function readOpenPartitions(run: DrainRun, source: SourceReader): Promise<
   const take = (id: string, entry: PartitionLease, fetched: FetchedBatch): FetchedBatch | undefined => {
     const queued = waiting.get(id);
     if (queued !== undefined) {
-      const { bytes, rest } = joinFetched(queued, fetched, limits);
-      bytesInFlight += bytes;
+      const { bytes, records, rest } = joinFetched(queued, fetched, limits);
+      bytesInFlight += heldBytes(bytes, records);
       // Held, it is written once full or when the fetches reach the end seen at start (or do not follow on).
       if (
         queued.hold !== undefined &&
@@ -97,7 +98,7 @@ async function readOpenPartitions(run: DrainRun, source: SourceReader): Promise<
       if (rest !== fetched) return rest;
     }
     const { waiting: slot, rest } = beginWaiting(fetched, limits);
-    bytesInFlight += slot.bytes;
+    bytesInFlight += heldBytes(slot.bytes, slot.records);
     waiting.set(id, slot);
     if (inFlight.has(id) || slot.full || slot.nextOffset >= readsTo(run, entry)) start(id, entry, slot);
     else hold(id, entry, slot);

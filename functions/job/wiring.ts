@@ -74,6 +74,7 @@ export function drainOptionsFor(
   /** The budget counts from the start of the run, not of this drain (making the sinks came first). */
   elapsedMs: number,
 ): DrainOptions {
+  const mode = writeModeNamed(config.bigquery.writeMode);
   return {
     pipelineId: config.pipelineId,
     runId: route.runId,
@@ -88,11 +89,12 @@ export function drainOptionsFor(
     retentionGapPolicy: config.retentionGapPolicy,
     startPosition: config.startPosition,
     settleMs,
-    partitionConcurrency: writeModeNamed(config.bigquery.writeMode).partitionConcurrency,
-    // Four batches' bytes: as much as one flush takes (flushMaxBytes); reading further ahead only holds
-    // fetched records in memory (eight: peak RSS 273 MB against 230 on 80,000 wide records, the same CPU
-    // and drain time). The routes' drains share the process's memory.
-    inFlightMaxBytes: Math.max(2, Math.floor(4 / route.routeCount)) * config.batchMaxBytes,
+    partitionConcurrency: mode.partitionConcurrency,
+    // Four batches' bytes (a mode's own count, else): as much as one flush takes (flushMaxBytes); reading
+    // further ahead only holds fetched records in memory (eight: peak RSS 273 MB against 230 on 80,000
+    // wide records, the same CPU and drain time). The routes' drains share the process's memory.
+    inFlightMaxBytes:
+      Math.max(2, Math.floor((mode.batchesInFlight ?? 4) / route.routeCount)) * config.batchMaxBytes,
     ...(config.follow === null ? {} : { follow: config.follow }),
     firestoreConcurrency: 16,
     // Longer than a task's start-up may take (the table checks wait at most 10 s), a small part of a run.

@@ -61,6 +61,8 @@ export interface BeforeRun {
 export interface WriteModeDefinition<M extends MadeSinks = MadeSinks> {
   /** Partitions whose batches may be in flight at once (a flush of many, or each batch on its own). */
   readonly partitionConcurrency: number;
+  /** How many batches' bytes (BATCH_MAX_BYTES) the run may hold read and not yet durable; 4 unless said. */
+  readonly batchesInFlight?: number;
   /** Whether a route's transform (TRANSFORM_MODULE) is applied: not where changes are written as they come. */
   readonly transforms: boolean;
   /** What `verify` reconciles besides the target table: the error table the mode writes, a changes table. */

@@ -146,7 +146,11 @@ describe('batching', () => {
     expect(join.rest?.fromOffset).toBe(fit + 1);
     expect(waiting.bytes).toBeLessThanOrEqual(500);
     // full: a fetch that follows on is not taken; nor is one that does not follow on
-    expect(joinFetched(waiting, fetch([fit + 1]), limits)).toEqual({ bytes: 0, rest: fetch([fit + 1]) });
+    expect(joinFetched(waiting, fetch([fit + 1]), limits)).toEqual({
+      bytes: 0,
+      records: 0,
+      rest: fetch([fit + 1]),
+    });
     const other = beginWaiting(fetch([20]), limits).waiting;
     expect(joinFetched(other, fetch([30]), limits).rest?.fromOffset).toBe(30);
     const huge = beginWaiting(fetch([40, 41], 1_000), limits);

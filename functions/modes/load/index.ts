@@ -30,6 +30,9 @@ interface LoadSinks extends MadeSinks {
 export const loadMode: WriteModeDefinition<LoadSinks> = {
   // A flush is one load job for every partition ready at once: many may be in flight.
   partitionConcurrency: 256,
+  // The run's load takes batches one after another (one upload): reading further ahead only holds records
+  // (a million small records: peak RSS 266 MB against 275 with four, the same time).
+  batchesInFlight: 2,
   transforms: true,
   verifies: { errorTable: true, changes: false },
   seekBackNote: (to, from) =>
