@@ -23,7 +23,6 @@
  * Firestore reads and writes are counted for every drain. Results are printed and written to
  * `bench/results/<run>.json` so that runs can be compared. Timing goals live here, never in tests.
  */
-import { execFile, execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -35,23 +34,11 @@ import { produce as produceTo } from './produce.js';
 import { recordPathFigures } from './record-path.js';
 import { wideJsonSchema, wideJsonSchemaValue, wideProto, wideProtobufValue } from './registry-shapes.js';
 import { shapeNamed } from './shapes.js';
+import { compileVariants, cpuPerRecord, median, type Result, variantRunner } from './variant-run.js';
 
 const root = join(import.meta.dirname, '..');
 /** The job image's V8 flags (its ENTRYPOINT): every variant runs with them, as production does. */
-const nodeFlags = imageNodeFlags(root);
-/**
- * The variants run as the image runs the job: compiled JavaScript without source maps (tsconfig.bench.json,
- * the build's settings), not TypeScript through tsx, whose loader thread, transpiling and source-mapped
- * stack traces (each Error a client makes) are no part of production's CPU.
- */
-execFileSync(
-  process.execPath,
-  [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(root, 'tsconfig.bench.json')],
-  {
-    stdio: 'inherit',
-  },
-);
-const compiledVariant = join(root, 'bench', 'compiled', 'bench', 'variant.js');
+compileVariants();
 const stack = stackEnv() as unknown as Record<string, string>;
 const records = Number(process.env.BENCH_RECORDS ?? 20_000);
 const partitions = Number(process.env.BENCH_PARTITIONS ?? 4);
@@ -88,67 +75,9 @@ async function produce(
   await produceTo(stack.KAFKA_BROKERS!, topic, count, topicPartitions, value);
 }
 
-interface Result {
-  variant: string;
-  records: number;
-  startedAt: number;
-  firstFetchAt: number | null;
-  lastDoneAt: number | null;
-  endedAt: number;
-  peakRssMb: number;
-  firestoreReads: number;
-  firestoreWrites: number;
-  commits?: number;
-  stopReason?: string;
-  partitions?: number;
-  summaryBytes?: number;
-  cpuUs: number;
-  cpuAtFirstFetchUs?: number;
-  /** The variant process's exit code (the tasks of an execution). */
-  exitCode?: number;
-  sharedPartitions?: number;
-}
-
 const schemaFile = join(tmpdir(), `${run}.schema.json`);
 writeFileSync(schemaFile, JSON.stringify(shape.schema));
-
-async function variant(
-  name: string,
-  topics: string,
-  count: number,
-  pipeline: string,
-  extra: Record<string, string> = {},
-): Promise<Result> {
-  const env = {
-    ...process.env,
-    ...stack,
-    METADATA_SERVER_DETECTION: 'none',
-    PIPELINE_ID: pipeline,
-    KAFKA_TOPICS: topics,
-    BQ_DATASET: pipeline.replaceAll('-', '_'),
-    BQ_TABLE: 'events',
-    BQ_SCHEMA_FILE: schemaFile,
-    DEAD_LETTER_TOPIC: `${run}-dlq`,
-    DRAIN_BUDGET_SECONDS: '600',
-    ...(batch === undefined ? {} : { BATCH_MAX_RECORDS: batch }),
-    BENCH_SHAPE: shape.name,
-    ...extra,
-  };
-  const { stdout, stderr, code } = await new Promise<{ stdout: string; stderr: string; code: number }>(
-    (resolve) =>
-      execFile(
-        process.execPath,
-        [...nodeFlags, compiledVariant, name, topics, String(count)],
-        { env, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 },
-        (error, out, err) => resolve({ stdout: out, stderr: err, code: error ? Number(error.code ?? 1) : 0 }),
-      ),
-  );
-  const last = stdout.trim().split('\n').at(-1);
-  if (last === undefined || !last.startsWith('{')) {
-    throw new Error(`variant ${name} (${pipeline}) exited ${code} without a result: ${stderr.slice(-2000)}`);
-  }
-  return { ...(JSON.parse(last) as Result), exitCode: code };
-}
+const variant = variantRunner({ stack, run, schemaFile, shape: shape.name, batch });
 
 const startupMs = (r: Result) => (r.firstFetchAt ?? r.endedAt) - r.startedAt;
 const drainMs = (r: Result) => Math.max(1, (r.lastDoneAt ?? r.endedAt) - (r.firstFetchAt ?? r.startedAt));
@@ -188,7 +117,7 @@ async function execution(tasks: number, topic: string, count: number) {
 
 // The record path alone, per format, general against compiled, before anything else loads the machine.
 const paths = shape.name === 'wide' ? await recordPathFigures(records) : [];
-console.log(`variants run with the job image's node flags: ${nodeFlags.join(' ') || 'none'}`);
+console.log(`variants run with the job image's node flags: ${imageNodeFlags(root).join(' ') || 'none'}`);
 console.log(
   `producing ${records} ${shape.name} records to ${partitions} partitions, ${4 * records} to another topic, ` +
     `${records} to 16 partitions, ${cdcRecords} for cdc mode and ${wideRecords} to each of ` +
@@ -242,18 +171,12 @@ const producedMs = Date.now() - benchStarted;
 /** CPU per record from the first record fetched (start-up left out). */
 /** A run's CPU from its first fetch (start-up left out). */
 const fromFirstFetch = (r: Result) => r.cpuUs - (r.cpuAtFirstFetchUs ?? 0);
-const cpuPerRecord = (r: Result) => (r.records === 0 ? 0 : fromFirstFetch(r) / r.records);
 
 /**
  * A variant run several times: a raw run over N lasts 0.1–0.2 s, and its CPU per record moves by 2x
  * from one run to the next. The run with the median CPU per record stands for its variant; every
  * figure is printed and kept.
  */
-/** The middle one of some numbers (the upper middle of an even count). */
-function median(xs: readonly number[]): number {
-  return [...xs].sort((x, y) => x - y)[xs.length >> 1]!;
-}
-
 function medianOf(all: Result[]) {
   const sorted = [...all].sort((x, y) => cpuPerRecord(x) - cpuPerRecord(y));
   return { median: sorted[all.length >> 1]!, cpuPerRecordUs: all.map(cpuPerRecord) };
