@@ -2,14 +2,7 @@ import { isUtf8 } from 'node:buffer';
 import { topLevelFields } from '../encoders/json-cursor.js';
 import { ingestedText, keyText, maxRecordBytes, type RowShape, strictUtf8 } from '../encoders/row-shape.js';
 import type { ValueFormat } from '../formats/value-format.js';
-import type {
-  DeadLetter,
-  JsonValue,
-  KafkaRecord,
-  MetadataColumns,
-  Row,
-  RowToWrite,
-} from '../kernel/records.js';
+import type { DeadLetter, JsonValue, KafkaRecord, Row, RowToWrite } from '../kernel/records.js';
 import { metadataColumns, type SchemaField } from '../schema/table-schema.js';
 import { isEmptyValue } from './evolve-columns.js';
 

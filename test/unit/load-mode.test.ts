@@ -117,6 +117,21 @@ function memoryJobs(refuse: (line: string) => boolean = () => false) {
   };
 }
 
+/** The error table in memory: by origin, as the MERGE into it, none twice. */
+function memoryErrorTable(letters: DeadLetter[]) {
+  return {
+    async write(written: readonly DeadLetter[]) {
+      for (const l of written)
+        if (
+          !letters.some(
+            (e) => e.record.partition === l.record.partition && e.record.offset === l.record.offset,
+          )
+        )
+          letters.push(l);
+    },
+  };
+}
+
 function world(log: Map<string, KafkaRecord[]>, refuse?: (line: string) => boolean, recoverWaitMs = 5_000) {
   const checkpoints = createMemoryCheckpoints(Date.now);
   const jobs = memoryJobs(refuse);
@@ -144,20 +159,7 @@ function world(log: Map<string, KafkaRecord[]>, refuse?: (line: string) => boole
                 {
                   records: o.records,
                   jobs: jobs.port,
-                  errorTable: {
-                    async write(letters) {
-                      // By origin, as the MERGE into the error table: none twice.
-                      for (const l of letters)
-                        if (
-                          !errorTable.some(
-                            (e) =>
-                              e.record.partition === l.record.partition &&
-                              e.record.offset === l.record.offset,
-                          )
-                        )
-                          errorTable.push(l);
-                    },
-                  },
+                  errorTable: memoryErrorTable(errorTable),
                   quota: {
                     async take() {
                       if (loadsLeft <= 0)
@@ -378,18 +380,7 @@ function groupWorld(log: Map<string, KafkaRecord[]>, refuseInB?: (line: string) 
               targets: tables.map((jobs, t) => ({
                 records: o.records,
                 jobs: jobs.port,
-                errorTable: {
-                  async write(letters: readonly DeadLetter[]) {
-                    for (const l of letters)
-                      if (
-                        !errorTable.some(
-                          (e) =>
-                            e.record.partition === l.record.partition && e.record.offset === l.record.offset,
-                        )
-                      )
-                        errorTable.push(l);
-                  },
-                },
+                errorTable: memoryErrorTable(errorTable),
                 quota: { take: async () => undefined },
                 jobPrefix: async () => jobPrefixOf('p', ['a', 'b'][t]!),
                 heldOffsets: async () => ({ rows: new Map(), deadLetters: new Map() }),

@@ -26,6 +26,7 @@ import type { LoadTarget } from './load-targets.js';
  *    attempt, under a new intent that names the done tables' jobs too (load-targets.ts: not loaded again).
  */
 export interface LoadFlushesOptions {
+  /** One table, or a group's (routes sharing a topic by `when`), in the group's order. */
   readonly targets: readonly LoadTarget[];
   readonly checkpoints: Checkpoints;
   readonly deadLetters: DeadLetters;

@@ -1,16 +1,14 @@
 import { crashPoint } from '../../kernel/crash-points.js';
-import type { Logger } from '../../kernel/logger.js';
-import type { BatchToWrite, Checkpoints, DeadLetters, Lease, Writer } from '../../kernel/ports.js';
+import type { BatchToWrite, Lease, Writer } from '../../kernel/ports.js';
 import { type KafkaRecord, partitionId } from '../../kernel/records.js';
-import type { RetryPolicy } from '../../kernel/retry.js';
 import type { RecordRouter } from '../../records/record-router.js';
 import { publishDeadLetters } from '../dead-letters.js';
 import { classifyRows, rowTexts } from '../sink-writer.js';
 import { createReplays, splitReplayed } from '../storage-write/replay.js';
-import { createLoadFlushes } from './load-flushes.js';
+import { createLoadFlushes, type LoadFlushesOptions } from './load-flushes.js';
 import { type LoadPart, lineOf, linesOfRows } from './load-lines.js';
 import { createLoadStream } from './load-stream.js';
-import { createLoadedRanges, heldInTargets, type LoadTarget, recoverIntent } from './load-targets.js';
+import { createLoadedRanges, heldInTargets, recoverIntent } from './load-targets.js';
 
 /**
  * `load` mode's way to durability (exactly once, free ingestion): what a task's run reads of a table is
@@ -25,19 +23,9 @@ import { createLoadedRanges, heldInTargets, type LoadTarget, recoverIntent } fro
  * but for what the tables whose job was done hold. A job id is never submitted again once an intent names
  * another: a range loads into a table at most once.
  */
-export interface LoadWriterOptions {
-  /** One table, or a group's, in the group's order. */
-  readonly targets: readonly LoadTarget[];
+export interface LoadWriterOptions extends LoadFlushesOptions {
   /** Which target takes each record (a group's); without it the one target takes all. */
   readonly router?: RecordRouter;
-  readonly checkpoints: Checkpoints;
-  readonly deadLetters: DeadLetters;
-  readonly leaseTtlMs: number;
-  /** A flush takes the batches waiting up to about this many bytes. */
-  readonly flushMaxBytes: number;
-  readonly logger: Logger;
-  readonly now: () => number;
-  readonly retry?: RetryPolicy;
   /** How long `recover` waits for a job an earlier run left running. */
   readonly recoverWaitMs?: number;
   /** One load for what the run reads of a table (load-stream.ts), not one a flush. */
