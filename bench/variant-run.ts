@@ -12,6 +12,11 @@ import { imageNodeFlags } from '../test/support/image-flags.js';
 const root = join(import.meta.dirname, '..');
 const compiledVariant = join(root, 'bench', 'compiled', 'bench', 'variant.js');
 
+/** BENCH_NODE_FLAGS: node flags after the image's (`--cpu-prof`, or one to weigh before the Dockerfile). */
+function extraFlags(): string[] {
+  return (process.env.BENCH_NODE_FLAGS ?? '').split(/\s+/).filter((f) => f !== '');
+}
+
 /** Compiles the variants (once a bench run). */
 export function compileVariants(): void {
   execFileSync(
@@ -83,7 +88,7 @@ export function variantRunner(setting: VariantSetting) {
       (resolve) =>
         execFile(
           process.execPath,
-          [...nodeFlags, compiledVariant, name, topics, String(count)],
+          [...nodeFlags, ...extraFlags(), compiledVariant, name, topics, String(count)],
           { env, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 },
           (error, out, err) =>
             resolve({ stdout: out, stderr: err, code: error ? Number(error.code ?? 1) : 0 }),
