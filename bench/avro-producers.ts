@@ -59,6 +59,8 @@ export async function avroProducers(): Promise<string[]> {
       side.runs.push(await variant('bigquery', side.topic, records, `${run}-${i}${k}`, side.env));
     }
   const [json, ...avros] = sides;
+  // BENCH_DUMP: every run's result (its threads' CPU among them) as JSON, to look into.
+  if (process.env.BENCH_DUMP) writeFileSync(process.env.BENCH_DUMP, JSON.stringify(sides, null, 1));
   const cpu = (r: Result[]) => r.map((x) => cpuPerRecord(x).toFixed(1)).join(' / ');
   return [
     `Avro as producers write it vs the same records as JSON, storage-write, ${records} wide records, ${rounds} rounds (the order rotating), CPU µs a record from the first fetch: JSON ${cpu(json!.runs)}`,

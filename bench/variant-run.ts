@@ -6,6 +6,7 @@
  * avro-producers.ts.
  */
 import { execFile, execFileSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { imageNodeFlags } from '../test/support/image-flags.js';
 
@@ -94,6 +95,9 @@ export function variantRunner(setting: VariantSetting) {
             resolve({ stdout: out, stderr: err, code: error ? Number(error.code ?? 1) : 0 }),
         ),
     );
+    // BENCH_STDOUT_DIR: each variant's whole output kept there (what BENCH_NODE_FLAGS=--trace-gc prints).
+    if (process.env.BENCH_STDOUT_DIR)
+      writeFileSync(join(process.env.BENCH_STDOUT_DIR, `${pipeline}.out`), stdout);
     const last = stdout.trim().split('\n').at(-1);
     if (last === undefined || !last.startsWith('{')) {
       throw new Error(

@@ -38,7 +38,7 @@ function threadCpu(): Record<string, number> {
       const fields = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8').split(') ')[1]!.split(' ');
       const seconds = (Number(fields[11]) + Number(fields[12])) / ticks;
       const key = `${name}:${tid === String(process.pid) ? 'main' : tid}`;
-      if (seconds > 0.05) out[key] = Math.round(seconds * 100) / 100;
+      if (seconds >= 0.01) out[key] = Math.round(seconds * 100) / 100;
     } catch {
       // a thread that ended meanwhile
     }

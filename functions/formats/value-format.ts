@@ -168,15 +168,19 @@ export function createRegistryFormat(options: RegistryFormatOptions): ValueForma
   return {
     name: options.name,
     async prepare(records, signal) {
-      const wanted = new Set<number>();
+      // The ids the records name, in the order they first do (a run of records of one id: one lookup).
+      const named = new Set<number>();
+      let last = -1;
       for (const record of records) {
         const value = record.value;
-        if (value !== null && value.length >= 5 && value[0] === 0) {
-          const id = value.readUInt32BE(1);
-          if (!known.has(id)) wanted.add(id);
-        }
+        if (value === null || value.length < 5 || value[0] !== 0) continue;
+        const id = value.readUInt32BE(1);
+        if (id === last) continue;
+        last = id;
+        named.add(id);
       }
-      for (const id of wanted) {
+      for (const id of named) {
+        if (known.has(id)) continue;
         // One load per id however many partitions' batches name it at once (said once, audited once).
         let pending = loading.get(id);
         if (pending === undefined) {
@@ -186,28 +190,33 @@ export function createRegistryFormat(options: RegistryFormatOptions): ValueForma
         // Registry faults throw and are not kept: the next batch asks again.
         known.set(id, await pending);
       }
-      for (const record of records) {
-        const value = record.value;
-        if (value === null || value.length < 5 || value[0] !== 0) continue;
-        const entry = known.get(value.readUInt32BE(1));
+      for (const id of named) {
+        const entry = known.get(id);
         if (entry !== undefined && 'wait' in entry) throw new PartitionWaitsError(entry.wait);
       }
     },
     directRows(target, primaryKey) {
       // Per schema id, compiled the first time a record names it (null: no compiled path for it).
       const byId = new Map<number, CompiledRows | null>();
+      // The last record's id and its rows: a run of records of one id looks it up once.
+      let lastId = -1;
+      let lastRows: CompiledRows | null = null;
       return (writer, record) => {
         const value = record.value;
         if (value === null || value.length < 5 || value[0] !== 0) return false;
         const id = value.readUInt32BE(1);
-        let rows = byId.get(id);
-        if (rows === undefined) {
-          const entry = known.get(id);
-          if (entry === undefined) return false;
-          rows = ('compiled' in entry ? entry.compiled.rows?.(target, primaryKey) : undefined) ?? null;
-          byId.set(id, rows);
+        if (id !== lastId) {
+          let rows = byId.get(id);
+          if (rows === undefined) {
+            const entry = known.get(id);
+            if (entry === undefined) return false;
+            rows = ('compiled' in entry ? entry.compiled.rows?.(target, primaryKey) : undefined) ?? null;
+            byId.set(id, rows);
+          }
+          lastId = id;
+          lastRows = rows;
         }
-        return rows?.(writer, value, 5) === true;
+        return lastRows?.(writer, value, 5) === true;
       };
     },
     membersText(columns) {

@@ -13,10 +13,11 @@
 import type { ProtoWriter } from '../../encoders/proto-writer.js';
 import type { SchemaField } from '../../schema/table-schema.js';
 import { type CompiledRows, envelopeChange } from '../mapped.js';
+import type { ValueWriter } from './leaves.js';
 import { inside, isObject, resolve, type Scope, scopeOf } from './names.js';
-import { fieldPlans, type Plan } from './plans.js';
+import { fieldPlans } from './plans.js';
 import { at, blockCount, zigzag } from './read.js';
-import { writeFields } from './rows.js';
+import { fieldWriters, writeFields } from './rows.js';
 import { connectMapping } from './types.js';
 
 /** Reads past one value at `at.pos`; false where it cannot be read. */
@@ -28,8 +29,9 @@ type Step =
   | {
       readonly kind: 'before' | 'after';
       readonly nullBranch: number;
-      readonly plans: readonly Plan[];
-      /** Per plan, whether its column is the primary key's (what a delete's row keeps of `before`). */
+      /** The row's fields' writers (avro/rows.ts). */
+      readonly fields: readonly ValueWriter[];
+      /** Per field, whether its column is the primary key's (what a delete's row keeps of `before`). */
       readonly key: readonly boolean[];
     }
   | { readonly kind: 'op' };
@@ -91,7 +93,7 @@ function writeEnvelope(
         // The row as it was, read by the row's plans (which refuse whatever the general path might), its
         // key's columns kept in the message for a delete; an `after` row written takes their place.
         const mark = w.position;
-        if (!writeFields(w, payload, step.plans, step.key)) return false;
+        if (!writeFields(w, payload, step.fields, step.key)) return false;
         if (after || !deletes) w.position = mark;
         else keyAt = mark;
         break;
@@ -104,7 +106,7 @@ function writeEnvelope(
         if (keyAt >= 0) w.position = keyAt;
         keyAt = -1;
         after = true;
-        if (!writeFields(w, payload, step.plans)) return false;
+        if (!writeFields(w, payload, step.fields)) return false;
         break;
       }
       case 'op': {
@@ -142,7 +144,12 @@ function stepOf(
     if (plans === undefined) return undefined;
     // fieldPlans makes one plan per field of the record, in its order.
     const fields = (row as { fields: { name: string }[] }).fields;
-    return { kind: name, nullBranch, plans, key: fields.map((f) => primaryKey.includes(f.name)) };
+    return {
+      kind: name,
+      nullBranch,
+      fields: fieldWriters(plans),
+      key: fields.map((f) => primaryKey.includes(f.name)),
+    };
   }
   const skip = skipOf(type, scope);
   return skip === undefined ? undefined : { kind: 'skip', skip };
