@@ -36,7 +36,14 @@ USER node
 # And V8 compiles hot functions on threads beside the main one, which on the task's one vCPU only share it:
 # compiled on the main thread instead, a run of 20,000 wide records takes 7-10% less CPU a record (32.2 vs
 # 35.7 us at 20,000, 27.0 vs 29.1 at 80,000, medians of 8 and 4 paired rounds), an idle run the same.
+# And its young generation in 4 MB semi-spaces (`--max-semi-space-size=4`): a million-record load peaks
+# ~25 MB lower, storage-write's CPU a record unchanged (docs/capacity.md).
+# And no memory reducer (`--no-memory-reducer`): V8 shrinks the heap of a process it sees allocate slowly
+# (one waiting on BigQuery) by up to three full mark-compacts, each marking the loaded clients again. A task
+# holds its memory whether its heap shrinks or not: in a drain of 40,000 wide records those GCs, when they
+# fell in it, cost 0.1-0.3 s of CPU (10-25%) on V8's worker threads; whether they fell in it depended on
+# when the last GC had been, so runs of the same records differed by as much (docs/capacity.md).
 # The CLI: `run` by default (the schedule's executions); `gcloud run jobs execute ... --args=check` runs
 # `check` in the cloud with the job's own account, network and secrets.
-ENTRYPOINT ["node", "--max-old-space-size=192", "--max-semi-space-size=4", "--initial-old-space-size=96", "--no-concurrent-recompilation", "dist/job.mjs"]
+ENTRYPOINT ["node", "--max-old-space-size=192", "--max-semi-space-size=4", "--initial-old-space-size=96", "--no-concurrent-recompilation", "--no-memory-reducer", "dist/job.mjs"]
 CMD ["run"]
