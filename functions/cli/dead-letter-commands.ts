@@ -10,6 +10,7 @@ import { createRegistry, namedTopics, routeValues, rulesFor, transformFor } from
 import { armCrashPoints, crashPointsOf } from '../kernel/crash-points.js';
 import { createLogger } from '../kernel/logger.js';
 import type { KafkaRecord } from '../kernel/records.js';
+import { writeModeNamed } from '../modes/registry.js';
 import { createRouteSinks } from '../modes/route-sinks.js';
 import { withEvolvedColumns } from '../modes/target-table.js';
 import { routeColumns } from '../records/field-names.js';
@@ -121,10 +122,10 @@ export async function deadLetterCommand(
       const outcome = await replayDeadLetters(
         {
           pull: (n) => letters.pull(n),
-          // Each mode but insert-all writes its dead letters into the error tables itself, whole.
-          ...(config.bigquery.writeMode === 'insert-all'
-            ? {}
-            : { kept: (origins) => errorTableCopies(clients.bigquery, config.routes, origins) }),
+          // A mode that writes its dead letters into the error tables itself keeps them there, whole.
+          ...(writeModeNamed(config.bigquery.writeMode).verifies.errorTable
+            ? { kept: (origins) => errorTableCopies(clients.bigquery, config.routes, origins) }
+            : {}),
           target,
           now: () => new Date(),
           print,
