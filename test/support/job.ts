@@ -3,7 +3,7 @@
  * BigQuery, Pub/Sub and Firestore. Every child is tracked: a test that leaves one running fails.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, expect } from 'vitest';
@@ -353,9 +353,17 @@ export async function waitFor<T>(
   }
 }
 
+/** This test process's folder of user modules, removed when it exits (the jobs reading them have ended). */
+let modulesDir: string | undefined;
+
 /** A user module (rules, transform) written to a file of its own, as an operator's RULES_MODULE would be. */
 export function moduleFile(body: string): string {
-  const file = join(tmpdir(), `${uniqueName('module')}.mjs`);
+  if (modulesDir === undefined) {
+    const made = mkdtempSync(join(tmpdir(), 'kbdtest-modules-'));
+    process.on('exit', () => rmSync(made, { recursive: true, force: true }));
+    modulesDir = made;
+  }
+  const file = join(modulesDir, `${uniqueName('module')}.mjs`);
   writeFileSync(file, body);
   return file;
 }
