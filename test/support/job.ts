@@ -30,6 +30,7 @@ export async function e2eClients(): Promise<GoogleClients> {
   const clients = await stackClients();
   afterEach(assertNoJobsLeft);
   afterAll(() => clients.close());
+  afterAll(removeModules);
   return clients;
 }
 
@@ -353,15 +354,19 @@ export async function waitFor<T>(
   }
 }
 
-/** This test process's folder of user modules, removed when it exits (the jobs reading them have ended). */
+/** This test file's folder of user modules (moduleFile), removed after it (its jobs have ended) or at exit. */
 let modulesDir: string | undefined;
+
+function removeModules(): void {
+  if (modulesDir !== undefined) rmSync(modulesDir, { recursive: true, force: true });
+  modulesDir = undefined;
+}
 
 /** A user module (rules, transform) written to a file of its own, as an operator's RULES_MODULE would be. */
 export function moduleFile(body: string): string {
   if (modulesDir === undefined) {
-    const made = mkdtempSync(join(tmpdir(), 'kbdtest-modules-'));
-    process.on('exit', () => rmSync(made, { recursive: true, force: true }));
-    modulesDir = made;
+    modulesDir = mkdtempSync(join(tmpdir(), 'kbdtest-modules-'));
+    process.once('exit', removeModules);
   }
   const file = join(modulesDir, `${uniqueName('module')}.mjs`);
   writeFileSync(file, body);

@@ -90,7 +90,7 @@ function writeEnvelope(
         const branch = zigzag(payload);
         if (at.bad) return false;
         if (branch === step.nullBranch) break;
-        // The row as it was, read by the row's plans (which refuse whatever the general path might), its
+        // The row as it was, read by the row's writers (which refuse whatever the general path might), its
         // key's columns kept in the message for a delete; an `after` row written takes their place.
         const mark = w.position;
         if (!writeFields(w, payload, step.fields, step.key)) return false;
