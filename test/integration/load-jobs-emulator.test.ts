@@ -10,7 +10,7 @@
  */
 import { connect } from 'node:net';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { createLoadJobs } from '../../functions/modes/load/load-jobs.js';
+import { claimExisting, createLoadJobs } from '../../functions/modes/load/load-jobs.js';
 import { stackClients, stackEnv, uniqueName } from '../support/stack.js';
 
 const clients = await stackClients();
@@ -224,7 +224,23 @@ test('our client: values exact, a second submission under the same id is not a s
   expect(await jobs.state(jobId)).toEqual({ state: 'missing' });
   expect(await jobs.submit(jobId, data)).toBe(true);
   expect(await jobs.submit(jobId, data)).toBe(false);
-  expect(await jobs.state(jobId)).toEqual({ state: 'done' });
+  expect(await jobs.state(jobId)).toEqual({ state: 'done', destination: { dataset, table } });
+  // The id taken by this table's job: another table's load under it is refused, naming both tables; the
+  // same table's is this job (a lost answer submitted again).
+  const other = await makeTable();
+  const otherJobs = createLoadJobs({
+    bigquery: clients.bigquery,
+    project,
+    dataset,
+    table: other,
+    location: null,
+  });
+  expect(await otherJobs.submit(jobId, data)).toBe(false);
+  await expect(claimExisting(otherJobs, jobId, { dataset, table: other })).rejects.toMatchObject({
+    code: 'load_job_collision',
+    message: expect.stringContaining(`loads ${dataset}.${table}, not ${dataset}.${other}`),
+  });
+  await expect(claimExisting(jobs, jobId, { dataset, table })).resolves.toBeUndefined();
   const [rows] = await clients.bigquery.query({
     query: `SELECT CAST(n AS STRING) n, CAST(price AS STRING) price, CAST(big AS STRING) big,
       CAST(UNIX_MICROS(ts) AS STRING) AS ts, TO_BASE64(raw) raw, TO_JSON_STRING(doc) doc,

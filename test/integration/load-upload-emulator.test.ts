@@ -54,7 +54,7 @@ test('an upload of many chunks makes its job only when it completes: DONE with e
   expect(upload.bytes).toBeGreaterThan(2 * uploadChunkBytes);
   expect(await jobs().state(id)).toEqual({ state: 'missing' });
   expect(await upload.finish()).toBe(true);
-  expect(await waitForJob(jobs(), id, 60_000)).toEqual({ state: 'done' });
+  expect(await waitForJob(jobs(), id, 60_000)).toMatchObject({ state: 'done' });
   expect(await countOf('r')).toBe(100_000);
 });
 
@@ -64,7 +64,7 @@ test('batches of several partitions written at once go out one chunk after the o
   // Twenty batches of 2.3 MB at once, as partitions' batches arrive side by side: chunks cross batches.
   await Promise.all(Array.from({ length: 20 }, (_, b) => upload.write(lines(b * 10_000, 10_000, 'e'))));
   expect(await upload.finish()).toBe(true);
-  expect(await waitForJob(jobs(), id, 60_000)).toEqual({ state: 'done' });
+  expect(await waitForJob(jobs(), id, 60_000)).toMatchObject({ state: 'done' });
   const [rows] = await clients.bigquery.query({
     query: `SELECT COUNT(*) AS n, COUNT(DISTINCT id) AS d FROM \`${dataset}.${table}\` WHERE STARTS_WITH(id, 'e')`,
   });
@@ -80,7 +80,7 @@ test('an upload never completed makes no job, and its id is free for the next', 
   const next = (await jobs().open(id))!;
   await next.write(Buffer.from('{"id":"b1"}\n{"id":"b2"}\n'));
   expect(await next.finish()).toBe(true);
-  expect(await waitForJob(jobs(), id, 60_000)).toEqual({ state: 'done' });
+  expect(await waitForJob(jobs(), id, 60_000)).toMatchObject({ state: 'done' });
   expect(await countOf('a')).toBe(0);
   expect(await countOf('b')).toBe(2);
   // Taken now: opening it again is refused (409), nothing loaded.
@@ -126,6 +126,6 @@ test('a chunk that does not follow what arrived is refused; the session goes on 
   expect((await put('bytes 5-16/*', '{"id":"d2"}\n')).status).toBe(400);
   const last = await put('bytes 12-23/24', '{"id":"d2"}\n');
   expect(last.status).toBe(200);
-  expect(await waitForJob(jobs(), id, 60_000)).toEqual({ state: 'done' });
+  expect(await waitForJob(jobs(), id, 60_000)).toMatchObject({ state: 'done' });
   expect(await countOf('d')).toBe(2);
 });

@@ -12,8 +12,8 @@ import { ConfigError, PartitionWaitsError } from '../../functions/kernel/errors.
 import { createMemoryLogger } from '../../functions/kernel/logger.js';
 import type { Lease } from '../../functions/kernel/ports.js';
 import type { DeadLetter, KafkaRecord } from '../../functions/kernel/records.js';
-import type { LoadJobState, LoadJobs } from '../../functions/modes/load/load-jobs.js';
-import { jobIdOf, jobPrefixOf } from '../../functions/modes/load/load-jobs.js';
+import type { LoadJobState, LoadJobs, LoadTable } from '../../functions/modes/load/load-jobs.js';
+import { jobIdOf, loadNaming } from '../../functions/modes/load/load-jobs.js';
 import { loadsAllowed } from '../../functions/modes/load/load-quota.js';
 import { createLoadWriter } from '../../functions/modes/load/load-writer.js';
 import { createRecordRouter } from '../../functions/records/record-router.js';
@@ -48,18 +48,29 @@ function logOf(
   return log;
 }
 
-/** BigQuery's load jobs in memory: an id once, a job atomic, rows it refuses named by byte position. */
-function memoryJobs(refuse: (line: string) => boolean = () => false) {
-  const jobs = new Map<string, LoadJobState>();
+/** BigQuery's job ids in memory: one namespace a project, whatever table each job loads. */
+type ProjectJobs = Map<string, LoadJobState>;
+
+/**
+ * BigQuery's load jobs into one table, in memory: an id once a project (`project`, shared by the tables'
+ * ports), a job atomic, rows it refuses named by byte position, each job reporting its destination.
+ */
+function memoryJobs(
+  refuse: (line: string) => boolean = () => false,
+  destination: LoadTable = { dataset: 'd', table: 'events' },
+  project: ProjectJobs = new Map(),
+) {
   const table: { partition: number; offset: number }[] = [];
   let submissions = 0;
   /** Jobs that stay `running` for this many reads of their state. */
   let runningFor = 0;
   const reads = new Map<string, number>();
+  /** Ids another table's job takes just before this port's upload of it completes (a collision). */
+  let takenAt: ((id: string) => boolean) | undefined;
   const port: LoadJobs = {
     // A streamed load in memory (the real resumable upload is proven on the emulator).
     async open(id) {
-      if (jobs.has(id)) return undefined;
+      if (project.has(id)) return undefined;
       const chunks: Buffer[] = [];
       let bytes = 0;
       return {
@@ -70,12 +81,16 @@ function memoryJobs(refuse: (line: string) => boolean = () => false) {
           chunks.push(Buffer.from(lines));
           bytes += lines.length;
         },
-        finish: async () => port.submit(id, Buffer.concat(chunks)),
+        finish: async () => {
+          if (takenAt?.(id))
+            project.set(id, { state: 'done', destination: { dataset: 'x', table: 'other' } });
+          return port.submit(id, Buffer.concat(chunks));
+        },
       };
     },
     async submit(id, lines) {
       submissions++;
-      if (jobs.has(id)) return false;
+      if (project.has(id)) return false;
       const bad = new Map<number, string>();
       const rows: { partition: number; offset: number }[] = [];
       let position = 0;
@@ -90,29 +105,37 @@ function memoryJobs(refuse: (line: string) => boolean = () => false) {
         }
         position += Buffer.byteLength(line) + 1;
       }
-      if (bad.size > 0) jobs.set(id, { state: 'failed', message: 'invalid: too many errors', badRows: bad });
+      if (bad.size > 0)
+        project.set(id, { state: 'failed', message: 'invalid: too many errors', badRows: bad, destination });
       else {
         table.push(...rows);
-        jobs.set(id, { state: 'done' });
+        project.set(id, { state: 'done', destination });
       }
       return true;
     },
     async state(id) {
       const n = (reads.get(id) ?? 0) + 1;
       reads.set(id, n);
-      if (jobs.has(id) && n <= runningFor) return { state: 'running' };
-      return jobs.get(id) ?? { state: 'missing' };
+      const job = project.get(id);
+      if (job !== undefined && n <= runningFor) return { state: 'running', destination };
+      return job ?? { state: 'missing' };
     },
   };
   return {
     port,
-    jobs,
+    /** This table's jobs. */
+    get jobs() {
+      return new Map([...project].filter(([, j]) => j.state !== 'missing' && j.destination === destination));
+    },
     table,
     get submissions() {
       return submissions;
     },
     keepRunning(times: number) {
       runningFor = times;
+    },
+    takeIdsAt(taken: (id: string) => boolean) {
+      takenAt = taken;
     },
   };
 }
@@ -167,7 +190,7 @@ function world(log: Map<string, KafkaRecord[]>, refuse?: (line: string) => boole
                       loadsLeft--;
                     },
                   },
-                  jobPrefix: async () => jobPrefixOf('p', 'events'),
+                  naming: async () => loadNaming('p', 'd', 'events'),
                   async heldOffsets(partition, from, to) {
                     const inRange = (p: number, o: number) =>
                       p === partition.partition && o >= from && o < to;
@@ -354,16 +377,30 @@ describe('load: flushes, intents and their recovery', () => {
  * A topic routed by `when` into two tables (a group): the records whose `k` is "a" into `a`, the rest into
  * `b` (its error table takes what is not JSON). Streamed, as the mode runs: a job a table, one intent.
  */
-function groupWorld(log: Map<string, KafkaRecord[]>, refuseInB?: (line: string) => boolean) {
+function groupWorld(
+  log: Map<string, KafkaRecord[]>,
+  refuseInB?: (line: string) => boolean,
+  names: readonly [LoadTable, LoadTable] = [
+    { dataset: 'd', table: 'a' },
+    { dataset: 'd', table: 'b' },
+  ],
+) {
   const checkpoints = createMemoryCheckpoints(Date.now);
-  const tables = [memoryJobs(), memoryJobs(refuseInB)];
+  // One project: the tables' jobs share its ids, as BigQuery's do.
+  const project: ProjectJobs = new Map();
+  const tables = [memoryJobs(undefined, names[0], project), memoryJobs(refuseInB, names[1], project)];
   const errorTable: DeadLetter[] = [];
   const topics = [{ kind: 'name', name: 't' } as const];
   const router = createRecordRouter([
     { topics, when: { kind: 'field', path: ['k'], value: 'a' } },
     { topics, when: null },
   ]);
-  const run = async (runId: string, fault?: (point: string) => void) => {
+  const run = async (runId: string, fault?: (point: string) => void, how: { legacyNames?: boolean } = {}) => {
+    /** How the release before this one named a table's jobs: by the table alone. */
+    const named = (t: number) => {
+      const naming = loadNaming('p', names[t]!.dataset, names[t]!.table);
+      return how.legacyNames ? { ...naming, prefix: naming.legacyPrefix } : naming;
+    };
     armCrashPoints(fault);
     try {
       return await runDrain(
@@ -382,7 +419,7 @@ function groupWorld(log: Map<string, KafkaRecord[]>, refuseInB?: (line: string) 
                 jobs: jobs.port,
                 errorTable: memoryErrorTable(errorTable),
                 quota: { take: async () => undefined },
-                jobPrefix: async () => jobPrefixOf('p', ['a', 'b'][t]!),
+                naming: async () => named(t),
                 heldOffsets: async () => ({ rows: new Map(), deadLetters: new Map() }),
               })),
             }),
@@ -467,6 +504,61 @@ describe('load: routes sharing a topic by `when` (a job a table, one intent nami
     w.exactlyOnce();
   }, 20_000);
 
+  const sameName = [
+    { dataset: 'eu_x', table: 'orders' },
+    { dataset: 'us_x', table: 'orders' },
+  ] as const;
+
+  test('two tables of one name in two datasets: each its own job, each record once in its table', async () => {
+    const w = groupWorld(groupLog(), undefined, sameName);
+    const summary = await w.run('run-1');
+    expect(summary).toMatchObject({ stopReason: 'caught_up', recordsRead: 24 });
+    w.exactlyOnce();
+    expect(w.tables.map((t) => t.jobs.size)).toEqual([1, 1]);
+  });
+
+  test.each([
+    'after-error-table',
+    'after-intent',
+    'after-load-submitted',
+    'after-load-done',
+  ])('two tables of one name, the run killed %s: the next run leaves each record once', async (point) => {
+    const w = groupWorld(groupLog(), undefined, sameName);
+    await w.run('run-1', crashOnceAt(point)).catch(() => undefined);
+    await new Promise((resolve) => setTimeout(resolve, options.leaseTtlMs + 50));
+    const summary = await w.run('run-2');
+    expect(summary.stopReason).toBe('caught_up');
+    w.exactlyOnce();
+  }, 20_000);
+
+  test("another table's job under a load's id (409): the partition stops naming both tables, nothing committed", async () => {
+    const w = groupWorld(groupLog(), undefined, sameName);
+    w.tables[1]!.takeIdsAt(() => true);
+    const summary = await w.run('run-1');
+    expect(summary.error).toMatch(/load job \S+ exists already and loads x\.other, not us_x\.orders/);
+    const [p0, p1] = await w.checkpoints.peek([
+      { topic: 't', partition: 0 },
+      { topic: 't', partition: 1 },
+    ]);
+    // Table eu_x.orders was loaded, us_x.orders was not: no checkpoint moved past what a table lacks.
+    expect([p0!.nextOffset ?? 0, p1!.nextOffset ?? 0]).toEqual([0, 0]);
+    expect(w.tables[1]!.table).toHaveLength(0);
+  });
+
+  test("the last release's half-done intent (one id named for both tables of one name) is finished exactly once", async () => {
+    const log = groupLog();
+    const w = groupWorld(log, undefined, sameName);
+    // Run 1 names its jobs as the last release did (the table alone): both tables' loads share an id, and
+    // it dies with the first table's job done.
+    await w.run('run-1', crashOnceAt('after-load-submitted'), { legacyNames: true }).catch(() => undefined);
+    expect(w.tables[0]!.table.length).toBeGreaterThan(0);
+    expect(w.tables[1]!.table).toHaveLength(0);
+    await new Promise((resolve) => setTimeout(resolve, options.leaseTtlMs + 50));
+    const summary = await w.run('run-2');
+    expect(summary.stopReason).toBe('caught_up');
+    w.exactlyOnce();
+  }, 20_000);
+
   test("one table's load failing on a row, the other's done: the failed one is loaded flush by flush, the refused row a dead letter", async () => {
     const w = groupWorld(groupLog(), (line) => /"n":7[,}]/.test(line));
     const first = await w.run('run-1');
@@ -496,14 +588,33 @@ describe('load: job ids and the day budget', () => {
       { lease: lease(0, 1), fromOffset: 0, nextOffset: 10 },
       { lease: lease(1, 1), fromOffset: 5, nextOffset: 9 },
     ];
-    const prefix = jobPrefixOf('my-pipe', 'db.orders$1');
-    expect(prefix).toBe('kbd_load_my-pipe_db_orders_1');
+    const { prefix, legacyPrefix } = loadNaming('my-pipe', 'shop', 'db.orders$1');
+    expect(prefix).toMatch(/^kbd_load_my-pipe_shop_db_orders_1_t[0-9a-f]{16}$/);
+    expect(legacyPrefix).toBe('kbd_load_my-pipe_db_orders_1');
     const id = jobIdOf(prefix, items, 1);
-    expect(id).toMatch(/^kbd_load_my-pipe_db_orders_1_[0-9a-f]{32}_1$/);
+    expect(id).toMatch(/^kbd_load_my-pipe_shop_db_orders_1_t[0-9a-f]{16}_[0-9a-f]{32}_1$/);
     expect(jobIdOf(prefix, items, 1)).toBe(id);
     expect(jobIdOf(prefix, items, 2)).not.toBe(id);
     expect(jobIdOf(prefix, [items[0]!, { ...items[1]!, lease: lease(1, 2) }], 1)).not.toBe(id);
     expect(jobIdOf(prefix, [items[0]!, { ...items[1]!, nextOffset: 10 }], 1)).not.toBe(id);
+  });
+
+  test('no two targets share a prefix: one name in two datasets, names that read alike once joined or cut', () => {
+    const long = 'x'.repeat(1_000);
+    const named = [
+      loadNaming('p', 'eu_x', 'orders'),
+      loadNaming('p', 'us_x', 'orders'),
+      loadNaming('p', 'a_b', 'c'),
+      loadNaming('p', 'a', 'b_c'),
+      loadNaming('p_a', 'b', 'c'),
+      loadNaming('p', 'a.b', 'c'),
+      loadNaming('p', 'd', `${long}1`),
+      loadNaming('p', 'd', `${long}2`),
+    ];
+    expect(new Set(named.map((n) => n.prefix)).size).toBe(named.length);
+    // The last release's prefixes collide in exactly those cases.
+    expect(named[0]!.legacyPrefix).toBe(named[1]!.legacyPrefix);
+    for (const n of named) expect(jobIdOf(n.prefix, [], 99).length).toBeLessThanOrEqual(1_024);
   });
 
   test('paced through the day: its share of the time gone plus a run’s burst, never more than the day', () => {

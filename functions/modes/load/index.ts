@@ -14,7 +14,7 @@ import { createMergeErrorTable } from '../merge/merge-error-table.js';
 import { createMergeSink } from '../merge/merge-sink.js';
 import { prepareTargetTable, stagingOf } from '../target-table.js';
 import { lazyPort, type MadeSinks, type WriteModeDefinition, type WriterOptions } from '../write-mode.js';
-import { createLoadJobs, jobPrefixOf, type LoadJobs } from './load-jobs.js';
+import { createLoadJobs, type LoadJobs, type LoadNaming, loadNaming } from './load-jobs.js';
 import { createLoadQuota, type LoadQuota } from './load-quota.js';
 import type { LoadTarget } from './load-targets.js';
 import { createLoadWriter } from './load-writer.js';
@@ -23,7 +23,7 @@ interface LoadSinks extends MadeSinks {
   readonly jobs: LoadJobs;
   readonly quota: LoadQuota;
   readonly errorTable: ErrorTable;
-  jobPrefix(): string;
+  naming(): LoadNaming;
   heldOffsets(partition: PartitionRef, from: number, to: number): Promise<HeldOffsets>;
 }
 
@@ -72,7 +72,7 @@ export const loadMode: WriteModeDefinition<LoadSinks> = {
       jobs,
       quota,
       errorTable,
-      jobPrefix: () => jobPrefixOf(config.pipelineId, route.table),
+      naming: () => loadNaming(config.pipelineId, route.dataset, route.table),
       heldOffsets: (partition, from, to) =>
         heldOffsets(clients.bigquery, { dataset: route.dataset, table: route.table }, partition, from, to),
       close: async () => {
@@ -100,8 +100,8 @@ function targetOf(
   const jobs = lazyPort(async () => (await made()).jobs, ['submit', 'state', 'open']);
   const quota = lazyPort(async () => (await made()).quota, ['take']);
   const errorTable = lazyPort(async () => (await made()).errorTable, ['write']);
-  const naming = lazyPort(made, ['jobPrefix', 'heldOffsets']) as unknown as {
-    jobPrefix(): Promise<string>;
+  const naming = lazyPort(made, ['naming', 'heldOffsets']) as unknown as {
+    naming(): Promise<LoadNaming>;
     heldOffsets: LoadSinks['heldOffsets'];
   };
   return {
@@ -109,7 +109,7 @@ function targetOf(
     quota: tracked(quota),
     errorTable: tracked(errorTable),
     records: options.records,
-    jobPrefix: naming.jobPrefix,
+    naming: naming.naming,
     heldOffsets: tracked(naming).heldOffsets,
   };
 }

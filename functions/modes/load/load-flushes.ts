@@ -7,7 +7,7 @@ import type { DeadLetter } from '../../kernel/records.js';
 import { defaultRetryPolicy, type RetryPolicy, withRetry } from '../../kernel/retry.js';
 import { publishDeadLetters } from '../dead-letters.js';
 import { fencedMembers, flushMaxPartitions } from '../storage-write/stream-flusher.js';
-import { jobIdOf, type LoadJobState, waitForJob } from './load-jobs.js';
+import { claimExisting, jobIdOf, type LoadJobState, waitForJob } from './load-jobs.js';
 import { type LoadItem, linesOf, refusedRows, rowsIn } from './load-lines.js';
 import type { LoadTarget } from './load-targets.js';
 
@@ -52,8 +52,8 @@ export function createLoadFlushes(options: LoadFlushesOptions) {
 
   /** The job of one attempt: waited for until it is done or failed. */
   async function loadAttempt(target: number, id: string, data: Buffer, signal?: AbortSignal) {
-    const { jobs } = targets[target]!;
-    await withRetry(
+    const { jobs, naming } = targets[target]!;
+    const created = await withRetry(
       retry,
       () => jobs.submit(id, data, signal),
       (error, attempt, delayMs) =>
@@ -65,6 +65,8 @@ export function createLoadFlushes(options: LoadFlushesOptions) {
         }),
       signal,
     );
+    // A lost answer submitted again finds its own job (409); another table's job under the id stops here.
+    if (!created) await claimExisting(jobs, id, (await naming()).table);
     crashPoint('after-load-submitted');
     return waitForJob(jobs, id, Number.POSITIVE_INFINITY, signal);
   }
@@ -85,7 +87,7 @@ export function createLoadFlushes(options: LoadFlushesOptions) {
       const ids = new Map<number, string>();
       for (const t of pending) {
         await targets[t]!.quota.take();
-        ids.set(t, jobIdOf(await targets[t]!.jobPrefix(), items, attempt));
+        ids.set(t, jobIdOf((await targets[t]!.naming()).prefix, items, attempt));
       }
       const named = [...done.values(), ...ids.values()];
       let leases: Lease[];

@@ -30,13 +30,22 @@ export interface LoadJobs {
   state(jobId: string): Promise<LoadJobState>;
 }
 
+/** The table a load job writes (its destination), or a load target's. */
+export interface LoadTable {
+  readonly dataset: string;
+  readonly table: string;
+}
+
+/** What BigQuery says of a job id: missing, or the job's state and the table it loads (its destination). */
 export type LoadJobState =
-  | { readonly state: 'missing' | 'running' | 'done' }
+  | { readonly state: 'missing' }
+  | { readonly state: 'running' | 'done'; readonly destination?: LoadTable }
   | {
       readonly state: 'failed';
       readonly message: string;
       /** The byte positions (in the job's data) of the rows BigQuery refused, with why. */
       readonly badRows: ReadonlyMap<number, string>;
+      readonly destination?: LoadTable;
     };
 
 export interface LoadJobsOptions {
@@ -127,8 +136,14 @@ export function createLoadJobs(options: LoadJobsOptions): LoadJobs {
         throw bigQueryError(error, `get load job ${jobId}`);
       }
       const status = metadata.status ?? {};
-      if (status.state !== 'DONE') return { state: 'running' };
-      if (status.errorResult === undefined || status.errorResult === null) return { state: 'done' };
+      const to = metadata.configuration?.load?.destinationTable;
+      const destination =
+        to?.datasetId === undefined || to.tableId === undefined
+          ? {}
+          : { destination: { dataset: to.datasetId, table: to.tableId } };
+      if (status.state !== 'DONE') return { state: 'running', ...destination };
+      if (status.errorResult === undefined || status.errorResult === null)
+        return { state: 'done', ...destination };
       const badRows = new Map<number, string>();
       for (const e of status.errors ?? []) {
         const position = /row starting at position (\d+)/.exec(e.message ?? '');
@@ -138,12 +153,14 @@ export function createLoadJobs(options: LoadJobsOptions): LoadJobs {
         state: 'failed',
         message: `${status.errorResult.reason ?? 'error'}: ${status.errorResult.message ?? ''}`.trim(),
         badRows,
+        ...destination,
       };
     },
   };
 }
 
 interface JobMetadata {
+  configuration?: { load?: { destinationTable?: { datasetId?: string; tableId?: string } } };
   status?: {
     state?: string;
     errorResult?: { reason?: string; message?: string } | null;
@@ -168,9 +185,54 @@ export function jobIdOf(
   return `${prefix}_${digest.digest('hex').slice(0, 32)}_${attempt}`;
 }
 
-/** `kbd_load_{pipeline}_{table}`, as a job id may spell it, short enough to leave room for the rest. */
-export function jobPrefixOf(pipelineId: string, table: string): string {
-  return `kbd_load_${pipelineId}_${table}`.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 900);
+/**
+ * How a target's load jobs are named: the prefix of its job ids, unique to the pipeline, dataset and table
+ * (a digest of the three names as given: two tables of one name in two datasets, or names that read alike
+ * once joined or cut, never share one), the prefix the releases before it used (`legacyPrefix`:
+ * `kbd_load_{pipeline}_{table}`, kept to recover their intents), and the table itself.
+ */
+export interface LoadNaming {
+  readonly prefix: string;
+  readonly legacyPrefix: string;
+  readonly table: LoadTable;
+}
+
+export function loadNaming(pipelineId: string, dataset: string, table: string): LoadNaming {
+  const digest = createHash('sha256')
+    .update(`${pipelineId}\u0000${dataset}\u0000${table}`)
+    .digest('hex')
+    .slice(0, 16);
+  // Readable for an operator, cut well inside the 1,024 characters of a job id; the digest makes it unique.
+  const readable = `${pipelineId}_${dataset}_${table}`.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 400);
+  return {
+    prefix: `kbd_load_${readable}_t${digest}`,
+    legacyPrefix: `kbd_load_${pipelineId}_${table}`.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 900),
+    table: { dataset, table },
+  };
+}
+
+export const sameTable = (a: LoadTable, b: LoadTable): boolean =>
+  a.dataset === b.dataset && a.table === b.table;
+
+/**
+ * BigQuery answered 409 for `jobId` (it knows the id): the job is ours only when it loads `table` (its id
+ * carries the range's digest and lease epoch, so a job of this id and table is this range's). Another
+ * table's job under the id stops the partition: nothing is committed that the table does not hold.
+ */
+export async function claimExisting(jobs: LoadJobs, jobId: string, table: LoadTable): Promise<void> {
+  const existing = await withRetry(defaultRetryPolicy, () => jobs.state(jobId));
+  if (existing.state === 'missing')
+    throw new DrainError(`load job ${jobId} was refused as existing, but BigQuery has no such job`, {
+      retriable: true,
+    });
+  const to = existing.destination;
+  if (to !== undefined && sameTable(to, table)) return;
+  throw new DrainError(
+    `load job ${jobId} exists already and loads ${to === undefined ? 'no table' : `${to.dataset}.${to.table}`}, ` +
+      `not ${table.dataset}.${table.table}: two tables share the job id, so this range's records for ` +
+      `${table.dataset}.${table.table} are not loaded and the partition is not committed`,
+    { retriable: false, code: 'load_job_collision' },
+  );
 }
 
 /** Polls the job until it is no longer running, or `maxWaitMs` passed or `signal` fired (then: running). */

@@ -3,7 +3,7 @@ import { DrainError } from '../../kernel/errors.js';
 import type { Logger } from '../../kernel/logger.js';
 import type { Checkpoints, CommitIntent, Lease } from '../../kernel/ports.js';
 import { partitionId } from '../../kernel/records.js';
-import { jobIdOf, type LoadUpload, waitForJob } from './load-jobs.js';
+import { claimExisting, jobIdOf, type LoadUpload, waitForJob } from './load-jobs.js';
 import { type LoadTarget, streamedJobSuffix } from './load-targets.js';
 
 /**
@@ -18,7 +18,7 @@ import { type LoadTarget, streamedJobSuffix } from './load-targets.js';
  * loads nothing: the partitions are read again, by the flush-by-flush way that names refused rows.
  */
 export interface LoadStreamOptions {
-  readonly targets: readonly Pick<LoadTarget, 'jobs' | 'quota' | 'jobPrefix'>[];
+  readonly targets: readonly Pick<LoadTarget, 'jobs' | 'quota' | 'naming'>[];
   readonly checkpoints: Checkpoints;
   readonly leaseTtlMs: number;
   readonly logger: Logger;
@@ -51,14 +51,18 @@ export function createLoadStream(options: LoadStreamOptions) {
   const partitions = new Map<string, { lease: Lease; intent: CommitIntent }>();
 
   const open = (target: number, first: StreamedBatch, signal: AbortSignal): Promise<OpenLoad> => {
-    const { jobs, quota, jobPrefix } = targets[target]!;
+    const { jobs, quota, naming } = targets[target]!;
     let opening = openings.get(target);
     if (opening === undefined) {
       opening = (async () => {
         await quota.take();
-        const id = `${jobIdOf(await jobPrefix(), [first], 1)}${streamedJobSuffix}`;
+        const { prefix, table } = await naming();
+        const id = `${jobIdOf(prefix, [first], 1)}${streamedJobSuffix}`;
         const upload = await jobs.open(id, signal);
-        if (upload === undefined) throw new DrainError(`load job ${id} exists already`, { retriable: true });
+        if (upload === undefined) {
+          await claimExisting(jobs, id, table); // another table's job under the id: not retriable
+          throw new DrainError(`load job ${id} exists already`, { retriable: true });
+        }
         return { target, id, upload };
       })();
       openings.set(target, opening);
@@ -158,10 +162,16 @@ export function createLoadStream(options: LoadStreamOptions) {
     },
   };
 
-  /** Completes a load's upload; false when the run's stop came while its last chunk was on the wire. */
+  /**
+   * Completes a load's upload; false when the run's stop came while its last chunk was on the wire. An id
+   * BigQuery knows already (409) is this load's only when its job loads this table (`claimExisting`).
+   */
   async function completed(load: OpenLoad, signal: AbortSignal): Promise<boolean> {
     try {
-      await load.upload.finish(signal);
+      if (!(await load.upload.finish(signal))) {
+        const { jobs, naming } = targets[load.target]!;
+        await claimExisting(jobs, load.id, (await naming()).table);
+      }
       return true;
     } catch (error) {
       // The job may be made or not; the next run finds out (recover: done → committed, missing → read again).

@@ -4,7 +4,7 @@ import type { Lease, Recovery } from '../../kernel/ports.js';
 import { type KafkaRecord, type PartitionRef, partitionId } from '../../kernel/records.js';
 import type { RecordPolicy } from '../../records/classify.js';
 import type { ErrorTable, HeldOffsets } from '../../sinks/contracts.js';
-import { type LoadJobs, waitForJob } from './load-jobs.js';
+import { type LoadJobState, type LoadJobs, type LoadNaming, sameTable, waitForJob } from './load-jobs.js';
 import type { LoadQuota } from './load-quota.js';
 
 /**
@@ -19,8 +19,8 @@ export interface LoadTarget {
   readonly quota: LoadQuota;
   readonly errorTable: ErrorTable;
   readonly records: RecordPolicy;
-  /** The job ids' prefix: the pipeline and the table (`kbd_load_{pipeline}_{table}`). */
-  readonly jobPrefix: () => Promise<string>;
+  /** How its jobs are named, and its table (load-jobs.ts `loadNaming`). */
+  readonly naming: () => Promise<LoadNaming>;
   /** What the table and its error table hold of a replayed range (a checkpoint an operator moved back). */
   readonly heldOffsets: (partition: PartitionRef, from: number, to: number) => Promise<HeldOffsets>;
 }
@@ -122,16 +122,18 @@ export async function recoverIntent(
       { retriable: false, code: 'intent_other_mode' },
     );
   }
-  const prefixes = await Promise.all(options.targets.map((t) => t.jobPrefix()));
-  const targetOf = (id: string) => prefixes.indexOf(prefixOfJob(id));
+  const namings = await Promise.all(options.targets.map((t) => t.naming()));
   // Waited for at most recoverWaitMs, and never past the run's stop: a job BigQuery keeps queued must not
   // hold the run beyond its budget. A job's state does not depend on its table: any target's port asks.
-  const states = await Promise.all(
-    entries.map(async ({ id }) => {
-      const jobs = options.targets[Math.max(targetOf(id), 0)]!.jobs;
-      return (await waitForJob(jobs, id, options.recoverWaitMs ?? 60_000, signal)).state;
-    }),
+  const jobs = options.targets[0]!.jobs;
+  const outcomes: LoadJobState[] = await Promise.all(
+    entries.map(({ id }) => waitForJob(jobs, id, options.recoverWaitMs ?? 60_000, signal)),
   );
+  // The last release named two tables of one name in two datasets by one job id: its intent names that id
+  // once a table, and the one job loaded one of them. The id's other naming is a job never made.
+  for (const [i, e] of entries.entries())
+    if (entries.findIndex((f) => f.id === e.id) < i) outcomes[i] = { state: 'missing' };
+  const states = outcomes.map((o) => o.state);
   const range = { from: intent.fromOffset, to: intent.nextOffset, rows: intent.rows };
   if (states.every((s) => s === 'done')) {
     log.notice('a load recorded by an earlier run was done', range);
@@ -140,8 +142,12 @@ export async function recoverIntent(
   const running = entries.find((_, i) => states[i] === 'running');
   if (running !== undefined)
     throw new PartitionWaitsError(`load job ${running.id}, recorded by an earlier run, is still running`);
-  const done = entries.filter((_, i) => states[i] === 'done');
-  const unknown = done.find((e) => targetOf(e.id) < 0);
+  const targetsOf: number[][] = [];
+  for (const [i, e] of entries.entries()) {
+    const before = new Set(targetsOf.filter((_, j) => entries[j]!.id === e.id).flat());
+    targetsOf.push(tablesOfJob(namings, e.id, outcomes[i]!).filter((t) => !before.has(t)));
+  }
+  const unknown = entries.find((_, i) => states[i] === 'done' && targetsOf[i]!.length === 0);
   if (unknown !== undefined) {
     throw new DrainError(
       `${lease.topic}:${lease.partition}: load job ${unknown.id}, done, loaded a table no route of the topic writes now ` +
@@ -149,10 +155,13 @@ export async function recoverIntent(
       { retriable: false, code: 'intent_unknown_table' },
     );
   }
-  const loaded = loadedUntil(entries, states, targetOf, intent.nextOffset);
-  const carried = done
-    .filter((e) => loaded.has(targetOf(e.id)))
-    .map((e) => carriedEntry(e.id, loaded.get(targetOf(e.id))!));
+  const loaded = loadedUntil(entries, states, targetsOf, intent.nextOffset);
+  const carried = entries.flatMap((e, i) => {
+    const t = targetsOf[i]![0];
+    return states[i] === 'done' && t !== undefined && loaded.has(t)
+      ? [carriedEntry(e.id, loaded.get(t)!)]
+      : [];
+  });
   const streamedFailed = entries.some((e, i) => states[i] === 'failed' && e.id.endsWith(streamedJobSuffix));
   log.warn('a load recorded by an earlier run never loaded: the range is read again', {
     ...range,
@@ -169,20 +178,33 @@ export async function recoverIntent(
 function loadedUntil(
   entries: readonly { readonly id: string; readonly until?: number }[],
   states: readonly string[],
-  targetOf: (id: string) => number,
+  targetsOf: readonly (readonly number[])[],
   end: number,
 ): Map<number, number> {
   const loaded = new Map<number, number>();
-  for (const t of new Set(entries.map((e) => targetOf(e.id)))) {
+  for (const t of new Set(targetsOf.flat())) {
     const mine = entries
       .map((e, i) => ({ ...e, done: states[i] === 'done' }))
-      .filter((e) => targetOf(e.id) === t);
+      .filter((_, i) => targetsOf[i]!.includes(t));
     const plain = mine.filter((e) => e.until === undefined);
     const until =
       plain.length > 0 && plain.every((e) => e.done)
         ? end
         : Math.max(...mine.filter((e) => e.done && e.until !== undefined).map((e) => e.until!));
-    if (t >= 0 && Number.isFinite(until)) loaded.set(t, until);
+    if (Number.isFinite(until)) loaded.set(t, until);
   }
   return loaded;
+}
+
+/**
+ * The targets a job of an intent loads: the one whose table is the job's destination where BigQuery knows
+ * the job; else (never made) those whose prefix its id has, this release's or the last's (whose prefix
+ * named the table alone: two tables of one name in two datasets both answer).
+ */
+function tablesOfJob(namings: readonly LoadNaming[], id: string, outcome: LoadJobState): number[] {
+  const to = outcome.state === 'missing' ? undefined : outcome.destination;
+  const prefix = prefixOfJob(id);
+  return namings.flatMap((n, t) =>
+    (to !== undefined ? sameTable(n.table, to) : n.prefix === prefix || n.legacyPrefix === prefix) ? [t] : [],
+  );
 }
