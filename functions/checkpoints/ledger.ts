@@ -74,9 +74,11 @@ export function createLedger(
       );
     }
     const ref = partitionRef(lease);
+    const replayUntil = Math.max(data!.replayUntil ?? 0, commit.heldUntil ?? 0);
+    const raised = replayUntil > (data!.replayUntil ?? 0) ? { replayUntil } : {};
     return {
       result: {
-        lease: { ...lease, expiresAt: now + ttlMs, nextOffset: commit.nextOffset },
+        lease: { ...lease, expiresAt: now + ttlMs, nextOffset: commit.nextOffset, ...raised },
         entries: (data!.ledgerEntries ?? 0) + 1,
       },
       write: {
@@ -91,6 +93,7 @@ export function createLedger(
           : { lastRecordAt: Timestamp.fromMillis(commit.lastRecordTimestamp) }),
         // A commit finishes whatever flush the partition had recorded (storage-write mode).
         intent: FieldValue.delete(),
+        ...raised,
         rowsWritten: (data!.rowsWritten ?? 0) + commit.rows,
         deadLettered: (data!.deadLettered ?? 0) + commit.deadLetters,
         commits: (data!.commits ?? 0) + 1,

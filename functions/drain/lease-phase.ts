@@ -74,11 +74,24 @@ async function recover(run: DrainRun, entry: PartitionLease, start: number): Pro
   const intent = entry.lease.intent;
   try {
     const recovery = await run.ports.writer.recover(entry.lease, run.stop.signal);
+    const heldUntil = recovery.heldUntil === undefined ? {} : { heldUntil: recovery.heldUntil };
     if (recovery.commit !== undefined) {
-      await commitCheckpoint(run, entry, recovery.commit);
+      await commitCheckpoint(run, entry, { ...recovery.commit, ...heldUntil });
       return recovery.commit.nextOffset;
     }
-    return recovery.startAt ?? start;
+    const at = recovery.startAt ?? start;
+    // What the tables hold of the range kept before anything is read again (the intent cleared with it).
+    if (recovery.heldUntil !== undefined)
+      await commitCheckpoint(run, entry, {
+        fromOffset: at,
+        nextOffset: at,
+        records: 0,
+        rows: 0,
+        deadLetters: 0,
+        lastRecordTimestamp: null,
+        heldUntil: recovery.heldUntil,
+      });
+    return at;
   } catch (error) {
     if (error instanceof PartitionWaitsError) {
       // Not a failure: what the earlier run left is not finished yet (a load job BigQuery still runs).

@@ -116,6 +116,13 @@ export interface WrittenBatch {
 export interface Recovery {
   readonly commit?: CommitIntent;
   readonly startAt?: number;
+  /**
+   * The tables hold records of the partition up to here that the checkpoint has not passed (a load half
+   * done: some tables' jobs done, others never made). The lease phase commits it into the partition's
+   * `replayUntil` with the intent cleared, so every later run reads the range as a replay: what the tables
+   * hold is counted, not written again, however often its recovery is cut short.
+   */
+  readonly heldUntil?: number;
 }
 
 /**
@@ -151,6 +158,8 @@ export interface OperatorAction {
 
 export interface CheckpointCommit {
   readonly lease: Lease;
+  /** The tables hold records up to here (Recovery.heldUntil): the partition's `replayUntil` is raised to it. */
+  readonly heldUntil?: number;
   /** Where the checkpoint was before this batch. */
   readonly fromOffset: number;
   readonly nextOffset: number;

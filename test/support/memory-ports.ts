@@ -230,12 +230,14 @@ export function createMemoryCheckpoints(now: () => number) {
       if (p.nextOffset !== null && p.nextOffset !== commit.fromOffset)
         throw new FencedError('checkpoint moved');
       p.nextOffset = commit.nextOffset;
+      const raised = (commit.heldUntil ?? 0) > (p.replayUntil ?? 0) ? { replayUntil: commit.heldUntil! } : {};
+      Object.assign(p, raised);
       p.version = (p.version ?? 0) + 1;
       p.intent = null;
       p.leaseExpiresAt = now() + ttlMs;
       p.lastProgressAt = now();
       commits.push(commit);
-      return { ...commit.lease, nextOffset: commit.nextOffset, expiresAt: p.leaseExpiresAt };
+      return { ...commit.lease, nextOffset: commit.nextOffset, expiresAt: p.leaseExpiresAt, ...raised };
     },
     async release(lease, liveness) {
       const p = partitions.get(partitionId(lease));

@@ -15,8 +15,9 @@ import type { DeadLetter, KafkaRecord } from '../../functions/kernel/records.js'
 import type { LoadJobState, LoadJobs, LoadTable } from '../../functions/modes/load/load-jobs.js';
 import { jobIdOf, loadNaming } from '../../functions/modes/load/load-jobs.js';
 import { loadsAllowed } from '../../functions/modes/load/load-quota.js';
+import { recoverIntent } from '../../functions/modes/load/load-targets.js';
 import { createLoadWriter } from '../../functions/modes/load/load-writer.js';
-import { createRecordRouter } from '../../functions/records/record-router.js';
+import { createRecordRouter, type RecordRouter } from '../../functions/records/record-router.js';
 import { testDrainOptions } from '../support/drain-options.js';
 import {
   createMemoryAlerts,
@@ -67,6 +68,8 @@ function memoryJobs(
   const reads = new Map<string, number>();
   /** Ids another table's job takes just before this port's upload of it completes (a collision). */
   let takenAt: ((id: string) => boolean) | undefined;
+  /** Uploads complete only once this has resolved (a process frozen while it completes them). */
+  let frozen: Promise<void> | undefined;
   const port: LoadJobs = {
     // A streamed load in memory (the real resumable upload is proven on the emulator).
     async open(id) {
@@ -82,6 +85,7 @@ function memoryJobs(
           bytes += lines.length;
         },
         finish: async () => {
+          await frozen;
           if (takenAt?.(id))
             project.set(id, { state: 'done', destination: { dataset: 'x', table: 'other' } });
           return port.submit(id, Buffer.concat(chunks));
@@ -98,11 +102,10 @@ function memoryJobs(
         .toString()
         .split('\n')
         .filter((l) => l !== '')) {
-        if (refuse(line)) bad.set(position, `row starting at position ${position}: refused`);
-        else {
-          const row = JSON.parse(line) as { _kafka_partition: number; _kafka_offset: number };
-          rows.push({ partition: row._kafka_partition, offset: row._kafka_offset });
-        }
+        const row = JSON.parse(line) as { _kafka_partition: number; _kafka_offset: number } | string;
+        if (refuse(line) || typeof row !== 'object')
+          bad.set(position, `row starting at position ${position}: refused`);
+        else rows.push({ partition: row._kafka_partition, offset: row._kafka_offset });
         position += Buffer.byteLength(line) + 1;
       }
       if (bad.size > 0)
@@ -136,6 +139,9 @@ function memoryJobs(
     },
     takeIdsAt(taken: (id: string) => boolean) {
       takenAt = taken;
+    },
+    freezeUploadsUntil(thawed: Promise<void> | undefined) {
+      frozen = thawed;
     },
   };
 }
@@ -395,7 +401,11 @@ function groupWorld(
     { topics, when: { kind: 'field', path: ['k'], value: 'a' } },
     { topics, when: null },
   ]);
-  const run = async (runId: string, fault?: (point: string) => void, how: { legacyNames?: boolean } = {}) => {
+  const run = async (
+    runId: string,
+    fault?: (point: string) => void,
+    how: { legacyNames?: boolean; signal?: AbortSignal; router?: RecordRouter } = {},
+  ) => {
     /** How the release before this one named a table's jobs: by the table alone. */
     const named = (t: number) => {
       const naming = loadNaming('p', names[t]!.dataset, names[t]!.table);
@@ -413,23 +423,45 @@ function groupWorld(
             createLoadWriter({
               ...o,
               streamed: true,
-              router,
+              router: how.router ?? router,
               targets: tables.map((jobs, t) => ({
                 records: o.records,
                 jobs: jobs.port,
                 errorTable: memoryErrorTable(errorTable),
                 quota: { take: async () => undefined },
                 naming: async () => named(t),
-                heldOffsets: async () => ({ rows: new Map(), deadLetters: new Map() }),
+                heldOffsets: async (partition, from, to) => heldIn(tables[t]!.table, partition, from, to),
               })),
             }),
         },
         { ...options, runId, batchMaxRecords: 4 },
-        { logger: createMemoryLogger(), now: Date.now, signal: new AbortController().signal },
+        { logger: createMemoryLogger(), now: Date.now, signal: how.signal ?? new AbortController().signal },
       );
     } finally {
       armCrashPoints(undefined);
     }
+  };
+  /** What a table and the error table hold of a partition's range, with the records' timestamps. */
+  const heldIn = (
+    table: readonly { partition: number; offset: number }[],
+    partition: { partition: number },
+    from: number,
+    to: number,
+  ) => {
+    const records = log.get(`t~${partition.partition}`)!;
+    const inRange = (p: number, o: number) => p === partition.partition && o >= from && o < to;
+    return {
+      rows: new Map(
+        table
+          .filter((r) => inRange(r.partition, r.offset))
+          .map((r) => [r.offset, records[r.offset]!.timestamp]),
+      ),
+      deadLetters: new Map(
+        errorTable
+          .filter((l) => inRange(l.record.partition, l.record.offset))
+          .map((l) => [l.record.offset, l.record.timestamp]),
+      ),
+    };
   };
   /** Each record once: in its table (by `k`), or in the error table. */
   const exactlyOnce = () => {
@@ -476,7 +508,7 @@ describe('load: routes sharing a topic by `when` (a job a table, one intent nami
     expect(w.tables[1]!.table).toHaveLength(0);
     await new Promise((resolve) => setTimeout(resolve, options.leaseTtlMs + 50));
     const summary = await w.run('run-2');
-    expect(summary.stopReason).toBe('caught_up');
+    expect(summary.stopReason, JSON.stringify(summary.partitions)).toBe('caught_up');
     w.exactlyOnce();
     // Run 2 loaded b only: a's records of the range were counted as held, not loaded again.
     expect(w.tables[0]!.jobs.size).toBe(1);
@@ -558,6 +590,141 @@ describe('load: routes sharing a topic by `when` (a job a table, one intent nami
     expect(summary.stopReason).toBe('caught_up');
     w.exactlyOnce();
   }, 20_000);
+
+  const waitOutLeases = () => new Promise((resolve) => setTimeout(resolve, options.leaseTtlMs + 50));
+
+  test.each([
+    'after-intent',
+    'after-load-submitted',
+  ])('a half-done load read again by a run stopped partway (SIGTERM), then killed %s on the way: the next runs load each record once', async (point) => {
+    const w = groupWorld(groupLog());
+    await w.run('run-1', crashOnceAt('after-load-submitted')).catch(() => undefined);
+    await waitOutLeases();
+    // Run 2 re-reads the half-done range and is told to stop at its first batch: it commits less than the
+    // range the earlier run's done table holds.
+    const stop = new AbortController();
+    const second = await w.run(
+      'run-2',
+      (at) => {
+        if (at === 'after-intent') stop.abort();
+      },
+      { signal: stop.signal },
+    );
+    expect(second.partitions.some((p) => (p.to ?? 0) < 12)).toBe(true);
+    await waitOutLeases();
+    await w.run('run-3', crashOnceAt(point)).catch(() => undefined);
+    await waitOutLeases();
+    const summary = await w.run('run-4');
+    expect(summary.stopReason).toBe('caught_up');
+    w.exactlyOnce();
+  }, 20_000);
+
+  test("a run frozen past its lease while it completes the second table's upload, woken after another took over: nothing twice", async () => {
+    const w = groupWorld(groupLog());
+    let thaw!: () => void;
+    w.tables[1]!.freezeUploadsUntil(
+      new Promise<void>((resolve) => {
+        thaw = resolve;
+      }),
+    );
+    // Run 1 completes table a's upload, then freezes completing b's, its leases lapsing meanwhile.
+    const zombie = w.run('run-1');
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    for (const p of w.checkpoints.partitions.values()) p.leaseExpiresAt = 0;
+    w.tables[1]!.freezeUploadsUntil(undefined);
+    const second = await w.run('run-2');
+    expect(second.stopReason).toBe('caught_up');
+    thaw();
+    const first = await zombie;
+    expect(first.error ?? '').not.toBe('');
+    w.exactlyOnce();
+    const third = await w.run('run-3');
+    expect(third.recordsRead).toBe(0);
+    w.exactlyOnce();
+  }, 20_000);
+
+  test("a batch whose lines reached the run's loads but whose intent failed: no load is completed, the next run loads each record once", async () => {
+    const w = groupWorld(groupLog());
+    const record = w.checkpoints.recordIntents.bind(w.checkpoints);
+    let calls = 0;
+    w.checkpoints.recordIntents = async (intents, ttl) => {
+      if (++calls === 3) throw new Error('Firestore unavailable');
+      return record(intents, ttl);
+    };
+    await w.run('run-1');
+    w.checkpoints.recordIntents = record;
+    // Nothing of run 1 loaded: the failed batch's lines were in its loads, which no commit would cover.
+    expect(w.tables.map((t) => t.table.length)).toEqual([0, 0]);
+    await waitOutLeases();
+    const summary = await w.run('run-2');
+    expect(summary.stopReason).toBe('caught_up');
+    w.exactlyOnce();
+  }, 20_000);
+
+  test('the routes changed between a half-done load and its recovery (`when` swapped): each record once, where it was loaded or where it goes now', async () => {
+    const w = groupWorld(groupLog());
+    await w.run('run-1', crashOnceAt('after-load-submitted')).catch(() => undefined);
+    expect(w.tables[0]!.table.length).toBeGreaterThan(0);
+    await waitOutLeases();
+    const topics = [{ kind: 'name', name: 't' } as const];
+    const swapped = createRecordRouter([
+      { topics, when: { kind: 'field', path: ['k'], value: 'b' } },
+      { topics, when: null },
+    ]);
+    const summary = await w.run('run-2', undefined, { router: swapped });
+    expect(summary.stopReason).toBe('caught_up');
+    // Table a kept what run 1 loaded; what it had not, the new routes send (b's now: "k" "b" into a).
+    const all = w.tables.flatMap((t) => t.table.map((r) => `${r.partition}:${r.offset}`));
+    expect(new Set(all).size).toBe(all.length);
+    const letters = w.errorTable.map((l) => `${l.record.partition}:${l.record.offset}`);
+    expect([...all, ...letters].sort()).toEqual(
+      [...groupLog()]
+        .flatMap(([id, records]) => records.map((r) => `${id.split('~')[1]}:${r.offset}`))
+        .sort(),
+    );
+  }, 20_000);
+
+  test("the last release's intent naming a done job with its offset (`{job}<{offset}`) is read as a replay up to it", async () => {
+    const project: ProjectJobs = new Map();
+    const a = memoryJobs(undefined, { dataset: 'd', table: 'a' }, project);
+    const naming = loadNaming('p', 'd', 'a');
+    project.set(`${naming.legacyPrefix}_${'0'.repeat(32)}_1_s`, {
+      state: 'done',
+      destination: { dataset: 'd', table: 'a' },
+    });
+    const target = {
+      jobs: a.port,
+      quota: { take: async () => undefined },
+      errorTable: memoryErrorTable([]),
+      records: { tombstones: 'skip' as const },
+      naming: async () => naming,
+      heldOffsets: async () => ({ rows: new Map(), deadLetters: new Map() }),
+    };
+    const missing = `${naming.legacyPrefix}_${'1'.repeat(32)}_1_s`;
+    const intent = {
+      streams: [`${naming.legacyPrefix}_${'0'.repeat(32)}_1_s<30`, missing],
+      fromOffset: 10,
+      nextOffset: 20,
+      records: 10,
+      rows: 10,
+      deadLetters: 0,
+      tombstones: 0,
+      lastRecordTimestamp: null,
+    };
+    const lease = {
+      topic: 't',
+      partition: 0,
+      owner: 'o',
+      epoch: 2,
+      nextOffset: 10,
+      expiresAt: 0,
+      intent,
+    } as Lease;
+    const recovery = await recoverIntent({ targets: [target], logger: createMemoryLogger() }, lease);
+    expect(recovery).toEqual({ startAt: 10, heldUntil: 30 });
+    // The job never made is fenced: a run frozen with it and woken now makes a job that loads nothing.
+    expect(project.get(missing)).toMatchObject({ state: 'failed' });
+  });
 
   test("one table's load failing on a row, the other's done: the failed one is loaded flush by flush, the refused row a dead letter", async () => {
     const w = groupWorld(groupLog(), (line) => /"n":7[,}]/.test(line));

@@ -167,7 +167,7 @@ function countsOf(item: LoadItem): { rows: number; rejected: number } {
 
 function intentOf(item: LoadItem, jobIds: readonly string[]): CommitIntent {
   return {
-    streams: [...item.carried, ...jobIds],
+    streams: [...jobIds],
     fromOffset: item.fromOffset,
     nextOffset: item.nextOffset,
     records: item.records,

@@ -26,8 +26,6 @@ export interface LoadItem {
   readonly filtered: number;
   readonly lastRecordTimestamp: number | null;
   readonly parts: readonly LoadPart[];
-  /** The jobs an earlier run left done that the partition's intents name too (load-targets.ts). */
-  readonly carried: readonly string[];
   /** Dead letters already in the error table and on Pub/Sub: the batch's own, and rows BigQuery refused. */
   readonly letters: number;
   readonly rejected: DeadLetter[];

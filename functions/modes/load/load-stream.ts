@@ -31,8 +31,6 @@ export interface StreamedBatch {
   readonly nextOffset: number;
   /** The batch's lines for each target's table (empty: none). */
   readonly lines: readonly Buffer[];
-  /** The jobs an earlier run left done that the partition's intents name too (load-targets.ts). */
-  readonly carried: readonly string[];
   /** The counts the partition's commit takes (CommitIntent's), for this batch alone. */
   readonly counts: Omit<CommitIntent, 'streams' | 'fromOffset' | 'nextOffset'>;
 }
@@ -49,6 +47,12 @@ export function createLoadStream(options: LoadStreamOptions) {
   const openings = new Map<number, Promise<OpenLoad>>();
   /** Per partition, the lease as its last intent left it and its range and counts so far. */
   const partitions = new Map<string, { lease: Lease; intent: CommitIntent }>();
+  /**
+   * Batches whose lines may have reached the loads while their intent is not recorded (in flight, or
+   * failed, or abandoned at the hard stop): completing the loads then would load records that no commit
+   * covers, and the next run would read them again. `settle` completes nothing while any is left.
+   */
+  let unrecorded = 0;
 
   const open = (target: number, first: StreamedBatch, signal: AbortSignal): Promise<OpenLoad> => {
     const { jobs, quota, naming } = targets[target]!;
@@ -84,6 +88,7 @@ export function createLoadStream(options: LoadStreamOptions) {
       const sum = (key: 'records' | 'rows' | 'deadLetters' | 'tombstones') =>
         (before?.intent[key] ?? 0) + (batch.counts[key] ?? 0);
       const filtered = (before?.intent.filtered ?? 0) + (batch.counts.filtered ?? 0);
+      unrecorded++;
       for (const [target, lines] of batch.lines.entries()) {
         if (lines.length === 0) continue;
         const load = await open(target, batch, signal);
@@ -91,7 +96,7 @@ export function createLoadStream(options: LoadStreamOptions) {
       }
       const loads = await opened();
       const intent: CommitIntent = {
-        streams: [...batch.carried, ...loads.map((l) => l.id)],
+        streams: loads.map((l) => l.id),
         fromOffset: before?.intent.fromOffset ?? batch.fromOffset,
         nextOffset: batch.nextOffset,
         records: sum('records'),
@@ -107,8 +112,9 @@ export function createLoadStream(options: LoadStreamOptions) {
         [lease] = (await options.checkpoints.recordIntents([{ lease, intent }], options.leaseTtlMs)) as [
           Lease,
         ];
+        unrecorded--;
         crashPoint('after-intent');
-      }
+      } else unrecorded--;
       partitions.set(id, { lease, intent });
       return lease;
     },
@@ -123,6 +129,16 @@ export function createLoadStream(options: LoadStreamOptions) {
       partitions.clear();
       const loads = await opened();
       openings.clear();
+      if (unrecorded > 0) {
+        logger.warn(
+          "a batch's lines reached the run's loads without its intent: none is completed, the next run reads it all again",
+          {
+            batches: unrecorded,
+          },
+        );
+        unrecorded = 0;
+        return new Map();
+      }
       const durable = new Map([...taken].map(([id, t]) => [id, t.lease]));
       const rows = [...taken.values()].reduce((n, t) => n + t.intent.rows, 0);
       for (const load of loads) {

@@ -1,7 +1,7 @@
 import { DrainError, PartitionWaitsError } from '../../kernel/errors.js';
 import type { Logger } from '../../kernel/logger.js';
 import type { Lease, Recovery } from '../../kernel/ports.js';
-import { type KafkaRecord, type PartitionRef, partitionId } from '../../kernel/records.js';
+import type { PartitionRef } from '../../kernel/records.js';
 import type { RecordPolicy } from '../../records/classify.js';
 import type { ErrorTable, HeldOffsets } from '../../sinks/contracts.js';
 import { type LoadJobState, type LoadJobs, type LoadNaming, sameTable, waitForJob } from './load-jobs.js';
@@ -11,8 +11,9 @@ import type { LoadQuota } from './load-quota.js';
  * The tables a `load` writer loads (one, or a group's: routes sharing a topic by `when`), and what an
  * intent an earlier run left comes to across them. An intent names every table's job of its range; each
  * job is atomic, but the jobs of one range are not one: a run may die with one table's job done and
- * another's never made. The range is then read again, and the records routed to the tables whose job was
- * done are counted as held, not loaded again (`LoadedRanges`): exactly once across tables.
+ * another's never made. The range is then read again as a replay (`Recovery.heldUntil`, kept in the
+ * partition's `replayUntil`): what the tables hold of it, asked of the tables themselves, is counted and
+ * not loaded again, whatever the routes now say and however often that recovery is cut short.
  */
 export interface LoadTarget {
   readonly jobs: LoadJobs;
@@ -48,43 +49,19 @@ export async function heldInTargets(
 }
 
 /**
- * A job an earlier run left done, named again by the intents of the range it was part of, as
- * `{job id}<{offset}`: its table's records below that offset are loaded (the others of the range may not
- * be: the new run loads them by jobs of its own, which the same intent names plainly).
+ * An entry of an intent: a job id, or (the last release's intents only) `{job id}<{offset}`, a job an
+ * earlier run left done whose table holds the range's records below that offset.
  */
-export function carriedEntry(jobId: string, until: number): string {
-  return `${jobId}<${until}`;
-}
-
 function entryOf(entry: string): { readonly id: string; readonly until?: number } {
   const at = entry.lastIndexOf('<');
   return at < 0 ? { id: entry } : { id: entry.slice(0, at), until: Number(entry.slice(at + 1)) };
 }
 
-/** Per target, the offset below which its table holds a range's records (an earlier run's load). */
-export type LoadedUntil = ReadonlyMap<number, number>;
-
-/** Per partition (and lease epoch), the tables an earlier run's half-done load filled, and up to where. */
-export function createLoadedRanges() {
-  const ranges = new Map<string, { readonly until: LoadedUntil; readonly carried: readonly string[] }>();
-  const keyOf = (lease: Lease) => `${partitionId(lease)}@${lease.epoch}`;
-  return {
-    set(lease: Lease, until: LoadedUntil, carried: readonly string[]): void {
-      if (until.size > 0) ranges.set(keyOf(lease), { until, carried });
-    },
-    /** A target's part of a batch: the records its table holds already, and the others. */
-    split(lease: Lease, target: number, records: readonly KafkaRecord[]) {
-      const until = ranges.get(keyOf(lease))?.until.get(target);
-      if (until === undefined) return { held: [], fresh: records };
-      return {
-        held: records.filter((r) => r.offset < until),
-        fresh: records.filter((r) => r.offset >= until),
-      };
-    },
-    /** What the partition's intents name besides this run's jobs: the earlier run's done ones. */
-    carried: (lease: Lease): readonly string[] => ranges.get(keyOf(lease))?.carried ?? [],
-  };
-}
+/**
+ * The data of a job that fences an id (`fenceJob`): a line BigQuery refuses (not a JSON object), so the
+ * job fails and loads nothing.
+ */
+const fencingLine = Buffer.from('"kafka-bigquery-drain: this load job id was fenced by a later lease"\n');
 
 export interface RecoverOptions {
   readonly targets: readonly LoadTarget[];
@@ -93,18 +70,17 @@ export interface RecoverOptions {
   readonly recoverWaitMs?: number;
 }
 
-/** What recovering a half-done load leaves the run: the tables loaded and up to where. */
+/** What recovering an intent leaves the run besides the drain's `Recovery`. */
 export interface HalfDone {
-  readonly loaded?: LoadedUntil;
-  /** The done jobs, for the intents of the range read again (`carriedEntry`). */
-  readonly carried?: readonly string[];
   /** A run's streamed load failed: the range is loaded flush by flush, which names refused rows. */
   readonly streamedFailed?: boolean;
 }
 
 /**
  * What an intent an earlier run left comes to: every job done, committed; one still running, the
- * partition waits; else the range is read again (`startAt`), with what the tables whose jobs were done hold.
+ * partition waits; else every job never made is fenced (`fenceJob`: a run frozen past its lease cannot
+ * make it later) and the range is read again (`startAt`), as a replay up to where the tables whose jobs
+ * were done hold it (`heldUntil`).
  */
 export async function recoverIntent(
   options: RecoverOptions,
@@ -135,40 +111,66 @@ export async function recoverIntent(
     if (entries.findIndex((f) => f.id === e.id) < i) outcomes[i] = { state: 'missing' };
   const states = outcomes.map((o) => o.state);
   const range = { from: intent.fromOffset, to: intent.nextOffset, rows: intent.rows };
-  if (states.every((s) => s === 'done')) {
-    log.notice('a load recorded by an earlier run was done', range);
-    return { commit: intent };
-  }
-  const running = entries.find((_, i) => states[i] === 'running');
-  if (running !== undefined)
-    throw new PartitionWaitsError(`load job ${running.id}, recorded by an earlier run, is still running`);
   const targetsOf: number[][] = [];
   for (const [i, e] of entries.entries()) {
     const before = new Set(targetsOf.filter((_, j) => entries[j]!.id === e.id).flat());
     targetsOf.push(tablesOfJob(namings, e.id, outcomes[i]!).filter((t) => !before.has(t)));
   }
+  const loaded = loadedUntil(entries, states, targetsOf, intent.nextOffset);
+  const heldUntil = Math.max(0, ...loaded.values());
+  if (states.every((s) => s === 'done')) {
+    log.notice('a load recorded by an earlier run was done', range);
+    // The last release's carried jobs may hold records past the range: read as a replay from its end.
+    return { commit: intent, ...(heldUntil > intent.nextOffset ? { heldUntil } : {}) };
+  }
+  const running = entries.find((_, i) => states[i] === 'running');
+  if (running !== undefined)
+    throw new PartitionWaitsError(`load job ${running.id}, recorded by an earlier run, is still running`);
   const unknown = entries.find((_, i) => states[i] === 'done' && targetsOf[i]!.length === 0);
   if (unknown !== undefined) {
     throw new DrainError(
       `${lease.topic}:${lease.partition}: load job ${unknown.id}, done, loaded a table no route of the topic writes now ` +
-        `(the routes changed with a load half done): reading [${intent.fromOffset}, ${intent.nextOffset}) again would load its other tables' part twice`,
+        `(the routes changed with a load half done): reading [${intent.fromOffset}, ${intent.nextOffset}) again would load its other tables' part twice; ` +
+        'restore the route until the partition has passed the range, or move its checkpoint (seek) past it',
       { retriable: false, code: 'intent_unknown_table' },
     );
   }
-  const loaded = loadedUntil(entries, states, targetsOf, intent.nextOffset);
-  const carried = entries.flatMap((e, i) => {
-    const t = targetsOf[i]![0];
-    return states[i] === 'done' && t !== undefined && loaded.has(t)
-      ? [carriedEntry(e.id, loaded.get(t)!)]
-      : [];
-  });
+  await Promise.all(
+    entries.map((e, i) =>
+      // (An id the last release named twice is fenced by its job, if made, or by its first naming.)
+      states[i] === 'missing' && entries.findIndex((f) => f.id === e.id) === i
+        ? fenceJob(options.targets[targetsOf[i]![0] ?? 0]!.jobs, e.id)
+        : undefined,
+    ),
+  );
   const streamedFailed = entries.some((e, i) => states[i] === 'failed' && e.id.endsWith(streamedJobSuffix));
   log.warn('a load recorded by an earlier run never loaded: the range is read again', {
     ...range,
     states,
-    ...(loaded.size > 0 ? { loadedTables: loaded.size } : {}),
+    ...(loaded.size > 0 ? { loadedTables: loaded.size, heldUntil } : {}),
   });
-  return { startAt: intent.fromOffset, loaded, carried, streamedFailed };
+  return {
+    startAt: intent.fromOffset,
+    ...(loaded.size > 0 ? { heldUntil } : {}),
+    ...(streamedFailed ? { streamedFailed } : {}),
+  };
+}
+
+/**
+ * Takes a job id an intent names and BigQuery never made, by a job that fails and loads nothing: a run
+ * frozen past its lease that wakes and completes its upload under that id is then answered 409, finds a
+ * failed job, and loads nothing. Without it, that upload would load the range a second time after the
+ * next holder of the lease read it again. The id taken meanwhile: by a failed job (another partition of
+ * the same load fenced it first) all the same; by a job that may load, the partition waits for the next
+ * run, which finds it.
+ */
+async function fenceJob(jobs: LoadJobs, id: string): Promise<void> {
+  if (await jobs.submit(id, fencingLine)) return;
+  const state = await waitForJob(jobs, id, 0);
+  if (state.state === 'failed') return;
+  throw new PartitionWaitsError(
+    `load job ${id}, recorded by an earlier run, was made while this run recovered it`,
+  );
 }
 
 /**

@@ -33,6 +33,11 @@ export function request(
   },
 ): Promise<{ body: unknown; response: unknown }> {
   return new Promise((resolve, reject) => {
+    // A stop already come sends nothing (a listener added to a fired signal never fires).
+    if (options.signal?.aborted) {
+      reject(new DrainError('load job submission aborted', { retriable: true }));
+      return;
+    }
     // Removed once the request settles: the run's signal outlives it, and its listener holds the body.
     const onAbort = (): void => {
       call?.abort?.();

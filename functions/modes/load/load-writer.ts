@@ -1,5 +1,5 @@
 import { crashPoint } from '../../kernel/crash-points.js';
-import type { BatchToWrite, Lease, Writer } from '../../kernel/ports.js';
+import type { Lease, Writer } from '../../kernel/ports.js';
 import { type KafkaRecord, partitionId } from '../../kernel/records.js';
 import type { RecordRouter } from '../../records/record-router.js';
 import { publishDeadLetters } from '../dead-letters.js';
@@ -8,7 +8,7 @@ import { createReplays, splitReplayed } from '../storage-write/replay.js';
 import { createLoadFlushes, type LoadFlushesOptions } from './load-flushes.js';
 import { type LoadPart, lineOf, linesOfRows } from './load-lines.js';
 import { createLoadStream } from './load-stream.js';
-import { createLoadedRanges, heldInTargets, recoverIntent } from './load-targets.js';
+import { heldInTargets, recoverIntent } from './load-targets.js';
 
 /**
  * `load` mode's way to durability (exactly once, free ingestion): what a task's run reads of a table is
@@ -19,9 +19,10 @@ import { createLoadedRanges, heldInTargets, recoverIntent } from './load-targets
  *
  * A group (routes sharing a topic by `when`) splits each batch by route: each table has its own job, and
  * one intent names them all. Whoever takes a lease and finds an intent finishes it first (`recover`,
- * load-targets.ts): every job done, committed; one running, waited for; else the range is read again,
- * but for what the tables whose job was done hold. A job id is never submitted again once an intent names
- * another: a range loads into a table at most once.
+ * load-targets.ts): every job done, committed; one running, waited for; else its jobs never made are
+ * fenced and the range is read again, as a replay where some tables' jobs were done (what the tables hold
+ * is counted, not loaded again). A job id is never submitted again once an intent names another: a range
+ * loads into a table at most once.
  */
 export interface LoadWriterOptions extends LoadFlushesOptions {
   /** Which target takes each record (a group's); without it the one target takes all. */
@@ -37,31 +38,20 @@ export function createLoadWriter(options: LoadWriterOptions): Writer {
   const rowTextOf = rowTexts();
   /** Per partition (and lease epoch), what a replayed range's tables already hold. */
   const replays = createReplays((p, from, to) => heldInTargets(targets, p, from, to), logger);
-  /** Per partition (and lease epoch), the tables an earlier run's half-done load filled. */
-  const loaded = createLoadedRanges();
   const stream = options.streamed ? createLoadStream(options) : undefined;
   const flushes = createLoadFlushes(options);
   /** Partitions whose run's load failed: read again flush by flush, which names the rows BigQuery refuses. */
   const flushByFlush = new Set<string>();
 
   /** The batch's records by target, classified; its dead letters durable (error tables, Pub/Sub). */
-  async function classified(batch: BatchToWrite, fresh: readonly KafkaRecord[], signal: AbortSignal) {
+  async function classified(fresh: readonly KafkaRecord[], signal: AbortSignal) {
     const parts = router === undefined ? [fresh] : await router.split(fresh, signal);
     const ingestedAt = new Date(options.now());
-    const counts = { rows: 0, letters: 0, heldRows: 0, heldLetters: 0, tombstones: 0, filtered: 0 };
+    const counts = { rows: 0, letters: 0, tombstones: 0, filtered: 0 };
     const rowsOf = await Promise.all(
-      parts.map(async (part, t) => {
+      parts.map(async (toLoad, t) => {
         const target = targets[t]!;
-        const { held, fresh: toLoad } = loaded.split(batch.lease, t, part);
         const rowText = rowTextOf(target.records);
-        if (held.length > 0) {
-          // Loaded by a job an earlier run left done: counted, not loaded or dead-lettered again.
-          const again = await classifyRows(held, target.records, ingestedAt, rowText);
-          counts.heldRows += again.rows.length;
-          counts.heldLetters += again.letters.length;
-          counts.tombstones += again.tombstones;
-          counts.filtered += again.filtered;
-        }
         if (toLoad.length === 0) return [];
         const { rows, letters, tombstones, filtered } = await classifyRows(
           toLoad,
@@ -86,13 +76,7 @@ export function createLoadWriter(options: LoadWriterOptions): Writer {
 
   return {
     async recover(lease: Lease, signal) {
-      const {
-        loaded: until,
-        carried,
-        streamedFailed,
-        ...recovery
-      } = await recoverIntent(options, lease, signal);
-      if (until !== undefined) loaded.set(lease, until, carried ?? []);
+      const { streamedFailed, ...recovery } = await recoverIntent(options, lease, signal);
       if (streamedFailed) flushByFlush.add(partitionId(lease));
       return recovery;
     },
@@ -104,8 +88,8 @@ export function createLoadWriter(options: LoadWriterOptions): Writer {
     async write(batch, signal) {
       const { records } = batch;
       const { fresh, heldRows, heldLetters } = splitReplayed(records, replays.of(batch.lease));
-      const { rowsOf, counts } = await classified(batch, fresh, signal);
-      const held = { rows: heldRows + counts.heldRows, deadLetters: heldLetters + counts.heldLetters };
+      const { rowsOf, counts } = await classified(fresh, signal);
+      const held = { rows: heldRows, deadLetters: heldLetters };
       const lastRecordTimestamp = records[records.length - 1]!.timestamp;
       const filtered = counts.filtered > 0 ? { filtered: counts.filtered } : {};
       if (stream !== undefined && !flushByFlush.has(partitionId(batch.lease))) {
@@ -118,7 +102,7 @@ export function createLoadWriter(options: LoadWriterOptions): Writer {
           lastRecordTimestamp,
         };
         const lease = await stream.take(
-          { ...batch, lines: rowsOf.map(linesOfRows), carried: loaded.carried(batch.lease), counts: written },
+          { ...batch, lines: rowsOf.map(linesOfRows), counts: written },
           signal,
         );
         return { ...written, lease, deferred: true };
@@ -135,7 +119,6 @@ export function createLoadWriter(options: LoadWriterOptions): Writer {
         filtered: counts.filtered,
         lastRecordTimestamp,
         parts,
-        carried: loaded.carried(batch.lease),
         letters: counts.letters,
         rejected: [],
         held,
