@@ -4,24 +4,12 @@
  * wrote), upserts and tombstones; Debezium envelopes as Kafka Connect's JSON converter writes them. The
  * table must end equal to the last change of every key, whatever crashes and replays came between.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
 import type { GoogleClients } from '../../functions/google/clients.js';
-import { readTopicRecords } from '../support/faults.js';
-import {
-  checkpointsOf,
-  createPipeline,
-  e2eClients,
-  leasesFree,
-  type Pipeline,
-  runCli,
-  runJob,
-  runVerify,
-  startJob,
-  waitFor,
-} from '../support/job.js';
+import { cdcTables, upsertSchema } from '../support/cdc-tables.js';
+import { checkpointsOf, e2eClients, type Pipeline, runCli, runJob, runVerify } from '../support/job.js';
 import { testKafka } from '../support/kafka.js';
 import { kcatProduceKeyed, pythonProduce } from '../support/producers.js';
 import { root } from '../support/stack.js';
@@ -31,105 +19,13 @@ afterAll(async () => {
   await clients.close();
 });
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-const upsertSchema = [
-  { name: 'id', type: 'STRING', mode: 'REQUIRED' },
-  { name: 'v', type: 'INT64', mode: 'NULLABLE' },
-  { name: 'note', type: 'STRING', mode: 'NULLABLE' },
-];
-
-async function cdcPipeline(partitions: number, fields: object[], env: Record<string, string>) {
-  const pipeline = await createPipeline(clients, partitions, {
-    BQ_WRITE_MODE: 'cdc',
-    BQ_MAX_STALENESS: '0',
-    DRAIN_BUDGET_SECONDS: '20',
-    ...env,
-  });
-  const schemaFile = join(tmpdir(), `${pipeline.id}.cdc.schema.json`);
-  writeFileSync(schemaFile, JSON.stringify(fields));
-  pipeline.env.BQ_SCHEMA_FILE = schemaFile;
-  return pipeline;
-}
-
-/** The table, as id → the other columns (JSON text), read with BigQuery's own client. */
-async function tableState(pipeline: Pipeline, columns: string[]): Promise<Map<string, string>> {
-  const [rows] = await clients.bigquery.query(
-    `SELECT id, ${columns.join(', ')} FROM \`${pipeline.dataset}.${pipeline.table}\``,
-  );
-  const state = new Map<string, string>();
-  for (const row of rows as Record<string, unknown>[]) {
-    expect(state.has(String(row.id)), `id ${row.id} twice in the table`).toBe(false);
-    state.set(String(row.id), JSON.stringify(columns.map((c) => normalise(row[c]))));
-  }
-  return state;
-}
-
-function normalise(v: unknown): unknown {
-  if (v === null || v === undefined) return null;
-  if (typeof v === 'object' && 'value' in (v as object)) return String((v as { value: unknown }).value);
-  if (typeof v === 'object' && v.constructor?.name === 'Big') return String(v);
-  return typeof v === 'number' ? v : String(v);
-}
-
-/** What the table must hold: each key's last change in the topic (a null value deletes the key). */
-async function expectedUpserts(pipeline: Pipeline): Promise<Map<string, string>> {
-  const state = new Map<string, string>();
-  for (const records of (await readTopicRecords(pipeline.topic)).values()) {
-    for (const r of records) {
-      const id = r.key!.toString();
-      if (r.value === null) state.delete(id);
-      else {
-        const v = JSON.parse(r.value.toString()) as { v: number; note?: string };
-        state.set(id, JSON.stringify([v.v, v.note ?? null]));
-      }
-    }
-  }
-  return state;
-}
-
-/** kcat, keyed: key i always to partition i % partitions (a key's changes live in one partition). */
-async function produceChanges(
-  pipeline: Pipeline,
-  partitions: number,
-  changes: { id: number; v: number | null }[],
-) {
-  for (let p = 0; p < partitions; p++) {
-    const mine = changes.filter((c) => c.id % partitions === p);
-    if (mine.length === 0) continue;
-    await kcatProduceKeyed(
-      pipeline.topic,
-      p,
-      mine.map((c) => ({
-        key: `k${c.id}`,
-        value: c.v === null ? null : JSON.stringify({ id: `k${c.id}`, v: c.v, note: `v${c.v}` }),
-      })),
-    );
-  }
-}
-
-function randomChanges(count: number, keys: number, start: number) {
-  return Array.from({ length: count }, (_, i) => ({
-    id: Math.floor(Math.random() * keys),
-    v: Math.random() < 0.15 ? null : start + i,
-  }));
-}
-
 const seekToStart = (pipeline: Pipeline) =>
   runCli(
     ['seek', '--topic', pipeline.topic, '--partition', '0', '--offset', '0', '--reason', 'replay test'],
     pipeline.env,
   );
 
-async function untilCaughtUp(pipeline: Pipeline) {
-  // A killed run's leases block its partitions until they expire: a run that skips them all is no proof.
-  await waitFor('leases of the killed runs to expire', () => leasesFree(clients, pipeline), 30_000);
-  for (let i = 0; i < 20; i++) {
-    const run = await runJob(pipeline.env);
-    if (run.code === 0 && run.summary.stopReason === 'caught_up' && run.summary.lag === 0) return i + 1;
-  }
-  throw new Error('the drain did not catch up in 20 runs');
-}
+const { cdcPipeline, tableState, expectedUpserts, produceChanges } = cdcTables(clients);
 
 describe('cdc mode: keyed upserts and tombstones', () => {
   test('the table ends equal to each key’s last change; a second run is idle; verify passes', async () => {
@@ -161,43 +57,6 @@ describe('cdc mode: keyed upserts and tombstones', () => {
     const verify = await runVerify(pipeline.env);
     expect(verify.code, JSON.stringify(verify.verdicts)).toBe(0);
   }, 120_000);
-
-  test('SIGKILLs at random instants under a live producer: the final state is exact', async () => {
-    const partitions = 3;
-    const pipeline = await cdcPipeline(partitions, upsertSchema, {
-      CHANGE_FORMAT: 'upsert',
-      BQ_PRIMARY_KEY: 'id',
-      BATCH_MAX_RECORDS: '20',
-      LEASE_TTL_SECONDS: '3',
-    });
-    let produced = 0;
-    let producing = true;
-    const producer = (async () => {
-      while (producing) {
-        await produceChanges(pipeline, partitions, randomChanges(30, 40, produced));
-        produced += 30;
-        await sleep(150);
-      }
-    })();
-    const kills: number[] = [];
-    for (let i = 0; i < 8; i++) {
-      const job = startJob(pipeline.env);
-      const after = 800 + Math.floor(Math.random() * 3_000);
-      await sleep(after);
-      job.child.kill('SIGKILL');
-      await job.exited;
-      kills.push(after);
-    }
-    producing = false;
-    await producer;
-    const runs = await untilCaughtUp(pipeline);
-    expect(await tableState(pipeline, ['v', 'note'])).toEqual(await expectedUpserts(pipeline));
-    const verify = await runVerify(pipeline.env);
-    expect(verify.code, JSON.stringify(verify.verdicts)).toBe(0);
-    console.log(
-      `cdc under SIGKILLs: ${produced} changes, ${kills.length} kills (${kills.join(', ')} ms), caught up in ${runs} run(s)`,
-    );
-  }, 240_000);
 
   test('a backward seek replays changes without undoing later ones', async () => {
     const pipeline = await cdcPipeline(1, upsertSchema, { CHANGE_FORMAT: 'upsert', BQ_PRIMARY_KEY: 'id' });

@@ -68,7 +68,10 @@ test("a run's reading of the table is one load job, streamed: counted once for t
   }
   expect(jobIds.size).toBe(1);
   for (const id of jobIds) {
-    expect(id).toMatch(new RegExp(`^kbd_load_${pipeline.id}_events_[0-9a-f]{32}_1_s$`));
+    // The pipeline, dataset and table, a digest of the three (no two tables share a prefix), the range's.
+    expect(id).toMatch(
+      new RegExp(`^kbd_load_${pipeline.id}_${pipeline.dataset}_events_t[0-9a-f]{16}_[0-9a-f]{32}_1_s$`),
+    );
     const [metadata] = await clients.bigquery.job(id).getMetadata();
     expect(metadata.status).toEqual({ state: 'DONE' });
   }

@@ -1,5 +1,5 @@
-import { readFileSync } from 'node:fs';
 import { expect, test } from 'vitest';
+import { processState } from '../support/crash-matrix.js';
 import {
   checkpointsOf,
   createPipeline,
@@ -180,12 +180,3 @@ test('storage-write zombie: frozen after recording its flush, rolled forward by 
   expect(letters[0]).toMatchObject({ n: 60, d: 60 });
   expect((intent as { streams: string[] }).streams.length).toBeGreaterThan(0);
 });
-
-/** A process's state letter from /proc (T: stopped). */
-function processState(pid: number): string | undefined {
-  try {
-    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.[0];
-  } catch {
-    return undefined;
-  }
-}

@@ -1,13 +1,16 @@
 /**
  * The crash matrix, for one write mode: the real job, killed by its own fault hook at each named point
- * several times, then by SIGKILL from outside at random moments (25, or KBD_CRASH_KILLS), all while a producer
- * writes; then run to completion. Afterwards every produced offset must be in the table or the dead-letter
+ * twice, frozen there once as a zombie (SIGSTOP: its leases lapse, another run takes over, then SIGCONT),
+ * then stopped from outside at random moments (15, or KBD_CRASH_KILLS; SIGKILL, and every third a SIGTERM:
+ * a run, a recovery among them, cut short by its stop), all while a producer writes; then run to completion. Afterwards every produced offset must be in the table or the dead-letter
  * topic (G1), no checkpoint ever went back (G6), `verify` finds no hole, and in the exactly-once modes (merge,
  * storage-write, load) no row is in the table twice (G2) and the error table, which the drain writes in those
  * modes, holds each bad record exactly once too. One file per mode (test/e2e/crash-matrix-*.test.ts), so that
  * the modes run side by side.
  */
+import { readFileSync } from 'node:fs';
 import { describe, expect, test } from 'vitest';
+import type { GoogleClients } from '../../functions/google/clients.js';
 import {
   checkpointsOf,
   createPipeline,
@@ -15,6 +18,7 @@ import {
   e2eClients,
   leasesFree,
   ledgerOf,
+  type Pipeline,
   runJob,
   runVerify,
   startJob,
@@ -23,9 +27,9 @@ import {
 } from './job.js';
 import { startProducer } from './kafka.js';
 
-// 25 in CI (the fault e2e tests take their share of its time); raise it for longer runs: KBD_CRASH_KILLS=200.
-const randomKills = Number(process.env.KBD_CRASH_KILLS ?? 25);
-const repeatsPerPoint = 3;
+// 15 in CI (the fault e2e tests take their share of its time); raise it for longer runs: KBD_CRASH_KILLS=200.
+const randomKills = Number(process.env.KBD_CRASH_KILLS ?? 15);
+const repeatsPerPoint = 2;
 
 /** The fault points of each write mode (KBD_FAULT_POINT), in the order a run passes them. */
 export const crashPoints = {
@@ -42,15 +46,114 @@ export const crashPoints = {
   // Before the intent (its dead letters written), after it, after the job is submitted, after it is done,
   // and in the commit.
   load: ['after-error-table', 'after-intent', 'after-load-submitted', 'after-load-done', 'mid-commit'],
+  // Its dead letters into the error table and to Pub/Sub, then the rows appended (one stream a flush).
+  cdc: ['after-error-table', 'after-dead-letter-before-commit', 'after-append', 'mid-commit'],
 } as const;
 
+/** What the fault phases did: per point, the runs it killed and the zombies it froze; runs not killed. */
+export interface FaultPhases {
+  readonly faultDeaths: Map<string, number>;
+  readonly zombies: Map<string, number>;
+  readonly survived: string[];
+  readonly kills: number;
+  readonly terms: number;
+}
+
+/**
+ * The phases every mode's matrix puts the job through while its producer writes: killed at each point
+ * (×repeatsPerPoint), frozen at each point once and woken after another run took its partitions over, then
+ * stopped from outside at random moments (every third a SIGTERM, the rest SIGKILL).
+ */
+export async function faultPhases(
+  clients: GoogleClients,
+  pipeline: Pipeline,
+  points: readonly string[],
+): Promise<FaultPhases> {
+  const faultDeaths = new Map<string, number>();
+  const zombies = new Map<string, number>();
+  // The fault runs that were not killed, and how they ended: for the message if a point never killed one.
+  const survived: string[] = [];
+  const leasesLapse = () =>
+    waitFor('leases of the previous run to expire', () => leasesFree(clients, pipeline), 30_000);
+  for (const point of points) {
+    for (let i = 0; i < repeatsPerPoint; i++) {
+      await leasesLapse();
+      const job = startJob({ ...pipeline.env, KBD_FAULT_POINT: point });
+      const { signal, code } = await job.exited;
+      if (signal === 'SIGKILL') faultDeaths.set(point, (faultDeaths.get(point) ?? 0) + 1);
+      else {
+        const summary = job.summary() as
+          | { stopReason?: string; recordsRead?: number; error?: string }
+          | undefined;
+        survived.push(
+          `${point}: exit ${code}, ${summary?.stopReason}, ${summary?.recordsRead} read${summary?.error ? `, ${summary.error}` : ''}`,
+        );
+      }
+    }
+  }
+  for (const point of points) {
+    await leasesLapse();
+    const zombie = startJob({ ...pipeline.env, KBD_FAULT_POINT: point, KBD_FAULT_ACTION: 'stop' });
+    let ended = false;
+    void zombie.exited.then(() => {
+      ended = true;
+    });
+    const frozen = await waitFor(
+      `a run to freeze at ${point}`,
+      async () => (ended ? 'ended' : processState(zombie.child.pid!) === 'T' ? 'frozen' : undefined),
+      60_000,
+    );
+    if (frozen === 'frozen') {
+      zombies.set(point, (zombies.get(point) ?? 0) + 1);
+      // Its leases lapse (it cannot renew them); a run takes its partitions over; then it wakes.
+      await leasesLapse();
+      await runJob(pipeline.env);
+      zombie.child.kill('SIGCONT');
+    }
+    await zombie.exited;
+  }
+  let kills = 0;
+  let terms = 0;
+  while (kills + terms < randomKills) {
+    const job = startJob(pipeline.env);
+    await new Promise((resolve) => setTimeout(resolve, 200 + Math.random() * 1800));
+    const alive = job.child.exitCode === null && job.child.signalCode === null;
+    const term = (kills + terms) % 3 === 2;
+    job.child.kill(term ? 'SIGTERM' : 'SIGKILL');
+    await job.exited;
+    if (alive && term) terms++;
+    else if (alive) kills++;
+  }
+  return { faultDeaths, zombies, survived, kills, terms };
+}
+
+/** A process's state letter from /proc (T: stopped). */
+export function processState(pid: number): string | undefined {
+  try {
+    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.[0];
+  } catch {
+    return undefined;
+  }
+}
+
+/** Every point killed a run, and froze one, at least once. */
+export function expectEveryPoint(points: readonly string[], phases: FaultPhases): void {
+  for (const point of points) {
+    expect(
+      phases.faultDeaths.get(point) ?? 0,
+      `fault point ${point}; runs not killed: ${phases.survived.join(' | ')}`,
+    ).toBeGreaterThan(0);
+    expect(phases.zombies.get(point) ?? 0, `no run froze at ${point}`).toBeGreaterThan(0);
+  }
+}
+
 /** The crash matrix of one write mode, as a test of the calling file. */
-export async function crashMatrix(mode: keyof typeof crashPoints): Promise<void> {
+export async function crashMatrix(mode: Exclude<keyof typeof crashPoints, 'cdc'>): Promise<void> {
   const clients = await e2eClients();
   const points = crashPoints[mode];
   describe(`crash matrix, ${mode} mode`, () => {
     const exactlyOnce = mode !== 'insert-all';
-    test(`every fault point ×${repeatsPerPoint} and ${randomKills} random SIGKILLs: no hole${exactlyOnce ? ', no duplicate' : ''}`, async () => {
+    test(`every fault point ×${repeatsPerPoint} and a zombie at each, ${randomKills} random SIGKILLs and SIGTERMs: no hole${exactlyOnce ? ', no duplicate' : ''}`, async () => {
       const partitions = 3;
       // load mode: batches of 5, so that a run's one load spans several batches of a partition (issue #67);
       // the kills then fall between them, mid-upload.
@@ -86,35 +189,7 @@ export async function crashMatrix(mode: keyof typeof crashPoints): Promise<void>
         }
       })();
 
-      const faultDeaths = new Map<string, number>();
-      // The fault runs that were not killed, and how they ended: for the message if a point never killed one.
-      const survived: string[] = [];
-      for (const point of points) {
-        for (let i = 0; i < repeatsPerPoint; i++) {
-          await waitFor('leases of the previous run to expire', () => leasesFree(clients, pipeline), 30_000);
-          const job = startJob({ ...pipeline.env, KBD_FAULT_POINT: point });
-          const { signal, code } = await job.exited;
-          if (signal === 'SIGKILL') faultDeaths.set(point, (faultDeaths.get(point) ?? 0) + 1);
-          else {
-            const summary = job.summary() as
-              | { stopReason?: string; recordsRead?: number; error?: string }
-              | undefined;
-            survived.push(
-              `${point}: exit ${code}, ${summary?.stopReason}, ${summary?.recordsRead} read${summary?.error ? `, ${summary.error}` : ''}`,
-            );
-          }
-        }
-      }
-
-      let kills = 0;
-      while (kills < randomKills) {
-        const job = startJob(pipeline.env);
-        await new Promise((resolve) => setTimeout(resolve, 200 + Math.random() * 1800));
-        const alive = job.child.exitCode === null && job.child.signalCode === null;
-        job.child.kill('SIGKILL');
-        await job.exited;
-        if (alive) kills++;
-      }
+      const phases = await faultPhases(clients, pipeline, points);
       const produced = await producer.stop();
 
       // What the clean runs said, for the failure message if they never catch up (seen once in merge mode).
@@ -148,12 +223,9 @@ export async function crashMatrix(mode: keyof typeof crashPoints): Promise<void>
       watching = false;
       await watcher;
 
-      // Each fault point really killed the job at least once (it can miss only if a run had nothing to do).
-      for (const point of points)
-        expect(
-          faultDeaths.get(point) ?? 0,
-          `fault point ${point}; runs not killed: ${survived.join(' | ')}`,
-        ).toBeGreaterThan(0);
+      // Each fault point really killed the job and froze one at least once (it can miss only if a run had
+      // nothing to do).
+      expectEveryPoint(points, phases);
       expect(regressions).toEqual([]);
 
       const table = await tableOffsets(clients, pipeline);
@@ -216,7 +288,8 @@ export async function crashMatrix(mode: keyof typeof crashPoints): Promise<void>
         expect(verify.code).toBe(duplicateRows === 0 ? 0 : 1);
       }
       console.log(
-        `${mode}: fault deaths ${JSON.stringify(Object.fromEntries(faultDeaths))}, ${kills} random SIGKILLs, ` +
+        `${mode}: fault deaths ${JSON.stringify(Object.fromEntries(phases.faultDeaths))}, zombies ${JSON.stringify(Object.fromEntries(phases.zombies))}, ` +
+          `${phases.kills} random SIGKILLs and ${phases.terms} SIGTERMs, ` +
           `${produced.total} records produced, ${duplicateRows} duplicate rows, widest commit ${widestCommit} records, ` +
           `${letters.messages.length} dead letters (${duplicateLetters} published twice: Pub/Sub publish is at least once)`,
       );
