@@ -643,6 +643,42 @@ describe('load: routes sharing a topic by `when` (a job a table, one intent nami
     w.exactlyOnce();
   }, 20_000);
 
+  test('a table removed from the routes between a half-done load and its recovery: refused, naming the job and the range', async () => {
+    const w = groupWorld(groupLog());
+    await w.run('run-1', crashOnceAt('after-load-submitted')).catch(() => undefined);
+    const [lease] = [...w.checkpoints.partitions.entries()]
+      .filter(([id]) => id === 't~0')
+      .map(
+        ([, p]) =>
+          ({
+            topic: 't',
+            partition: 0,
+            owner: 'o',
+            epoch: 9,
+            nextOffset: p.nextOffset,
+            expiresAt: 0,
+            intent: p.intent,
+          }) as Lease,
+      );
+    // Table a's job was done; the routes now name table b alone.
+    const onlyB = {
+      jobs: w.tables[1]!.port,
+      quota: { take: async () => undefined },
+      errorTable: memoryErrorTable([]),
+      records: { tombstones: 'skip' as const },
+      naming: async () => loadNaming('p', 'd', 'b'),
+      heldOffsets: async () => ({ rows: new Map(), deadLetters: new Map() }),
+    };
+    await expect(
+      recoverIntent({ targets: [onlyB], logger: createMemoryLogger() }, lease!),
+    ).rejects.toMatchObject({
+      code: 'intent_unknown_table',
+      message: expect.stringMatching(
+        /load job kbd_load_p_d_a_\S+, done, loaded a table no route of the topic writes now/,
+      ),
+    });
+  });
+
   test("a batch whose lines reached the run's loads but whose intent failed: no load is completed, the next run loads each record once", async () => {
     const w = groupWorld(groupLog());
     const record = w.checkpoints.recordIntents.bind(w.checkpoints);
