@@ -51,14 +51,14 @@ test('cdc: every fault point ×2 and a zombie at each, random SIGKILLs and SIGTE
     }
   })();
 
-  const phases = await faultPhases(clients, pipeline, crashPoints.cdc);
+  const phases = await faultPhases(clients, pipeline, crashPoints.cdc, true);
   producing = false;
   await producer;
   const runs = await untilCaughtUp(pipeline);
   watching = false;
   await watcher;
 
-  expectEveryPoint(crashPoints.cdc, phases);
+  expectEveryPoint(crashPoints.cdc, phases, true);
   expect(regressions).toEqual([]);
   expect(await tableState(pipeline, ['v', 'note'])).toEqual(await expectedUpserts(pipeline));
   // Each bad value in the error table once.

@@ -50,6 +50,14 @@ export const crashPoints = {
   cdc: ['after-error-table', 'after-dead-letter-before-commit', 'after-append', 'mid-commit'],
 } as const;
 
+/**
+ * The modes whose matrix freezes a zombie at each point: those that record intents a later run finishes
+ * (storage-write's streams, load's jobs, cdc's appends). merge and insert-all write idempotently by origin
+ * with no intent; their zombies are restart-safety's, and on the emulator their matrix's MERGEs slow down
+ * as the producer outlasts the longer phases (merge's matrix took 860 s with zombies, against some 300).
+ */
+export const zombieModes: readonly string[] = ['storage-write', 'load', 'cdc'];
+
 /** What the fault phases did: per point, the runs it killed and the zombies it froze; runs not killed. */
 export interface FaultPhases {
   readonly faultDeaths: Map<string, number>;
@@ -68,6 +76,7 @@ export async function faultPhases(
   clients: GoogleClients,
   pipeline: Pipeline,
   points: readonly string[],
+  zombiesToo: boolean,
 ): Promise<FaultPhases> {
   const faultDeaths = new Map<string, number>();
   const zombies = new Map<string, number>();
@@ -91,7 +100,7 @@ export async function faultPhases(
       }
     }
   }
-  for (const point of points) {
+  for (const point of zombiesToo ? points : []) {
     await leasesLapse();
     const zombie = startJob({ ...pipeline.env, KBD_FAULT_POINT: point, KBD_FAULT_ACTION: 'stop' });
     let ended = false;
@@ -107,7 +116,8 @@ export async function faultPhases(
       zombies.set(point, (zombies.get(point) ?? 0) + 1);
       // Its leases lapse (it cannot renew them); a run takes its partitions over; then it wakes.
       await leasesLapse();
-      await runJob(pipeline.env);
+      // A short takeover: what matters is that it finishes what the zombie left and moves on.
+      await runJob({ ...pipeline.env, DRAIN_BUDGET_SECONDS: '8' });
       zombie.child.kill('SIGCONT');
     }
     await zombie.exited;
@@ -136,14 +146,14 @@ export function processState(pid: number): string | undefined {
   }
 }
 
-/** Every point killed a run, and froze one, at least once. */
-export function expectEveryPoint(points: readonly string[], phases: FaultPhases): void {
+/** Every point killed a run, and froze one (where the mode's matrix freezes), at least once. */
+export function expectEveryPoint(points: readonly string[], phases: FaultPhases, zombiesToo: boolean): void {
   for (const point of points) {
     expect(
       phases.faultDeaths.get(point) ?? 0,
       `fault point ${point}; runs not killed: ${phases.survived.join(' | ')}`,
     ).toBeGreaterThan(0);
-    expect(phases.zombies.get(point) ?? 0, `no run froze at ${point}`).toBeGreaterThan(0);
+    if (zombiesToo) expect(phases.zombies.get(point) ?? 0, `no run froze at ${point}`).toBeGreaterThan(0);
   }
 }
 
@@ -153,7 +163,8 @@ export async function crashMatrix(mode: Exclude<keyof typeof crashPoints, 'cdc'>
   const points = crashPoints[mode];
   describe(`crash matrix, ${mode} mode`, () => {
     const exactlyOnce = mode !== 'insert-all';
-    test(`every fault point ×${repeatsPerPoint} and a zombie at each, ${randomKills} random SIGKILLs and SIGTERMs: no hole${exactlyOnce ? ', no duplicate' : ''}`, async () => {
+    const zombies = zombieModes.includes(mode) ? ' and a zombie at each' : '';
+    test(`every fault point ×${repeatsPerPoint}${zombies}, ${randomKills} random SIGKILLs and SIGTERMs: no hole${exactlyOnce ? ', no duplicate' : ''}`, async () => {
       const partitions = 3;
       // load mode: batches of 5, so that a run's one load spans several batches of a partition (issue #67);
       // the kills then fall between them, mid-upload.
@@ -189,7 +200,7 @@ export async function crashMatrix(mode: Exclude<keyof typeof crashPoints, 'cdc'>
         }
       })();
 
-      const phases = await faultPhases(clients, pipeline, points);
+      const phases = await faultPhases(clients, pipeline, points, zombieModes.includes(mode));
       const produced = await producer.stop();
 
       // What the clean runs said, for the failure message if they never catch up (seen once in merge mode).
@@ -225,7 +236,7 @@ export async function crashMatrix(mode: Exclude<keyof typeof crashPoints, 'cdc'>
 
       // Each fault point really killed the job and froze one at least once (it can miss only if a run had
       // nothing to do).
-      expectEveryPoint(points, phases);
+      expectEveryPoint(points, phases, zombieModes.includes(mode));
       expect(regressions).toEqual([]);
 
       const table = await tableOffsets(clients, pipeline);
