@@ -7,8 +7,8 @@
  */
 import { expect, test } from 'vitest';
 import { cdcTables, randomChanges, upsertSchema } from '../support/cdc-tables.js';
-import { crashPoints, expectEveryPoint, faultPhases } from '../support/crash-matrix.js';
-import { checkpointsOf, e2eClients, runVerify } from '../support/job.js';
+import { crashPoints, expectEveryPoint, faultPhases, watchCheckpoints } from '../support/crash-matrix.js';
+import { e2eClients, runVerify } from '../support/job.js';
 
 const clients = await e2eClients();
 const { cdcPipeline, tableState, expectedUpserts, produceChanges, untilCaughtUp } = cdcTables(clients);
@@ -37,26 +37,13 @@ test('cdc: every fault point ×2 and a zombie at each, random SIGKILLs and SIGTE
       await new Promise((resolve) => setTimeout(resolve, 150));
     }
   })();
-  const seen = new Map<number, number>();
-  const regressions: string[] = [];
-  let watching = true;
-  const watcher = (async () => {
-    while (watching) {
-      for (const [p, offset] of await checkpointsOf(clients, pipeline)) {
-        if (offset === null) continue;
-        if (offset < (seen.get(p) ?? 0)) regressions.push(`partition ${p}: ${seen.get(p)} -> ${offset}`);
-        seen.set(p, Math.max(offset, seen.get(p) ?? 0));
-      }
-      await new Promise((resolve) => setTimeout(resolve, 150));
-    }
-  })();
+  const watcher = watchCheckpoints(clients, pipeline);
 
   const phases = await faultPhases(clients, pipeline, crashPoints.cdc, true);
   producing = false;
   await producer;
   const runs = await untilCaughtUp(pipeline);
-  watching = false;
-  await watcher;
+  const regressions = await watcher.stop();
 
   expectEveryPoint(crashPoints.cdc, phases, true);
   expect(regressions).toEqual([]);

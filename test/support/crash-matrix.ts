@@ -137,6 +137,30 @@ export async function faultPhases(
   return { faultDeaths, zombies, survived, kills, terms };
 }
 
+/** Watches the pipeline's checkpoints every 150 ms until stopped: every move back it saw (G6). */
+export function watchCheckpoints(clients: GoogleClients, pipeline: Pipeline) {
+  const seen = new Map<number, number>();
+  const regressions: string[] = [];
+  let watching = true;
+  const watcher = (async () => {
+    while (watching) {
+      for (const [p, offset] of await checkpointsOf(clients, pipeline)) {
+        if (offset === null) continue;
+        if (offset < (seen.get(p) ?? 0)) regressions.push(`partition ${p}: ${seen.get(p)} -> ${offset}`);
+        seen.set(p, Math.max(offset, seen.get(p) ?? 0));
+      }
+      await new Promise((resolve) => setTimeout(resolve, 150));
+    }
+  })();
+  return {
+    async stop(): Promise<string[]> {
+      watching = false;
+      await watcher;
+      return regressions;
+    },
+  };
+}
+
 /** A process's state letter from /proc (T: stopped). */
 export function processState(pid: number): string | undefined {
   try {
@@ -186,19 +210,7 @@ export async function crashMatrix(mode: Exclude<keyof typeof crashPoints, 'cdc'>
         malformedEvery: 13,
       });
 
-      const seen = new Map<number, number>();
-      const regressions: string[] = [];
-      let watching = true;
-      const watcher = (async () => {
-        while (watching) {
-          for (const [p, offset] of await checkpointsOf(clients, pipeline)) {
-            if (offset === null) continue;
-            if (offset < (seen.get(p) ?? 0)) regressions.push(`partition ${p}: ${seen.get(p)} -> ${offset}`);
-            seen.set(p, Math.max(offset, seen.get(p) ?? 0));
-          }
-          await new Promise((resolve) => setTimeout(resolve, 150));
-        }
-      })();
+      const watcher = watchCheckpoints(clients, pipeline);
 
       const phases = await faultPhases(clients, pipeline, points, zombieModes.includes(mode));
       const produced = await producer.stop();
@@ -231,8 +243,7 @@ export async function crashMatrix(mode: Exclude<keyof typeof crashPoints, 'cdc'>
       ).catch((error: unknown) => {
         throw new Error(`${(error as Error).message}; the clean runs: ${cleanRuns.slice(-5).join(' | ')}`);
       });
-      watching = false;
-      await watcher;
+      const regressions = await watcher.stop();
 
       // Each fault point really killed the job and froze one at least once (it can miss only if a run had
       // nothing to do).
