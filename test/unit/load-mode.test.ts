@@ -12,7 +12,7 @@ import { ConfigError, PartitionWaitsError } from '../../functions/kernel/errors.
 import { createMemoryLogger } from '../../functions/kernel/logger.js';
 import type { Lease } from '../../functions/kernel/ports.js';
 import type { DeadLetter, KafkaRecord } from '../../functions/kernel/records.js';
-import type { LoadJobState, LoadJobs, LoadTable } from '../../functions/modes/load/load-jobs.js';
+import type { LoadJobState, LoadJobs, LoadNaming, LoadTable } from '../../functions/modes/load/load-jobs.js';
 import { jobIdOf, loadNaming } from '../../functions/modes/load/load-jobs.js';
 import { loadsAllowed } from '../../functions/modes/load/load-quota.js';
 import { recoverIntent } from '../../functions/modes/load/load-targets.js';
@@ -143,6 +143,18 @@ function memoryJobs(
     freezeUploadsUntil(thawed: Promise<void> | undefined) {
       frozen = thawed;
     },
+  };
+}
+
+/** A target as `recoverIntent` alone needs it: its jobs and naming (the rest never called there). */
+function recoveringTarget(jobs: LoadJobs, naming: LoadNaming) {
+  return {
+    jobs,
+    quota: { take: async () => undefined },
+    errorTable: memoryErrorTable([]),
+    records: { tombstones: 'skip' as const },
+    naming: async () => naming,
+    heldOffsets: async () => ({ rows: new Map(), deadLetters: new Map() }),
   };
 }
 
@@ -661,14 +673,7 @@ describe('load: routes sharing a topic by `when` (a job a table, one intent nami
           }) as Lease,
       );
     // Table a's job was done; the routes now name table b alone.
-    const onlyB = {
-      jobs: w.tables[1]!.port,
-      quota: { take: async () => undefined },
-      errorTable: memoryErrorTable([]),
-      records: { tombstones: 'skip' as const },
-      naming: async () => loadNaming('p', 'd', 'b'),
-      heldOffsets: async () => ({ rows: new Map(), deadLetters: new Map() }),
-    };
+    const onlyB = recoveringTarget(w.tables[1]!.port, loadNaming('p', 'd', 'b'));
     await expect(
       recoverIntent({ targets: [onlyB], logger: createMemoryLogger() }, lease!),
     ).rejects.toMatchObject({
@@ -728,14 +733,7 @@ describe('load: routes sharing a topic by `when` (a job a table, one intent nami
       state: 'done',
       destination: { dataset: 'd', table: 'a' },
     });
-    const target = {
-      jobs: a.port,
-      quota: { take: async () => undefined },
-      errorTable: memoryErrorTable([]),
-      records: { tombstones: 'skip' as const },
-      naming: async () => naming,
-      heldOffsets: async () => ({ rows: new Map(), deadLetters: new Map() }),
-    };
+    const target = recoveringTarget(a.port, naming);
     const missing = `${naming.legacyPrefix}_${'1'.repeat(32)}_1_s`;
     const intent = {
       streams: [`${naming.legacyPrefix}_${'0'.repeat(32)}_1_s<30`, missing],
