@@ -88,10 +88,14 @@ export function createLoadStream(options: LoadStreamOptions) {
       const sum = (key: 'records' | 'rows' | 'deadLetters' | 'tombstones') =>
         (before?.intent[key] ?? 0) + (batch.counts[key] ?? 0);
       const filtered = (before?.intent.filtered ?? 0) + (batch.counts.filtered ?? 0);
-      unrecorded++;
+      // Counted from its first write on: a batch that fails before any (its table's load refused to open)
+      // has nothing in the uploads.
+      let wrote = false;
       for (const [target, lines] of batch.lines.entries()) {
         if (lines.length === 0) continue;
         const load = await open(target, batch, signal);
+        if (!wrote) unrecorded++;
+        wrote = true;
         await load.upload.write(lines, signal);
       }
       const loads = await opened();
@@ -112,9 +116,9 @@ export function createLoadStream(options: LoadStreamOptions) {
         [lease] = (await options.checkpoints.recordIntents([{ lease, intent }], options.leaseTtlMs)) as [
           Lease,
         ];
-        unrecorded--;
+        if (wrote) unrecorded--;
         crashPoint('after-intent');
-      } else unrecorded--;
+      } else if (wrote) unrecorded--;
       partitions.set(id, { lease, intent });
       return lease;
     },
