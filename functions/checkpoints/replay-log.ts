@@ -1,47 +1,108 @@
 /**
  * The replay log: which dead letters an operator's replay wrote into which table, one document per
  * origin under its partition, `pipelines/{pipeline}/partitions/{topic}~{partition}/replays/{offset}`.
- * Written only once the replayed rows are durable and before their letters are acknowledged, so that a
- * replay killed in between writes them again (idempotently) and records them then. `verify` holds the
- * table to it; `status` counts it. Idempotent by origin: a letter replayed twice is one document.
+ * Written twice: **pending**, naming the table, before the row is written (so that a replay killed after
+ * its write, run again under changed routes, finds where the row went and refuses to write it into a
+ * second table); **durable** once the row is, before the letter is acknowledged (a replay killed in between
+ * writes it again, idempotently, into the same table, and marks it then). `verify` holds the table to it
+ * (a pending letter counts where the table holds its row); `status` counts the durable ones. Idempotent by
+ * origin: a letter replayed twice is one document. Documents of older releases, without a state, are
+ * durable.
  *
  * Apart from the ledger, not in it: the ledger is the drain's, written under the partition's lease and
  * rolled up; a replay holds no lease (a running drain keeps its partitions), and its few documents are
  * kept whole, whatever the roll-up does.
  */
-import type { Firestore } from '@google-cloud/firestore';
+import type { DocumentSnapshot, Firestore, WriteBatch } from '@google-cloud/firestore';
 import { chunksOf } from '../kernel/chunks.js';
-import type { PartitionRef } from '../kernel/records.js';
+import type { PartitionRef, Position } from '../kernel/records.js';
 import { partitionDocRef } from './partition-doc.js';
 
 export interface ReplayedLetter extends PartitionRef {
   readonly offset: number;
   /** Where the letter's row went (`dataset.table`). */
   readonly table: string;
+  /** Recorded before its write, never marked durable: the row may or may not be in the table. */
+  readonly pending?: boolean;
 }
 
-/** Records that these letters' rows are durable in their tables (one batched write per 400 letters). */
+/**
+ * Records these letters' tables: `pending` before their rows are written, `durable` once they are (one
+ * batched write per 400 letters).
+ */
 export async function recordReplays(
   db: Firestore,
   pipelineId: string,
   letters: readonly ReplayedLetter[],
   replayId: string,
+  state: 'pending' | 'durable' = 'durable',
+): Promise<void> {
+  await inBatches(db, letters, (batch, l) =>
+    batch.set(replayDoc(db, pipelineId, l), {
+      pipeline: pipelineId,
+      topic: l.topic,
+      partition: l.partition,
+      offset: l.offset,
+      table: l.table,
+      state,
+      replayId,
+      replayedAt: new Date(),
+    }),
+  );
+}
+
+/** The pending entries of letters whose writes were refused go: their rows are in no table. */
+export async function forgetReplays(
+  db: Firestore,
+  pipelineId: string,
+  letters: readonly Position[],
+): Promise<void> {
+  await inBatches(db, letters, (batch, l) => batch.delete(replayDoc(db, pipelineId, l)));
+}
+
+/** What the log says of these letters (by `topic:partition:offset`): the table each went, or began to go, into. */
+export async function replaysAt(
+  db: Firestore,
+  pipelineId: string,
+  letters: readonly Position[],
+): Promise<Map<string, ReplayedLetter>> {
+  const found = new Map<string, ReplayedLetter>();
+  for (const chunk of chunksOf(letters, 400, Number.POSITIVE_INFINITY, () => 0)) {
+    if (chunk.length === 0) continue;
+    const docs = await db.getAll(...chunk.map((l) => replayDoc(db, pipelineId, l)));
+    for (const d of docs) {
+      if (!d.exists) continue;
+      const l = replayedOf(d);
+      found.set(`${l.topic}:${l.partition}:${l.offset}`, l);
+    }
+  }
+  return found;
+}
+
+function replayDoc(db: Firestore, pipelineId: string, l: Position) {
+  return partitionDocRef(db, pipelineId, l).collection('replays').doc(String(l.offset));
+}
+
+function replayedOf(d: DocumentSnapshot): ReplayedLetter {
+  return {
+    topic: d.get('topic') as string,
+    partition: d.get('partition') as number,
+    offset: d.get('offset') as number,
+    table: d.get('table') as string,
+    ...(d.get('state') === 'pending' ? { pending: true } : {}),
+  };
+}
+
+async function inBatches<T>(
+  db: Firestore,
+  items: readonly T[],
+  add: (batch: WriteBatch, item: T) => void,
 ): Promise<void> {
   // Firestore takes at most 500 writes in a batch.
-  for (const chunk of chunksOf(letters, 400, Number.POSITIVE_INFINITY, () => 0)) {
+  for (const chunk of chunksOf(items, 400, Number.POSITIVE_INFINITY, () => 0)) {
+    if (chunk.length === 0) continue;
     const batch = db.batch();
-    for (const l of chunk) {
-      const doc = partitionDocRef(db, pipelineId, l).collection('replays').doc(String(l.offset));
-      batch.set(doc, {
-        pipeline: pipelineId,
-        topic: l.topic,
-        partition: l.partition,
-        offset: l.offset,
-        table: l.table,
-        replayId,
-        replayedAt: new Date(),
-      });
-    }
+    for (const item of chunk) add(batch, item);
     await batch.commit();
   }
 }
@@ -54,12 +115,5 @@ export async function recordReplays(
 export async function replaysOf(db: Firestore, pipelineId: string): Promise<ReplayedLetter[]> {
   const prefix = `pipelines/${pipelineId}/partitions/`;
   const docs = await db.collectionGroup('replays').get();
-  return docs.docs
-    .filter((d) => d.ref.path.startsWith(prefix))
-    .map((d) => ({
-      topic: d.get('topic') as string,
-      partition: d.get('partition') as number,
-      offset: d.get('offset') as number,
-      table: d.get('table') as string,
-    }));
+  return docs.docs.filter((d) => d.ref.path.startsWith(prefix)).map(replayedOf);
 }

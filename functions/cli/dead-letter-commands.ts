@@ -1,5 +1,5 @@
 /** `dead-letters` (look) and `replay-dead-letters` (write them back to their tables, recorded for verify). */
-import { recordReplays } from '../checkpoints/replay-log.js';
+import { forgetReplays, recordReplays, replaysAt } from '../checkpoints/replay-log.js';
 import { type Route, routesOfTopic, tableName } from '../config/routes.js';
 import { errorTableCopies } from '../dead-letters/error-table-copies.js';
 import { createDeadLetterSubscription } from '../dead-letters/pubsub-subscription.js';
@@ -129,7 +129,14 @@ export async function deadLetterCommand(
           target,
           now: () => new Date(),
           print,
-          recordReplayed: (replayed) => recordReplays(clients.firestore, config.pipelineId, replayed, runId),
+          log: {
+            at: (origins) => replaysAt(clients.firestore, config.pipelineId, origins),
+            begin: (replayed) =>
+              recordReplays(clients.firestore, config.pipelineId, replayed, runId, 'pending'),
+            done: (replayed) =>
+              recordReplays(clients.firestore, config.pipelineId, replayed, runId, 'durable'),
+            forget: (origins) => forgetReplays(clients.firestore, config.pipelineId, origins),
+          },
         },
         { dryRun, max },
       );

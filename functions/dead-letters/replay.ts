@@ -23,6 +23,18 @@ export interface ReplayTarget {
   readonly format?: ValueFormat;
 }
 
+/** The replay log as a replay uses it (`checkpoints/replay-log.ts`). */
+export interface ReplayLog {
+  /** What earlier replays recorded of these letters, by `topic:partition:offset`. */
+  at: (letters: readonly Position[]) => Promise<Map<string, ReplayedLetter>>;
+  /** Before the write: these letters' rows go into these tables (pending). */
+  begin: (letters: readonly ReplayedLetter[]) => Promise<void>;
+  /** The rows are durable: recorded before the letters are acknowledged. */
+  done: (letters: readonly ReplayedLetter[]) => Promise<void>;
+  /** Writes refused: their pending entries go (their rows are in no table). */
+  forget: (letters: readonly Position[]) => Promise<void>;
+}
+
 export interface ReplayOutcome {
   replayed: number;
   /** Per partition (`topic:partition`), how many letters became rows. */
@@ -105,6 +117,11 @@ function headersAsText(raw: RawHeaders): Record<string, string> {
   return out;
 }
 
+/** A letter's replay-log entry: its origin and its row's table. */
+function logged({ row: { record }, target }: { row: RowToWrite; target: ReplayTarget }): ReplayedLetter {
+  return { topic: record.topic, partition: record.partition, offset: record.offset, table: target.table };
+}
+
 /** `topic:partition:offset` of a letter, as its attributes say. */
 function originOf(letter: Pick<PulledLetter, 'attributes'>): string {
   const a = letter.attributes;
@@ -131,8 +148,8 @@ export async function replayDeadLetters(
     target: (record: KafkaRecord) => Promise<ReplayTarget | undefined>;
     now: () => Date;
     print: (line: string) => void;
-    /** Records the letters whose rows are durable (the replay log), before they are acknowledged. */
-    recordReplayed: (letters: readonly ReplayedLetter[]) => Promise<void>;
+    /** The replay log: where earlier replays wrote letters, and this one's, before and after its writes. */
+    log: ReplayLog;
   },
   options: { dryRun: boolean; max: number },
 ): Promise<ReplayOutcome> {
@@ -144,13 +161,16 @@ export async function replayDeadLetters(
         Math.min(500, options.max - outcome.replayed - outcome.stillFailing.length),
       );
       if (letters.length === 0) break;
-      const passing = await passingOf(letters);
+      const { passing, earlier } = await sameTables(await passingOf(letters));
       if (options.dryRun) {
         for (const p of passing) deps.print(`would replay ${p.row.rowKey}`);
         outcome.replayed += passing.length;
         left.push(...passing.map((p) => p.letter));
         continue;
       }
+      // The tables first, pending: a replay killed after its write finds them, whatever the routes say then.
+      const fresh = passing.filter((p) => !earlier.has(p.row.rowKey));
+      await deps.log.begin(fresh.map(logged));
       // One write per table (route), each idempotent by origin.
       const results = new Map<(typeof passing)[number], RowResult>();
       for (const target of new Set(passing.map((p) => p.target))) {
@@ -159,24 +179,19 @@ export async function replayDeadLetters(
         for (const [i, p] of group.entries()) results.set(p, written[i]!);
       }
       const durable = passing.filter((p) => results.get(p)!.ok);
-      for (const p of passing.filter((p) => !durable.includes(p))) {
+      const refused = passing.filter((p) => !durable.includes(p));
+      for (const p of refused) {
         const result = results.get(p) as { ok: false; reason: string };
         outcome.stillFailing.push({ origin: p.row.rowKey, reason: result.reason });
         left.push(p.letter);
       }
+      await deps.log.forget(refused.filter((p) => fresh.includes(p)).map(({ row: { record } }) => record));
       // Crash tests: the rows are durable, their record and acknowledgement not yet made.
       crashPoint('after-replay-write');
       // The record before the acknowledgement: a replay that dies between them leaves the letters in the
-      // subscription, and the next replay writes them again (nothing twice: idempotent by origin) and
-      // records them then.
-      await deps.recordReplayed(
-        durable.map(({ row: { record }, target }) => ({
-          topic: record.topic,
-          partition: record.partition,
-          offset: record.offset,
-          table: target.table,
-        })),
-      );
+      // subscription, and the next replay writes them again into the tables the log names (nothing twice:
+      // idempotent by origin) and records them then.
+      await deps.log.done(durable.map(logged));
       for (const p of durable) {
         await p.letter.ack();
         outcome.replayed++;
@@ -189,6 +204,28 @@ export async function replayDeadLetters(
     await Promise.all(left.map((l) => l.release()));
   }
   return outcome;
+
+  /**
+   * The letters whose tables are those an earlier replay wrote them into, if any; a letter the log places
+   * in another table (a replay killed after its write, the routes changed since) is refused, naming both:
+   * written again, it would be in two tables.
+   */
+  async function sameTables(passing: Awaited<ReturnType<typeof passingOf>>) {
+    const earlier = await deps.log.at(passing.map(({ row: { record } }) => record));
+    const kept = passing.filter((p) => {
+      const was = earlier.get(p.row.rowKey);
+      if (was === undefined || was.table === p.target.table) return true;
+      const reason =
+        `an earlier replay ${was.pending ? 'began to write it into' : 'wrote it into'} ${was.table}, and the ` +
+        `routes now send it to ${p.target.table}: refused, not written into a second table (restore the route, ` +
+        `or, once ${was.table} is known to lack it, delete its replay-log entry)`;
+      outcome.stillFailing.push({ origin: p.row.rowKey, reason });
+      deps.print(`still failing ${p.row.rowKey}: ${reason}`);
+      left.push(p.letter);
+      return false;
+    });
+    return { passing: kept, earlier };
+  }
 
   /** The letters that make rows now, with their rows and targets; the others counted as still failing. */
   async function passingOf(letters: readonly PulledLetter[]) {

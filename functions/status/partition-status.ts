@@ -56,7 +56,8 @@ export async function partitionStatus(
     replaysOf(deps.firestore, target.pipelineId),
   ]);
   const replayed = new Map<string, number>();
-  for (const r of replays) replayed.set(partitionId(r), (replayed.get(partitionId(r)) ?? 0) + 1);
+  for (const r of replays.filter((l) => l.pending !== true))
+    replayed.set(partitionId(r), (replayed.get(partitionId(r)) ?? 0) + 1);
   const byId = new Map(docs.docs.map((d) => [d.id, d]));
   const lines = marks.map((mark) => {
     const snapshot = byId.get(partitionId(mark));

@@ -144,24 +144,43 @@ async function replayedInto(
 ): Promise<Map<string, { count: number; held: number }>> {
   const table = `${target.dataset}.${target.table}`;
   const letters = (await replaysOf(clients.firestore, target.pipelineId)).filter((l) => l.table === table);
-  const lists = ranges
-    .map((r) => ({
-      topic: r.topic,
-      partition: r.partition,
-      offsets: letters
-        .filter(
-          (l) => l.topic === r.topic && l.partition === r.partition && l.offset >= r.from && l.offset < r.to,
-        )
-        .map((l) => l.offset),
-    }))
-    .filter((l) => l.offsets.length > 0);
-  const held = await heldAmong(clients.bigquery, target, lists);
-  return new Map(
-    lists.map((l) => {
+  const listsOf = (pending: boolean) =>
+    ranges
+      .map((r) => ({
+        topic: r.topic,
+        partition: r.partition,
+        offsets: letters
+          .filter(
+            (l) =>
+              (l.pending === true) === pending &&
+              l.topic === r.topic &&
+              l.partition === r.partition &&
+              l.offset >= r.from &&
+              l.offset < r.to,
+          )
+          .map((l) => l.offset),
+      }))
+      .filter((l) => l.offsets.length > 0);
+  const [durable, pending] = [listsOf(false), listsOf(true)];
+  const [held, heldPending] = await Promise.all([
+    heldAmong(clients.bigquery, target, durable),
+    pending.length === 0 ? new Map<string, number>() : heldAmong(clients.bigquery, target, pending),
+  ]);
+  // A durable letter must be in the table; a pending one (its replay killed after the log named the
+  // table, before it marked the row durable) counts where the table holds its row.
+  const out = new Map<string, { count: number; held: number }>();
+  for (const [lists, counted] of [
+    [durable, held],
+    [pending, heldPending],
+  ] as const)
+    for (const l of lists) {
       const id = `${l.topic}:${l.partition}`;
-      return [id, { count: l.offsets.length, held: held.get(id) ?? 0 }];
-    }),
-  );
+      const n = counted.get(id) ?? 0;
+      const t = out.get(id) ?? { count: 0, held: 0 };
+      out.set(id, { count: t.count + (lists === durable ? l.offsets.length : n), held: t.held + n });
+    }
+  for (const [id, t] of out) if (t.count === 0) out.delete(id);
+  return out;
 }
 
 async function readLedger(partition: FirebaseFirestore.DocumentReference): Promise<LedgerEntry[]> {
