@@ -13,7 +13,7 @@
  * rolled up; a replay holds no lease (a running drain keeps its partitions), and its few documents are
  * kept whole, whatever the roll-up does.
  */
-import type { DocumentSnapshot, Firestore, WriteBatch } from '@google-cloud/firestore';
+import type { DocumentSnapshot, Firestore } from '@google-cloud/firestore';
 import { chunksOf } from '../kernel/chunks.js';
 import type { PartitionRef, Position } from '../kernel/records.js';
 import { partitionDocRef } from './partition-doc.js';
@@ -26,38 +26,77 @@ export interface ReplayedLetter extends PartitionRef {
   readonly pending?: boolean;
 }
 
-/**
- * Records these letters' tables: `pending` before their rows are written, `durable` once they are (one
- * batched write per 400 letters).
- */
+/** Records that these letters' rows are durable in their tables (one batched write per 400 letters). */
 export async function recordReplays(
   db: Firestore,
   pipelineId: string,
   letters: readonly ReplayedLetter[],
   replayId: string,
-  state: 'pending' | 'durable' = 'durable',
 ): Promise<void> {
-  await inBatches(db, letters, (batch, l) =>
-    batch.set(replayDoc(db, pipelineId, l), {
-      pipeline: pipelineId,
-      topic: l.topic,
-      partition: l.partition,
-      offset: l.offset,
-      table: l.table,
-      state,
-      replayId,
-      replayedAt: new Date(),
-    }),
-  );
+  // Firestore takes at most 500 writes in a batch.
+  for (const chunk of chunksOf(letters, 400, Number.POSITIVE_INFINITY, () => 0)) {
+    if (chunk.length === 0) continue;
+    const batch = db.batch();
+    for (const l of chunk)
+      batch.set(replayDoc(db, pipelineId, l), entryOf(pipelineId, l, replayId, 'durable'));
+    await batch.commit();
+  }
 }
 
-/** The pending entries of letters whose writes were refused go: their rows are in no table. */
+function entryOf(pipelineId: string, l: ReplayedLetter, replayId: string, state: 'pending' | 'durable') {
+  return {
+    pipeline: pipelineId,
+    topic: l.topic,
+    partition: l.partition,
+    offset: l.offset,
+    table: l.table,
+    state,
+    replayId,
+    replayedAt: new Date(),
+  };
+}
+
+/**
+ * In one transaction a chunk, what the log holds of these letters (by `topic:partition:offset`), and a
+ * pending entry of this replay's for each it did not hold: two replays at once cannot both take a letter.
+ */
+export async function claimReplays(
+  db: Firestore,
+  pipelineId: string,
+  letters: readonly ReplayedLetter[],
+  replayId: string,
+): Promise<Map<string, ReplayedLetter>> {
+  const found = new Map<string, ReplayedLetter>();
+  for (const chunk of chunksOf(letters, 400, Number.POSITIVE_INFINITY, () => 0)) {
+    if (chunk.length === 0) continue;
+    const held = await db.runTransaction(async (tx) => {
+      const refs = chunk.map((l) => replayDoc(db, pipelineId, l));
+      const docs = await tx.getAll(...refs);
+      for (const [i, d] of docs.entries())
+        if (!d.exists) tx.create(refs[i]!, entryOf(pipelineId, chunk[i]!, replayId, 'pending'));
+      return docs.filter((d) => d.exists).map(replayedOf);
+    });
+    for (const l of held) found.set(`${l.topic}:${l.partition}:${l.offset}`, l);
+  }
+  return found;
+}
+
+/** This replay's pending entries of letters whose writes were refused go: their rows are in no table. */
 export async function forgetReplays(
   db: Firestore,
   pipelineId: string,
   letters: readonly Position[],
+  replayId: string,
 ): Promise<void> {
-  await inBatches(db, letters, (batch, l) => batch.delete(replayDoc(db, pipelineId, l)));
+  for (const chunk of chunksOf(letters, 400, Number.POSITIVE_INFINITY, () => 0)) {
+    if (chunk.length === 0) continue;
+    await db.runTransaction(async (tx) => {
+      const refs = chunk.map((l) => replayDoc(db, pipelineId, l));
+      const docs = await tx.getAll(...refs);
+      for (const [i, d] of docs.entries())
+        if (d.get('state') === 'pending' && d.get('replayId') === replayId) tx.delete(refs[i]!);
+    });
+  }
 }
 
 /** What the log says of these letters (by `topic:partition:offset`): the table each went, or began to go, into. */
@@ -70,11 +109,8 @@ export async function replaysAt(
   for (const chunk of chunksOf(letters, 400, Number.POSITIVE_INFINITY, () => 0)) {
     if (chunk.length === 0) continue;
     const docs = await db.getAll(...chunk.map((l) => replayDoc(db, pipelineId, l)));
-    for (const d of docs) {
-      if (!d.exists) continue;
-      const l = replayedOf(d);
+    for (const l of docs.filter((d) => d.exists).map(replayedOf))
       found.set(`${l.topic}:${l.partition}:${l.offset}`, l);
-    }
   }
   return found;
 }
@@ -91,20 +127,6 @@ function replayedOf(d: DocumentSnapshot): ReplayedLetter {
     table: d.get('table') as string,
     ...(d.get('state') === 'pending' ? { pending: true } : {}),
   };
-}
-
-async function inBatches<T>(
-  db: Firestore,
-  items: readonly T[],
-  add: (batch: WriteBatch, item: T) => void,
-): Promise<void> {
-  // Firestore takes at most 500 writes in a batch.
-  for (const chunk of chunksOf(items, 400, Number.POSITIVE_INFINITY, () => 0)) {
-    if (chunk.length === 0) continue;
-    const batch = db.batch();
-    for (const item of chunk) add(batch, item);
-    await batch.commit();
-  }
 }
 
 /**

@@ -1,5 +1,5 @@
 /** `dead-letters` (look) and `replay-dead-letters` (write them back to their tables, recorded for verify). */
-import { forgetReplays, recordReplays, replaysAt } from '../checkpoints/replay-log.js';
+import { claimReplays, forgetReplays, recordReplays, replaysAt } from '../checkpoints/replay-log.js';
 import { type Route, routesOfTopic, tableName } from '../config/routes.js';
 import { errorTableCopies } from '../dead-letters/error-table-copies.js';
 import { createDeadLetterSubscription } from '../dead-letters/pubsub-subscription.js';
@@ -131,11 +131,9 @@ export async function deadLetterCommand(
           print,
           log: {
             at: (origins) => replaysAt(clients.firestore, config.pipelineId, origins),
-            begin: (replayed) =>
-              recordReplays(clients.firestore, config.pipelineId, replayed, runId, 'pending'),
-            done: (replayed) =>
-              recordReplays(clients.firestore, config.pipelineId, replayed, runId, 'durable'),
-            forget: (origins) => forgetReplays(clients.firestore, config.pipelineId, origins),
+            claim: (replayed) => claimReplays(clients.firestore, config.pipelineId, replayed, runId),
+            done: (replayed) => recordReplays(clients.firestore, config.pipelineId, replayed, runId),
+            forget: (origins) => forgetReplays(clients.firestore, config.pipelineId, origins, runId),
           },
         },
         { dryRun, max },

@@ -23,15 +23,18 @@ export interface ReplayTarget {
   readonly format?: ValueFormat;
 }
 
-/** The replay log as a replay uses it (`checkpoints/replay-log.ts`). */
+/** The replay log as a replay uses it (`checkpoints/replay-log.ts`), by `topic:partition:offset`. */
 export interface ReplayLog {
-  /** What earlier replays recorded of these letters, by `topic:partition:offset`. */
+  /** What earlier replays recorded of these letters (a dry run's look). */
   at: (letters: readonly Position[]) => Promise<Map<string, ReplayedLetter>>;
-  /** Before the write: these letters' rows go into these tables (pending). */
-  begin: (letters: readonly ReplayedLetter[]) => Promise<void>;
+  /**
+   * In one step, what earlier replays recorded of these letters, and, for each they did not, this replay's
+   * pending entry naming its table (before the write): two replays at once cannot both take a letter.
+   */
+  claim: (letters: readonly ReplayedLetter[]) => Promise<Map<string, ReplayedLetter>>;
   /** The rows are durable: recorded before the letters are acknowledged. */
   done: (letters: readonly ReplayedLetter[]) => Promise<void>;
-  /** Writes refused: their pending entries go (their rows are in no table). */
+  /** Writes refused: this replay's pending entries of them go (their rows are in no table). */
   forget: (letters: readonly Position[]) => Promise<void>;
 }
 
@@ -117,6 +120,25 @@ function headersAsText(raw: RawHeaders): Record<string, string> {
   return out;
 }
 
+/** A letter that makes a row now, with its row and target. */
+interface Passing {
+  readonly letter: PulledLetter;
+  readonly row: RowToWrite;
+  readonly target: ReplayTarget;
+}
+
+/** The first letter of each origin, and the others (Pub/Sub delivers at least once: twice in one pull). */
+function oneAnOrigin(passing: readonly Passing[]): { unique: Passing[]; twins: Passing[] } {
+  const seen = new Set<string>();
+  const unique: Passing[] = [];
+  const twins: Passing[] = [];
+  for (const p of passing) {
+    (seen.has(p.row.rowKey) ? twins : unique).push(p);
+    seen.add(p.row.rowKey);
+  }
+  return { unique, twins };
+}
+
 /** A letter's replay-log entry: its origin and its row's table. */
 function logged({ row: { record }, target }: { row: RowToWrite; target: ReplayTarget }): ReplayedLetter {
   return { topic: record.topic, partition: record.partition, offset: record.offset, table: target.table };
@@ -161,16 +183,18 @@ export async function replayDeadLetters(
         Math.min(500, options.max - outcome.replayed - outcome.stillFailing.length),
       );
       if (letters.length === 0) break;
-      const { passing, earlier } = await sameTables(await passingOf(letters));
+      const { unique, twins } = oneAnOrigin(await passingOf(letters));
+      // The tables first, pending: a replay killed after its write finds them, whatever the routes say then.
+      const earlier = options.dryRun
+        ? await deps.log.at(unique.map(({ row: { record } }) => record))
+        : await deps.log.claim(unique.map(logged));
+      const passing = sameTables(unique, earlier);
       if (options.dryRun) {
         for (const p of passing) deps.print(`would replay ${p.row.rowKey}`);
         outcome.replayed += passing.length;
-        left.push(...passing.map((p) => p.letter));
+        left.push(...passing.map((p) => p.letter), ...twins.map((t) => t.letter));
         continue;
       }
-      // The tables first, pending: a replay killed after its write finds them, whatever the routes say then.
-      const fresh = passing.filter((p) => !earlier.has(p.row.rowKey));
-      await deps.log.begin(fresh.map(logged));
       // One write per table (route), each idempotent by origin.
       const results = new Map<(typeof passing)[number], RowResult>();
       for (const target of new Set(passing.map((p) => p.target))) {
@@ -185,18 +209,27 @@ export async function replayDeadLetters(
         outcome.stillFailing.push({ origin: p.row.rowKey, reason: result.reason });
         left.push(p.letter);
       }
-      await deps.log.forget(refused.filter((p) => fresh.includes(p)).map(({ row: { record } }) => record));
+      await deps.log.forget(
+        refused.filter((p) => !earlier.has(p.row.rowKey)).map(({ row: { record } }) => record),
+      );
       // Crash tests: the rows are durable, their record and acknowledgement not yet made.
       crashPoint('after-replay-write');
       // The record before the acknowledgement: a replay that dies between them leaves the letters in the
       // subscription, and the next replay writes them again into the tables the log names (nothing twice:
       // idempotent by origin) and records them then.
       await deps.log.done(durable.map(logged));
+      const acknowledged = new Set<string>();
       for (const p of durable) {
         await p.letter.ack();
+        acknowledged.add(p.row.rowKey);
         outcome.replayed++;
         const id = `${p.row.record.topic}:${p.row.record.partition}`;
         outcome.replayedByPartition.set(id, (outcome.replayedByPartition.get(id) ?? 0) + 1);
+      }
+      // A letter Pub/Sub delivered twice in one pull is written once; its twin goes as the first went.
+      for (const t of twins) {
+        if (acknowledged.has(t.row.rowKey)) await t.letter.ack();
+        else left.push(t.letter);
       }
     }
   } finally {
@@ -210,26 +243,26 @@ export async function replayDeadLetters(
    * in another table (a replay killed after its write, the routes changed since) is refused, naming both:
    * written again, it would be in two tables.
    */
-  async function sameTables(passing: Awaited<ReturnType<typeof passingOf>>) {
-    const earlier = await deps.log.at(passing.map(({ row: { record } }) => record));
-    const kept = passing.filter((p) => {
+  function sameTables(passing: Passing[], earlier: ReadonlyMap<string, ReplayedLetter>): Passing[] {
+    return passing.filter((p) => {
       const was = earlier.get(p.row.rowKey);
       if (was === undefined || was.table === p.target.table) return true;
-      const reason =
-        `an earlier replay ${was.pending ? 'began to write it into' : 'wrote it into'} ${was.table}, and the ` +
-        `routes now send it to ${p.target.table}: refused, not written into a second table (restore the route, ` +
-        `or, once ${was.table} is known to lack it, delete its replay-log entry)`;
+      const reason = was.pending
+        ? `an earlier replay began to write it into ${was.table} (and was stopped before it knew the row durable), ` +
+          `and the routes now send it to ${p.target.table}: refused, not written into a second table (restore the ` +
+          `route; or, once ${was.table} is known to lack its row, delete its replay-log entry)`
+        : `an earlier replay wrote it into ${was.table}, and the routes now send it to ${p.target.table}: ` +
+          `refused, not written into a second table (restore the route, or acknowledge the letter: its row is in ${was.table})`;
       outcome.stillFailing.push({ origin: p.row.rowKey, reason });
       deps.print(`still failing ${p.row.rowKey}: ${reason}`);
       left.push(p.letter);
       return false;
     });
-    return { passing: kept, earlier };
   }
 
   /** The letters that make rows now, with their rows and targets; the others counted as still failing. */
   async function passingOf(letters: readonly PulledLetter[]) {
-    const passing: { letter: PulledLetter; row: RowToWrite; target: ReplayTarget }[] = [];
+    const passing: Passing[] = [];
     const kept = await keptCopies(letters);
     for (const letter of letters) {
       const rebuilt = rebuild(letter, kept);

@@ -86,9 +86,12 @@ function world() {
     log: {
       at: async (letters: readonly { topic: string; partition: number; offset: number }[]) =>
         new Map(letters.filter((l) => log.has(key(l))).map((l) => [key(l), log.get(key(l))!])),
-      begin: async (letters: readonly ReplayedLetter[]) => {
-        if (letters.length > 0) events.push(`begin ${letters.map((l) => l.offset).join(',')}`);
-        for (const l of letters) log.set(key(l), { ...l, pending: true });
+      claim: async (letters: readonly ReplayedLetter[]) => {
+        const held = new Map(letters.filter((l) => log.has(key(l))).map((l) => [key(l), log.get(key(l))!]));
+        const fresh = letters.filter((l) => !log.has(key(l)));
+        if (fresh.length > 0) events.push(`begin ${fresh.map((l) => l.offset).join(',')}`);
+        for (const l of fresh) log.set(key(l), { ...l, pending: true });
+        return held;
       },
       done: async (letters: readonly ReplayedLetter[]) => {
         events.push(`record ${letters.map((l) => l.offset).join(',')}`);
@@ -96,7 +99,7 @@ function world() {
         for (const l of letters) log.set(key(l), l);
       },
       forget: async (letters: readonly { topic: string; partition: number; offset: number }[]) => {
-        for (const l of letters) log.delete(key(l));
+        for (const l of letters) if (log.get(key(l))?.pending) log.delete(key(l));
       },
     },
   });
@@ -189,6 +192,17 @@ describe('replay-dead-letters', () => {
       'd.events 2 false',
     ]);
     expect([...letters.waiting]).toEqual([3]);
+  });
+
+  test('a letter Pub/Sub delivers twice in one pull: one row, one log entry, both copies acknowledged', async () => {
+    const { events, table, recorded, deps } = world();
+    const letters = subscription([1], events);
+    const twice = async () => [...(await letters.pull()), ...(letters.redeliver(), await letters.pull())];
+    const outcome = await replayDeadLetters(deps(twice), { dryRun: false, max: 100 });
+    expect(outcome.replayed).toBe(1);
+    expect(table.get('d.events t:0:1')).toBe(1);
+    expect(recorded.map((l) => l.offset)).toEqual([1]);
+    expect(events.filter((e) => e.startsWith('ack'))).toEqual(['ack 1', 'ack 1']);
   });
 
   test('a letter durable in one table, its route moved, delivered again: refused, still one row', async () => {
