@@ -4,8 +4,12 @@ import { SlowestFirstSequencer } from './test/support/sequencer.js';
 // Unit tests need nothing; integration and end-to-end tests share one local stack that the global setup
 // brings up (and takes down again only if it started it).
 
-/** How many end-to-end files run at once (KBD_E2E_WORKERS). */
-const e2eWorkers = Number(process.env.KBD_E2E_WORKERS ?? 3);
+/**
+ * How many test files run at once, of every project in one pool (KBD_TEST_WORKERS, 4 by default): the
+ * end-to-end files spend most of their time waiting on processes and leases, the unit files on the CPU,
+ * side by side they fill the two cores (test/support/sequencer.ts starts the longest first).
+ */
+const workers = Number(process.env.KBD_TEST_WORKERS ?? process.env.KBD_E2E_WORKERS ?? 4);
 
 export default defineConfig({
   test: {
@@ -16,12 +20,14 @@ export default defineConfig({
     outputFile: { json: 'test-results/suite.json' },
     sequence: { sequencer: SlowestFirstSequencer },
     projects: [
-      // Unit and integration files side by side (the integration files wait on services much of the time).
+      // One group (groupOrder 0) and one number of workers for all: vitest runs a group's files in one pool.
       {
         test: {
           name: 'unit',
           include: ['test/unit/**/*.test.ts'],
-          maxWorkers: 3,
+          // Beside end-to-end files that keep the cores busy, a pure test can take longer than its 5 s.
+          testTimeout: 20_000,
+          maxWorkers: workers,
           sequence: { groupOrder: 0 },
         },
       },
@@ -32,7 +38,7 @@ export default defineConfig({
           globalSetup: ['test/support/global-setup.ts'],
           testTimeout: 60_000,
           hookTimeout: 120_000,
-          maxWorkers: 3,
+          maxWorkers: workers,
           sequence: { groupOrder: 0 },
         },
       },
@@ -46,8 +52,8 @@ export default defineConfig({
           globalSetup: ['test/support/global-setup.ts'],
           testTimeout: 900_000,
           hookTimeout: 120_000,
-          maxWorkers: e2eWorkers,
-          sequence: { groupOrder: 1 },
+          maxWorkers: workers,
+          sequence: { groupOrder: 0 },
         },
       },
     ],

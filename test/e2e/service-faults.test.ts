@@ -151,23 +151,23 @@ const scenarios: Scenario[] = [
       return async () => {};
     },
   },
-  { name: 'the Kafka broker frozen', holdMs: 12_000, inject: frozen('kafka') },
-  { name: 'Firestore frozen (commits, lease renewals)', holdMs: 12_000, inject: frozen('firestore') },
-  { name: 'Pub/Sub frozen (dead letters, alerts)', holdMs: 12_000, inject: frozen('pubsub') },
+  { name: 'the Kafka broker frozen', holdMs: 8_000, inject: frozen('kafka') },
+  { name: 'Firestore frozen (commits, lease renewals)', holdMs: 8_000, inject: frozen('firestore') },
+  { name: 'Pub/Sub frozen (dead letters, alerts)', holdMs: 8_000, inject: frozen('pubsub') },
   {
     name: 'Firestore unavailable (every connection reset, as in a restart)',
-    holdMs: 12_000,
+    holdMs: 8_000,
     inject: unavailable('firestore'),
   },
-  { name: 'Pub/Sub unavailable (every connection reset)', holdMs: 12_000, inject: unavailable('pubsub') },
+  { name: 'Pub/Sub unavailable (every connection reset)', holdMs: 8_000, inject: unavailable('pubsub') },
   {
     name: 'BigQuery answering 503 and resetting connections, longer than a run',
-    holdMs: 30_000,
+    holdMs: 20_000,
     inject: bigQueryFailing,
   },
   {
     name: 'Firestore frozen and BigQuery failing at once',
-    holdMs: 12_000,
+    holdMs: 8_000,
     inject: async (faults) => {
       const endBigQuery = await bigQueryFailing(faults);
       const endFirestore = await frozen('firestore')();
@@ -208,7 +208,7 @@ describe('services failing mid-run, under a live producer: nothing lost, nothing
     const watcher = watchCheckpoints(clients, pipeline);
     const outcomes: string[] = [];
     // A backlog first, so that the fault strikes while the run is draining, not before it has begun.
-    await sleep(3_000);
+    await sleep(2_000);
     for (let i = 0; i < repeats; i++) {
       const job = startJob(pipeline.env);
       const started = Date.now();

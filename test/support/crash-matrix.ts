@@ -117,7 +117,7 @@ export async function faultPhases(
       // Its leases lapse (it cannot renew them); a run takes its partitions over; then it wakes.
       await leasesLapse();
       // A short takeover: what matters is that it finishes what the zombie left and moves on.
-      await runJob({ ...pipeline.env, DRAIN_BUDGET_SECONDS: '8' });
+      await runJob({ ...pipeline.env, DRAIN_BUDGET_SECONDS: '5' });
       zombie.child.kill('SIGCONT');
     }
     await zombie.exited;

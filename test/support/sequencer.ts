@@ -1,51 +1,94 @@
 /**
- * The order test files start in: the slowest known files first, so that the workers running files side by
- * side finish together instead of one starting a long file when the others are done. Vitest orders by the
- * durations of a machine's earlier runs where it has them, and otherwise by file size (a fresh clone: the
- * crash matrix's small files would start last). The list below is by measured time, slowest first
- * (`node scripts/suite-times.mjs` prints each run's slowest); files not named keep vitest's order, after.
+ * The order test files start in: longest first, unit, integration and end-to-end files in one pool, so that
+ * the short files fill the gaps the long ones leave and the workers finish together (longest processing
+ * time first). Vitest orders by the durations of a machine's earlier runs where it has them, and otherwise
+ * by file size (a fresh clone: the crash matrix's small files would start last). The estimates below are
+ * one `.ci/run`'s times in seconds, side by side in the suite (`node scripts/suite-times.mjs` prints each
+ * run's; refresh them when a file grows); a file not named is estimated by its project.
  */
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
-export const slowestFirst = [
-  'test/e2e/service-faults.test.ts',
-  'test/e2e/crash-matrix-load.test.ts',
-  'test/e2e/route-when.test.ts',
-  'test/e2e/crash-matrix-merge.test.ts',
-  'test/e2e/dispatch.test.ts',
-  'test/e2e/crash-matrix-cdc.test.ts',
-  'test/e2e/crash-matrix-storage-write.test.ts',
-  'test/e2e/formats.test.ts',
-  'test/e2e/merge-scale.test.ts',
-  'test/e2e/thousand-partitions.test.ts',
-  'test/e2e/real-producers.test.ts',
-  'test/e2e/crash-matrix-insert-all.test.ts',
-  'test/e2e/permissions.test.ts',
-  'test/e2e/gap-alerts.test.ts',
-  'test/e2e/operator-controls.test.ts',
-  'test/e2e/cdc.test.ts',
-  'test/e2e/restart-safety.test.ts',
-  'test/e2e/replay-verify.test.ts',
-  'test/e2e/managed-kafka-oauth.test.ts',
-  'test/e2e/schema-evolution.test.ts',
-  'test/e2e/run-contract.test.ts',
-  'test/e2e/debezium.test.ts',
-  'test/e2e/routes.test.ts',
-];
+export const measuredSeconds = new Map<string, number>([
+  ['test/e2e/service-faults.test.ts', 528],
+  ['test/e2e/route-when.test.ts', 296],
+  ['test/e2e/formats.test.ts', 197],
+  ['test/e2e/crash-matrix-cdc.test.ts', 192],
+  ['test/e2e/merge-scale.test.ts', 173],
+  ['test/e2e/crash-matrix-load.test.ts', 161],
+  ['test/e2e/crash-matrix-storage-write.test.ts', 155],
+  ['test/e2e/dispatch.test.ts', 152],
+  ['test/e2e/thousand-partitions.test.ts', 152],
+  ['test/e2e/crash-matrix-merge.test.ts', 144],
+  ['test/integration/ledger-rollup.test.ts', 132],
+  ['test/e2e/real-producers.test.ts', 121],
+  ['test/e2e/gap-alerts.test.ts', 107],
+  ['test/e2e/restart-safety.test.ts', 99],
+  ['test/e2e/permissions.test.ts', 93],
+  ['test/e2e/replay-headers.test.ts', 72],
+  ['test/e2e/replay-verify.test.ts', 68],
+  ['test/e2e/operator-controls.test.ts', 64],
+  ['test/e2e/managed-kafka-oauth.test.ts', 60],
+  ['test/e2e/crash-matrix-insert-all.test.ts', 57],
+  ['test/e2e/schema-evolution.test.ts', 52],
+  ['test/integration/load-upload-emulator.test.ts', 51],
+  ['test/unit/protobuf-rows.test.ts', 50],
+  ['test/e2e/run-contract.test.ts', 49],
+  ['test/e2e/debezium.test.ts', 44],
+  ['test/e2e/freshness.test.ts', 43],
+  ['test/e2e/follow-log.test.ts', 40],
+  ['test/e2e/job-bundle.test.ts', 40],
+  ['test/e2e/refused-rows.test.ts', 40],
+  ['test/e2e/routes.test.ts', 37],
+  ['test/e2e/cdc.test.ts', 34],
+  ['test/integration/merge-sink.test.ts', 32],
+  ['test/unit/load-mode.test.ts', 31],
+  ['test/e2e/check.test.ts', 31],
+  ['test/e2e/shared-work.test.ts', 28],
+  ['test/unit/avro-rows.test.ts', 27],
+  ['test/integration/row-errors-emulator.test.ts', 26],
+  ['test/e2e/transforms.test.ts', 25],
+  ['test/integration/dispatch-function.test.ts', 23],
+  ['test/e2e/unknown-fields-evolve.test.ts', 19],
+  ['test/integration/merge-emulator.test.ts', 17],
+  ['test/integration/schema-update-emulator.test.ts', 17],
+  ['test/e2e/connection-recipes.test.ts', 17],
+  ['test/e2e/metadata-columns.test.ts', 17],
+  ['test/e2e/load-mode.test.ts', 16],
+  ['test/unit/drain-loop.test.ts', 14],
+  ['test/e2e/kafka-security.test.ts', 14],
+  ['test/e2e/secret-references.test.ts', 14],
+  ['test/e2e/seek-freshness.test.ts', 14],
+  ['test/integration/oauth-broker.test.ts', 13],
+  ['test/integration/production-build.test.ts', 12],
+  ['test/integration/firestore-checkpoints.test.ts', 11],
+  ['test/e2e/fuzz.test.ts', 11],
+  ['test/integration/bigquery-sink.test.ts', 10],
+  ['test/e2e/big-records.test.ts', 10],
+  ['test/integration/bigquery-client-answers.test.ts', 9],
+  ['test/integration/mini-registry.test.ts', 9],
+  ['test/integration/status-function.test.ts', 9],
+  ['test/integration/storage-write-sink.test.ts', 9],
+  ['test/e2e/bad-input.test.ts', 9],
+  ['test/e2e/error-table-upgrade.test.ts', 9],
+]);
 
-function rank(file: TestSpecification): number {
-  const at = slowestFirst.findIndex((name) => file.moduleId.endsWith(`/${name}`));
-  return at < 0 ? slowestFirst.length : at;
+/** A file the list does not name: a guess by its project. */
+const byProject: Record<string, number> = { unit: 2, integration: 5, e2e: 15 };
+
+/** The file's estimated seconds. */
+export function estimate(file: TestSpecification): number {
+  for (const [name, seconds] of measuredSeconds) if (file.moduleId.endsWith(`/${name}`)) return seconds;
+  return byProject[file.project.name] ?? 5;
 }
 
 export class SlowestFirstSequencer extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
     const sorted = await super.sort(files);
     const position = new Map(sorted.map((file, i) => [file, i]));
-    // Projects keep their order (groupOrder, then vitest's); within one, the known slow files go first.
+    // Groups keep their order (groupOrder); within one, the longest first.
     return [...sorted].sort((a, b) => {
-      if (a.project !== b.project) return position.get(a)! - position.get(b)!;
-      return rank(a) - rank(b) || position.get(a)! - position.get(b)!;
+      const group = a.project.config.sequence.groupOrder - b.project.config.sequence.groupOrder;
+      return group || estimate(b) - estimate(a) || position.get(a)! - position.get(b)!;
     });
   }
 }

@@ -493,11 +493,11 @@ describe('the compiled Avro path', { timeout: 60_000 }, () => {
     expect(meta).toBeDefined();
   });
 
-  test('3,000 randomized records: the same bytes as the general path wherever it writes', () => {
+  test('1,500 randomized records (AVRO_RECORDS): the same bytes as the general path wherever it writes', () => {
     const next = random(42);
     let compiledRows = 0;
     let general = 0;
-    for (let i = 0; i < 3000; i++) {
+    for (let i = 0; i < Number(process.env.AVRO_RECORDS ?? 1500); i++) {
       const payload = encodeRecord(sampleRecord(next));
       const record = recordOf(payload, i);
       const w = new ProtoWriter();
@@ -518,16 +518,16 @@ describe('the compiled Avro path', { timeout: 60_000 }, () => {
       ).toBe(true);
     }
     // Both paths are exercised: most records compiled, the edge values (longs beyond 2^53, far timestamps) not.
-    expect(compiledRows).toBeGreaterThan(100);
-    expect(general).toBeGreaterThan(100);
+    expect(compiledRows).toBeGreaterThan(40);
+    expect(general).toBeGreaterThan(40);
   });
 
-  test('as JSON text (insert-all, merge, load), 3,000 randomized records: what BigQuery reads is the general row', () => {
+  test('as JSON text (insert-all, merge, load), 1,500 randomized records (AVRO_RECORDS): what BigQuery reads is the general row', () => {
     const members = compiled.membersText!(shape.fields)!;
     const head = metadataText(true);
     const next = random(43);
     const tally = { direct: 0, general: 0 };
-    for (let i = 0; i < 3000; i++) {
+    for (let i = 0; i < Number(process.env.AVRO_RECORDS ?? 1500); i++) {
       const payload = encodeRecord(sampleRecord(next));
       const record = recordOf(payload, i);
       const text = members(payload, 0);
@@ -543,8 +543,8 @@ describe('the compiled Avro path', { timeout: 60_000 }, () => {
         bigQueryReads(JSON.parse(JSON.stringify(made.row))),
       );
     }
-    expect(tally.direct).toBeGreaterThan(100);
-    expect(tally.general).toBeGreaterThan(100);
+    expect(tally.direct).toBeGreaterThan(40);
+    expect(tally.general).toBeGreaterThan(40);
   });
 
   test('a truncated payload, a bad union branch, a bad boolean: false, never a row', () => {
