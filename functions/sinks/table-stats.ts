@@ -1,4 +1,5 @@
 import type { BigQuery } from '@google-cloud/bigquery';
+import { forEachLimited } from '../kernel/concurrency.js';
 import type { PartitionRef } from '../kernel/records.js';
 import { deadLetterTableName } from '../schema/table-schema.js';
 import { bigQueryError } from './bigquery-tables.js';
@@ -80,6 +81,9 @@ const everyPartition = "_kafka_timestamp >= TIMESTAMP('0001-01-01')";
 
 /** Ranges per query: a thousand partitions cost a handful of aggregate queries, not a thousand. */
 const rangesPerQuery = 200;
+
+/** Aggregate queries of one table at once. */
+const queriesAtOnce = 4;
 const empty: TableStats = { rows: 0, distinctOffsets: 0, minOffset: null, maxOffset: null };
 
 /**
@@ -101,13 +105,15 @@ export async function tableStatsByPartition(
     if (!/^[a-zA-Z0-9._-]+$/.test(r.topic)) throw new RangeError(`${r.topic} is not a Kafka topic name`);
     stats.set(`${r.topic}:${r.partition}`, empty);
   }
-  for (let i = 0; i < ranges.length; i += rangesPerQuery) {
-    const clauses = ranges
-      .slice(i, i + rangesPerQuery)
-      .map(
-        (r) =>
-          `(_kafka_topic = '${r.topic}' AND _kafka_partition = ${r.partition} AND _kafka_offset >= ${r.from} AND _kafka_offset < ${r.to})`,
-      );
+  // The queries of a wide pipeline side by side (a thousand partitions: five).
+  const slices = Array.from({ length: Math.ceil(ranges.length / rangesPerQuery) }, (_, i) =>
+    ranges.slice(i * rangesPerQuery, (i + 1) * rangesPerQuery),
+  );
+  await forEachLimited(slices, queriesAtOnce, async (slice) => {
+    const clauses = slice.map(
+      (r) =>
+        `(_kafka_topic = '${r.topic}' AND _kafka_partition = ${r.partition} AND _kafka_offset >= ${r.from} AND _kafka_offset < ${r.to})`,
+    );
     try {
       const [rows] = await bigquery.query({
         query: `SELECT _kafka_topic AS topic_, _kafka_partition AS partition_, COUNT(*) AS rows_,
@@ -134,7 +140,7 @@ export async function tableStatsByPartition(
     } catch (error) {
       throw bigQueryError(error, `count rows of ${target.table}`);
     }
-  }
+  });
   return stats;
 }
 

@@ -28,7 +28,7 @@ export async function verifyPipeline(
 ): Promise<PartitionVerdict[]> {
   const partitions = await partitionsOf(clients.firestore, target.pipelineId).get();
   const found: { range: OffsetRange; checkpoint: number | null; ledger: LedgerEntry[] }[] = [];
-  await forEachLimited(partitions.docs, 16, async (doc) => {
+  await forEachLimited(partitions.docs, 32, async (doc) => {
     const data = partitionDocOf(doc);
     if (data === undefined || !target.topics.includes(data.topic)) return;
     const { topic, partition } = data;
