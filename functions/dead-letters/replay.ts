@@ -195,20 +195,7 @@ export async function replayDeadLetters(
         left.push(...passing.map((p) => p.letter), ...twins.map((t) => t.letter));
         continue;
       }
-      // One write per table (route), each idempotent by origin.
-      const results = new Map<(typeof passing)[number], RowResult>();
-      for (const target of new Set(passing.map((p) => p.target))) {
-        const group = passing.filter((p) => p.target === target);
-        const written = await target.sink.write(group.map((p) => p.row));
-        for (const [i, p] of group.entries()) results.set(p, written[i]!);
-      }
-      const durable = passing.filter((p) => results.get(p)!.ok);
-      const refused = passing.filter((p) => !durable.includes(p));
-      for (const p of refused) {
-        const result = results.get(p) as { ok: false; reason: string };
-        outcome.stillFailing.push({ origin: p.row.rowKey, reason: result.reason });
-        left.push(p.letter);
-      }
+      const { durable, refused } = await written(passing);
       await deps.log.forget(
         refused.filter((p) => !earlier.has(p.row.rowKey)).map(({ row: { record } }) => record),
       );
@@ -218,25 +205,47 @@ export async function replayDeadLetters(
       // subscription, and the next replay writes them again into the tables the log names (nothing twice:
       // idempotent by origin) and records them then.
       await deps.log.done(durable.map(logged));
-      const acknowledged = new Set<string>();
-      for (const p of durable) {
-        await p.letter.ack();
-        acknowledged.add(p.row.rowKey);
-        outcome.replayed++;
-        const id = `${p.row.record.topic}:${p.row.record.partition}`;
-        outcome.replayedByPartition.set(id, (outcome.replayedByPartition.get(id) ?? 0) + 1);
-      }
-      // A letter Pub/Sub delivered twice in one pull is written once; its twin goes as the first went.
-      for (const t of twins) {
-        if (acknowledged.has(t.row.rowKey)) await t.letter.ack();
-        else left.push(t.letter);
-      }
+      await acknowledge(durable, twins);
     }
   } finally {
     // What is left goes back to the subscription at once, for the next replay or for an operator.
     await Promise.all(left.map((l) => l.release()));
   }
   return outcome;
+
+  /** One write per table (route), each idempotent by origin; the refused counted as still failing. */
+  async function written(passing: readonly Passing[]) {
+    const results = new Map<Passing, RowResult>();
+    for (const target of new Set(passing.map((p) => p.target))) {
+      const group = passing.filter((p) => p.target === target);
+      const rows = await target.sink.write(group.map((p) => p.row));
+      for (const [i, p] of group.entries()) results.set(p, rows[i]!);
+    }
+    const durable = passing.filter((p) => results.get(p)!.ok);
+    const refused = passing.filter((p) => !durable.includes(p));
+    for (const p of refused) {
+      const result = results.get(p) as { ok: false; reason: string };
+      outcome.stillFailing.push({ origin: p.row.rowKey, reason: result.reason });
+      left.push(p.letter);
+    }
+    return { durable, refused };
+  }
+
+  /** The durable letters acknowledged and counted; a twin Pub/Sub delivered in the same pull goes as its first went. */
+  async function acknowledge(durable: readonly Passing[], twins: readonly Passing[]) {
+    const acknowledged = new Set<string>();
+    for (const p of durable) {
+      await p.letter.ack();
+      acknowledged.add(p.row.rowKey);
+      outcome.replayed++;
+      const id = `${p.row.record.topic}:${p.row.record.partition}`;
+      outcome.replayedByPartition.set(id, (outcome.replayedByPartition.get(id) ?? 0) + 1);
+    }
+    for (const t of twins) {
+      if (acknowledged.has(t.row.rowKey)) await t.letter.ack();
+      else left.push(t.letter);
+    }
+  }
 
   /**
    * The letters whose tables are those an earlier replay wrote them into, if any; a letter the log places
