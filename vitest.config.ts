@@ -5,11 +5,11 @@ import { SlowestFirstSequencer } from './test/support/sequencer.js';
 // brings up (and takes down again only if it started it).
 
 /**
- * How many test files run at once, of every project in one pool (KBD_TEST_WORKERS, 4 by default): the
+ * How many test files run at once, of every project in one pool (KBD_TEST_WORKERS, 3 by default): the
  * end-to-end files spend most of their time waiting on processes and leases, the unit files on the CPU,
  * side by side they fill the two cores (test/support/sequencer.ts starts the longest first).
  */
-const workers = Number(process.env.KBD_TEST_WORKERS ?? process.env.KBD_E2E_WORKERS ?? 4);
+const workers = Number(process.env.KBD_TEST_WORKERS ?? process.env.KBD_E2E_WORKERS ?? 3);
 
 export default defineConfig({
   test: {

@@ -8,7 +8,7 @@ import { type Route, routesOfTopic } from '../config/routes.js';
 import { parseExactHeaders } from '../kernel/exact-headers.js';
 import type { Position } from '../kernel/records.js';
 import { deadLetterTableName } from '../schema/table-schema.js';
-import type { KeptLetter } from './replay.js';
+import type { KeptLetter } from './letter-record.js';
 
 /** The copies the error tables hold of these letters, by `topic:partition:offset`. */
 export async function errorTableCopies(

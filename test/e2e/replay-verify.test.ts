@@ -126,7 +126,7 @@ test('a replay killed after its rows are durable, before its record: run again, 
   });
   expect(moved.code).toBe(1);
   expect(moved.stdout).toContain(
-    `began to write it into ${pipeline.env.BQ_DATASET}.events, and the routes now send it to ${pipeline.env.BQ_DATASET}.events_moved: refused`,
+    `began to write it into ${pipeline.env.BQ_DATASET}.events (and was stopped before it knew the row durable), and the routes now send it to ${pipeline.env.BQ_DATASET}.events_moved: refused`,
   );
   const again = await waitFor('the refused letters back on the subscription', async () => {
     const run = await replay(pipeline);

@@ -142,9 +142,16 @@ export function watchCheckpoints(clients: GoogleClients, pipeline: Pipeline) {
   const seen = new Map<number, number>();
   const regressions: string[] = [];
   let watching = true;
+  // A read that fails ends the watch; stop() throws it (a test that failed first never calls stop(), and
+  // its closed clients must not leave a rejection no one handles).
   const watcher = (async () => {
     while (watching) {
-      for (const [p, offset] of await checkpointsOf(clients, pipeline)) {
+      const found = await checkpointsOf(clients, pipeline).catch((error: unknown) => {
+        watching = false;
+        return error as Error;
+      });
+      if (found instanceof Error) return found;
+      for (const [p, offset] of found) {
         if (offset === null) continue;
         if (offset < (seen.get(p) ?? 0)) regressions.push(`partition ${p}: ${seen.get(p)} -> ${offset}`);
         seen.set(p, Math.max(offset, seen.get(p) ?? 0));
@@ -155,7 +162,8 @@ export function watchCheckpoints(clients: GoogleClients, pipeline: Pipeline) {
   return {
     async stop(): Promise<string[]> {
       watching = false;
-      await watcher;
+      const failed = await watcher;
+      if (failed !== undefined) throw failed;
       return regressions;
     },
   };

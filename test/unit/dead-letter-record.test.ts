@@ -5,8 +5,8 @@
  * carry is refused with its reason, never replayed with less.
  */
 import { describe, expect, test } from 'vitest';
+import { recordOf } from '../../functions/dead-letters/letter-record.js';
 import { deadLetterMessage } from '../../functions/dead-letters/pubsub-dead-letters.js';
-import { recordOf } from '../../functions/dead-letters/replay.js';
 import type { KafkaRecord } from '../../functions/kernel/records.js';
 import { rowOf } from '../../functions/records/classify.js';
 import type { RowShape } from '../../functions/records/records.js';
