@@ -3,7 +3,7 @@
  * resource it registers, for unit tests of wiring and least privilege. One program per test file: vitest
  * gives each file a module registry of its own.
  */
-import { writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as pulumi from '@pulumi/pulumi';
@@ -20,7 +20,8 @@ export interface Registered {
 /** The digest the mocked Artifact Registry answers for a built image. */
 export const builtDigest = 'sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef';
 
-const schemaFile = join(tmpdir(), 'infra-test.schema.json');
+// A folder of this file's own: test files run side by side, and one shared path was read half-written.
+const schemaFile = join(mkdtempSync(join(tmpdir(), 'infra-test-')), 'schema.json');
 writeFileSync(schemaFile, JSON.stringify([{ name: 'order_id', type: 'STRING', mode: 'REQUIRED' }]));
 
 /** The configuration the tests deploy, with `overrides` (null removes a key); secrets are marked so. */
