@@ -35,30 +35,9 @@ async function tableIds(dataset: string, table: string): Promise<string[]> {
   return rows.map((r: { id: string }) => r.id).sort();
 }
 
+// Every codec from both producers in one partition, each batch's codec read back from Kafka's own log dump
+// (one test: five more, a codec each, cost the suite 10 JVMs and 50 s and proved nothing this one does not).
 describe('compression codecs, written by producers no one here wrote', () => {
-  test.each([
-    'none',
-    'gzip',
-    'snappy',
-    'lz4',
-    'zstd',
-  ] as const)('%s: kcat and the Java console producer; every record lands exactly once', async (codec: Codec) => {
-    const pipeline = await createPipeline(clients, 1);
-    await kcatProduce(pipeline.topic, 0, records(0, 150, 'kcat'), codec);
-    await javaProduce(pipeline.topic, records(150, 150, 'java'), codec);
-    // Kafka's own log dump says how the batches were really written.
-    const codecs = new Set(await batchCodecs(pipeline.topic, 0));
-    expect(codecs).toEqual(new Set([codec]));
-
-    const run = await runJob(pipeline.env);
-    expect(run.code).toBe(0);
-    expect(run.summary).toMatchObject({ stopReason: 'caught_up', rowsWritten: 300, deadLettered: 0 });
-    expect((await tableOffsets(clients, pipeline)).get(0)).toEqual([...Array(300).keys()]);
-    expect(await tableIds(pipeline.dataset, pipeline.table)).toEqual(
-      [...records(0, 150, 'kcat'), ...records(150, 150, 'java')].map((r) => JSON.parse(r).id).sort(),
-    );
-  });
-
   test('every codec mixed in one partition, from both producers, in one run', async () => {
     const pipeline = await createPipeline(clients, 1);
     const codecs: Codec[] = ['zstd', 'none', 'lz4', 'gzip', 'snappy'];
@@ -72,8 +51,16 @@ describe('compression codecs, written by producers no one here wrote', () => {
     expect(new Set(await batchCodecs(pipeline.topic, 0))).toEqual(new Set(codecs));
 
     const run = await runJob(pipeline.env);
+    expect(run.code).toBe(0);
     expect(run.summary).toMatchObject({ stopReason: 'caught_up', rowsWritten: next, deadLettered: 0 });
     expect((await tableOffsets(clients, pipeline)).get(0)).toEqual([...Array(next).keys()]);
+    // Each producer's records of each codec, their values exact.
+    expect(await tableIds(pipeline.dataset, pipeline.table)).toEqual(
+      Array.from(
+        { length: next },
+        (_, i) => `${i % 80 < 40 ? 'kcat' : 'java'}-${codecs[Math.floor(i / 80)]}-${i}`,
+      ).sort(),
+    );
     expect((await runVerify(pipeline.env)).code).toBe(0);
   });
 });
