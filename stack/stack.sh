@@ -294,6 +294,10 @@ check_prerequisites() {
 
 # ---------------------------------------------------------------- start
 
+# The JVMs on a machine of two cores: one GC thread, and only the quick compiler (C1). The suite is bound
+# by the CPU (docs/development.md): C2's compilations and G1's threads cost more than they return.
+JVM_LEAN="-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
+
 spawn() { # name, command...
   local name=$1; shift
   # setsid: own process group, so `down` can kill the JVM and anything it forked.
@@ -381,16 +385,16 @@ EOF
       || { cat "$LOGS/kafka-format.log" >&2; die "kafka storage format failed"; }
   fi
   kafka_build >"$PIDS/kafka.build"
-  spawn kafka java -Xms256m -Xmx1g -Dlog4j2.configurationFile="$dir/log4j2.yaml" -cp "$KAFKA_LIBS/*:$OAUTH_VALIDATOR" kafka.Kafka "$dir/server.properties"
+  spawn kafka java $JVM_LEAN -Xms256m -Xmx1g -Dlog4j2.configurationFile="$dir/log4j2.yaml" -cp "$KAFKA_LIBS/*:$OAUTH_VALIDATOR" kafka.Kafka "$dir/server.properties"
 }
 
 start_firestore() {
-  spawn firestore java -Duser.language=en -Xmx512m -cp "$FIRESTORE_JAR" \
+  spawn firestore java $JVM_LEAN -Duser.language=en -Xmx512m -cp "$FIRESTORE_JAR" \
     com.google.cloud.datastore.emulator.firestore.CloudFirestore start --host=127.0.0.1 --port="$FIRESTORE_PORT"
 }
 
 start_pubsub() {
-  spawn pubsub java -Xmx512m -jar "$PUBSUB_JAR" --host=127.0.0.1 --port="$PUBSUB_PORT"
+  spawn pubsub java $JVM_LEAN -Xmx512m -jar "$PUBSUB_JAR" --host=127.0.0.1 --port="$PUBSUB_PORT"
 }
 
 start_bigquery() {
