@@ -53,6 +53,8 @@ export class PartitionLease {
   readonly #latency = new LatencySketch();
   /** Offsets below it were committed before an operator's seek: a replay, left out of latency. */
   readonly #replayUntil: number;
+  /** Following the log: the partition's end seen at the run's end (the live end, for lag and alerts). */
+  #liveEnd = 0;
   #renewing = false;
   #done = false;
   readonly #abandon = new AbortController();
@@ -177,9 +179,23 @@ export class PartitionLease {
     return this.#abandon.signal;
   }
 
-  /** Records left between the checkpoint and the end seen at start. */
+  /** The latest end seen of the partition: at the start, or at the run's end when following the log. */
+  get latestEnd(): number {
+    return Math.max(this.end, this.#liveEnd);
+  }
+
+  /** Records left between the checkpoint and the latest end seen. */
   get lag(): number {
-    return Math.max(0, this.end - this.#position);
+    return Math.max(0, this.latestEnd - this.#position);
+  }
+
+  /**
+   * Following the log, the end moves while the run reads: seen again at its end, the partition's lag (and
+   * the `backlog` alert) are measured against it, not against the end seen at its start (issue #78).
+   */
+  seesEnd(end: number): void {
+    this.#liveEnd = Math.max(this.#liveEnd, end);
+    if (this.#summary.skipped === undefined && this.#summary.to !== null) this.#summary.lag = this.lag;
   }
 
   /** The start is planned: the partition's line reads from `from`. */

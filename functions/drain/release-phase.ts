@@ -10,6 +10,7 @@ import type { DrainRun } from './run-state.js';
  */
 export async function releaseAll(run: DrainRun): Promise<void> {
   const { logger } = run;
+  if (run.options.follow !== undefined) await seeLiveEnds(run);
   await forEachLimited(run.record.partitions.values(), run.options.firestoreConcurrency, async (entry) => {
     if (entry.summary.skipped === 'fenced') return;
     const liveness = await alertsFor(run, entry).catch((error: unknown) => {
@@ -39,7 +40,7 @@ async function alertsFor(run: DrainRun, entry: PartitionLease): Promise<Liveness
       partition: mark.partition,
       now,
       logStart: mark.logStart,
-      end: mark.end,
+      end: entry.latestEnd,
       checkpointBefore: entry.startCheckpoint,
       checkpointAfter: entry.position,
       lastProgressAt: moved ? now : (lease.lastProgressAt ?? null),
@@ -51,4 +52,24 @@ async function alertsFor(run: DrainRun, entry: PartitionLease): Promise<Liveness
   );
   run.record.alerted(raised);
   return state;
+}
+
+/** Following the log: each partition's end read again at the run's end (one read a topic), for its lag. */
+async function seeLiveEnds(run: DrainRun): Promise<void> {
+  const entries = [...run.record.partitions.values()];
+  const topics = [...new Set(entries.map((e) => e.mark.topic))];
+  try {
+    const ends = new Map(
+      (await run.ports.source.watermarks(topics)).map((m) => [`${m.topic}~${m.partition}`, m.end]),
+    );
+    for (const entry of entries) {
+      const end = ends.get(`${entry.mark.topic}~${entry.mark.partition}`);
+      if (end !== undefined) entry.seesEnd(end);
+    }
+  } catch (error) {
+    // The lag stays the one against the end seen at the start: said so, never silently.
+    run.logger.warn('reading the partitions’ ends at the run’s end failed; lag is against the start', {
+      error,
+    });
+  }
 }

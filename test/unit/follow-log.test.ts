@@ -10,6 +10,7 @@ import type { KafkaRecord } from '../../functions/kernel/records.js';
 import { testDrainOptions } from '../support/drain-options.js';
 import { createFakeClock } from '../support/fake-clock.js';
 import {
+  createMemoryAlerts,
   createMemoryCheckpoints,
   createMemoryDeadLetters,
   createMemorySink,
@@ -26,13 +27,10 @@ const follow: DrainOptions = {
   follow: { lingerMs: linger },
 };
 
-/** Two partitions, and a producer on the fake clock: one record a partition every 100 ms until `until`. */
-function setup(until: number) {
+/** `partitions` (two), and a producer on the fake clock: one record a partition every 100 ms until `until`. */
+function setup(until: number, partitions = 2, writeMs = 0) {
   const clock = createFakeClock(start);
-  const log = new Map<string, KafkaRecord[]>([
-    ['t~0', []],
-    ['t~1', []],
-  ]);
+  const log = new Map<string, KafkaRecord[]>(Array.from({ length: partitions }, (_, p) => [`t~${p}`, []]));
   const append = () => {
     for (const [id, records] of log) {
       const offset = records.length;
@@ -53,18 +51,26 @@ function setup(until: number) {
   });
   const checkpoints = createMemoryCheckpoints(clock.now);
   const sink = createMemorySink();
+  // A sink slower than the producer when `writeMs` is set: each write takes that long on the fake clock.
+  const write = sink.write.bind(sink);
+  sink.write = async (batch) => {
+    if (writeMs > 0) await clock.timers.sleep(writeMs);
+    return write(batch);
+  };
+  const alerts = createMemoryAlerts();
   const ports = {
     source: createMemorySource(log, { sleep: (ms: number) => clock.timers.sleep(ms) }),
     checkpoints,
     sink,
     deadLetters: createMemoryDeadLetters(),
+    alerts,
   };
   const context = { logger: createMemoryLogger(), now: clock.now, timers: clock.timers };
   const drain = (options: DrainOptions, runId: string, signal = new AbortController().signal) =>
     runDrain(ports, { ...options, runId }, { ...context, signal });
   const run = (options: DrainOptions, runId: string, signal = new AbortController().signal) =>
     clock.run(drain(options, runId, signal));
-  return { clock, log, checkpoints, sink, run, drain, stopProducing };
+  return { clock, log, checkpoints, sink, alerts, run, drain, stopProducing, logger: context.logger };
 }
 
 const offsetsOf = (sink: ReturnType<typeof createMemorySink>, partition: number) =>
@@ -140,5 +146,50 @@ describe('a run that follows the log', () => {
       expect(next.fromOffset).toBe(last.nextOffset);
     }
     expect(b.latencyMs.max).toBeLessThanOrEqual(10_000 - 6_000 + 1_000 + 2 * linger);
+  });
+
+  test('more partitions than one lease group (40, groups of 16), runs back to back: none skipped, every record once', async () => {
+    const { clock, sink, drain, stopProducing, logger } = setup(15_000, 40);
+    const wide: DrainOptions = { ...follow, firestoreConcurrency: 16, partitionConcurrency: 40 };
+    const second = new Promise<Awaited<ReturnType<typeof drain>>>((resolve) =>
+      clock.timers.after(6_000, () => void drain(wide, 'run-2').then(resolve)),
+    );
+    const [a, b] = await clock.run(Promise.all([drain(wide, 'run-1'), second]));
+    stopProducing();
+    // The groups after the first were leased at the first try, the end seen at the run's start behind
+    // the checkpoint the run before moved meanwhile: they were skipped as "past the end" (issue #78).
+    const skipped = b.partitions
+      .filter((p) => p.skipped !== undefined)
+      .map((p) => `${p.partition}: ${p.skipped}`);
+    expect(skipped).toEqual([]);
+    expect(logger.lines.filter((l) => /past the end/.test(String(l.message)))).toEqual([]);
+    expect([a.stopReason, b.stopReason]).toEqual(['budget', 'budget']);
+    for (let p = 0; p < 40; p++) expect(offsetsOf(sink, p), `partition ${p}`).toEqual([...Array(150).keys()]);
+    expect(a.latencyMs.count + b.latencyMs.count).toBe(40 * 150);
+  });
+
+  test('falling behind: lag and `backlog` are measured against the live end, not the end seen at the start', async () => {
+    // Writes of 1 s for batches of 5 (5 records a second a partition), 10 written a second a partition.
+    const { run, log, checkpoints, alerts, stopProducing } = setup(10_000, 2, 1_000);
+    const summary = await run(
+      {
+        ...follow,
+        batchMaxRecords: 5,
+        alertThresholds: { ...follow.alertThresholds!, backlogRecords: 20 },
+      },
+      'run-1',
+    );
+    stopProducing();
+    expect(summary.stopReason).toBe('budget');
+    for (const line of summary.partitions) {
+      const [state] = await checkpoints.peek([{ topic: 't', partition: line.partition }]);
+      const end = log.get(`t~${line.partition}`)!.length;
+      // The end seen at the start was 1: the lag against it was 0 however far behind the run fell.
+      expect(line.lag).toBe(end - state!.nextOffset!);
+      expect(line.lag).toBeGreaterThanOrEqual(20);
+    }
+    expect(
+      alerts.sent.filter((a) => a.kind === 'backlog' && a.state === 'open').map((a) => a.partition),
+    ).toEqual([0, 1]);
   });
 });
