@@ -16,7 +16,7 @@ export interface PipelineView {
   /** The partitions runs drain (paused ones left out). */
   readonly partitions: number;
   readonly paused: number;
-  /** Distinct owners of live leases: the tasks running now, as Firestore sees them. */
+  /** Distinct tasks behind live leases (taskOfOwner): the tasks running now, as Firestore sees them. */
   readonly leaseOwners: number;
   /** The partitions not paused, for the alerts a quiet pipeline still owes (alerts-due.ts). */
   readonly quiet: readonly QuietPartition[];
@@ -39,7 +39,8 @@ export async function viewPipeline(
   const quiet: QuietPartition[] = [];
   for (const mark of marks) {
     const doc = byId.get(partitionId(mark));
-    if (leaseHeld(doc, now)) owners.add(doc!.leaseOwner!);
+    const task = leaseHeld(doc, now) ? taskOfOwner(doc!.leaseOwner!) : undefined;
+    if (task !== undefined) owners.add(task);
     if (doc?.paused === true) {
       paused++;
       continue;
@@ -63,6 +64,15 @@ export async function viewPipeline(
     });
   }
   return { backlog, partitions: marks.length - paused, paused, leaseOwners: owners.size, quiet };
+}
+
+/**
+ * The task behind a lease owner: a run drains each route group under `{runId}-r{n}` (job/run-job.ts), one
+ * task all the same; an operator's `seek` (`seek:…`, cli/operations.ts) is no task.
+ */
+export function taskOfOwner(owner: string): string | undefined {
+  if (owner.startsWith('seek:')) return undefined;
+  return owner.replace(/-r\d+$/, '');
 }
 
 /** The run summaries of the rate's window, as the sizing rule reads them. */

@@ -156,6 +156,7 @@ async function routeTargets(
       continue;
     }
     // Each route's drain leases as an owner of its own (its staging tables are its own too).
+    // One task all the same: the dispatcher counts `-r{n}` owners as their task (dispatch/observe.ts).
     const runId = several ? `${run.runId}-r${index}` : run.runId;
     const routeLogger = several ? logger.child({ table }) : logger;
     const values = await routeValues(
