@@ -30,9 +30,11 @@ export function runShape(read: Reader) {
 
 /**
  * DRAIN_UNTIL and FLUSH_LINGER_MS: null (`end`, the default), or the linger of a run that follows the log:
- * FLUSH_LINGER_MS, but where a flush opens a write stream a table, at least tables × tasks × 720 ms, so
+ * FLUSH_LINGER_MS, but where a flush opens a write stream a table, at least tables × 2 × tasks × 720 ms, so
  * that a pipeline opens at most 5,000 streams an hour, half of BigQuery's CreateWriteStream quota (10,000
- * an hour a project and region). A mode that makes one load job a run and table refuses it.
+ * an hour a project and region): a flush with dead letters opens its table's error table's stream too
+ * (issue #78: counting the tables alone, a deploy whose records all failed could spend the whole quota).
+ * A mode that makes one load job a run and table refuses it.
  */
 export function followOf(
   read: Reader,
@@ -48,5 +50,6 @@ export function followOf(
     );
   const flushLingerMs = read.integer('FLUSH_LINGER_MS', 10, 600_000);
   if (!streamPerFlushModes.includes(writeMode)) return { lingerMs: flushLingerMs };
-  return { lingerMs: Math.max(flushLingerMs, Math.ceil((tables * taskCount * 3600 * 1000) / 5000)) };
+  const streamsPerFlush = tables * 2;
+  return { lingerMs: Math.max(flushLingerMs, Math.ceil((streamsPerFlush * taskCount * 3600 * 1000) / 5000)) };
 }

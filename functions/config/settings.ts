@@ -183,7 +183,7 @@ export const settings = {
     section: 'run',
     default: 1_000,
     meaning:
-      "With `DRAIN_UNTIL=budget`: how long a batch not yet full waits for more records (10 ms to 10 minutes). In `storage-write` mode at least tables × tasks × 720 ms, so that a pipeline opens at most 5,000 write streams an hour (half the project's CreateWriteStream quota).",
+      "With `DRAIN_UNTIL=budget`: how long a batch not yet full waits for more records (10 ms to 10 minutes). In `storage-write` mode at least tables × 2 × tasks × 720 ms (a flush opens a stream on each table and, with dead letters, on its error table), so that a pipeline opens at most 5,000 write streams an hour (half the project's CreateWriteStream quota).",
   },
   BATCH_MAX_RECORDS: {
     section: 'run',

@@ -462,13 +462,17 @@ describe('table layout', () => {
 
 describe('DRAIN_UNTIL', () => {
   test("budget follows the log with FLUSH_LINGER_MS, held to a pipeline's share of write streams in storage-write", () => {
-    expect(parseConfig({ ...base, DRAIN_UNTIL: 'budget' }).follow).toEqual({ lingerMs: 1_000 });
-    expect(parseConfig({ ...base, DRAIN_UNTIL: 'budget', FLUSH_LINGER_MS: '200' }).follow).toEqual({
-      lingerMs: 720,
+    // A flush opens its table's stream and, with dead letters, its error table's: 2 × 720 ms a table.
+    expect(parseConfig({ ...base, DRAIN_UNTIL: 'budget' }).follow).toEqual({ lingerMs: 1_440 });
+    expect(parseConfig({ ...base, DRAIN_UNTIL: 'budget', FLUSH_LINGER_MS: '2000' }).follow).toEqual({
+      lingerMs: 2_000,
     });
-    // 4 tasks of one table: 4 × 720 ms; insert-all opens no stream, so its linger is as set.
+    expect(parseConfig({ ...base, DRAIN_UNTIL: 'budget', FLUSH_LINGER_MS: '200' }).follow).toEqual({
+      lingerMs: 1_440,
+    });
+    // 4 tasks of one table: 4 × 2 × 720 ms; insert-all opens no stream, so its linger is as set.
     const tasks = { ...base, DRAIN_UNTIL: 'budget', FLUSH_LINGER_MS: '200', CLOUD_RUN_TASK_COUNT: '4' };
-    expect(parseConfig(tasks).follow).toEqual({ lingerMs: 2_880 });
+    expect(parseConfig(tasks).follow).toEqual({ lingerMs: 5_760 });
     expect(parseConfig({ ...tasks, BQ_WRITE_MODE: 'insert-all' }).follow).toEqual({ lingerMs: 200 });
   });
 
