@@ -83,10 +83,19 @@ export async function recentRuns(firestore: Firestore, pipelineId: string, now: 
     .collection('runs')
     .where('recordedAt', '>=', new Date(now - rateWindowMs))
     .get();
-  return snapshot.docs.map((d) => ({
-    endedAt: d.get('recordedAt').toMillis(),
-    recordsRead: Number(d.get('recordsRead') ?? 0),
-    durationMs: Number(d.get('durationMs') ?? 0),
-    stopReason: d.get('stopReason'),
-  }));
+  return snapshot.docs.map((d) => runRateOf(d.data()));
+}
+
+/**
+ * What a run's document teaches the rate: the records it drained, read or recovered (a run whose load job
+ * outlasted it commits nothing; the next run's recovery commits its records: counted there, or the
+ * dispatcher never learns a rate while every job outlasts its run, issue #78).
+ */
+export function runRateOf(data: FirebaseFirestore.DocumentData): RunRate {
+  return {
+    endedAt: data.recordedAt.toMillis(),
+    recordsRead: Number(data.recordsRead ?? 0) + Number(data.recordsRecovered ?? 0),
+    durationMs: Number(data.durationMs ?? 0),
+    stopReason: data.stopReason,
+  };
 }

@@ -81,6 +81,7 @@ async function recover(run: DrainRun, entry: PartitionLease, start: number): Pro
     const heldUntil = recovery.heldUntil === undefined ? {} : { heldUntil: recovery.heldUntil };
     if (recovery.commit !== undefined) {
       await commitCheckpoint(run, entry, { ...recovery.commit, ...heldUntil });
+      run.record.recovered(recovery.commit.records);
       return recovery.commit.nextOffset;
     }
     const at = recovery.startAt ?? start;

@@ -11,6 +11,8 @@ export interface RunTotals {
   tombstonesSkipped: number;
   /** Records the transforms dropped; absent when none. */
   filtered?: number;
+  /** Records an earlier run read whose write this run's recovery committed; absent when none. */
+  recordsRecovered?: number;
   commits: number;
   alerts: number;
 }
@@ -108,6 +110,14 @@ export class RunRecord {
       if (t.filtered) this.#totals.filtered = (this.#totals.filtered ?? 0) + t.filtered;
       entry.countedTaken(t.timestamps, t.records, committedAt, t);
     }
+  }
+
+  /**
+   * A recovery committed what an earlier run read (a load job that outlasted that run): not read here, but
+   * drained all the same, so that the dispatcher learns a rate where every job outlasts its run (#78).
+   */
+  recovered(records: number): void {
+    if (records > 0) this.#totals.recordsRecovered = (this.#totals.recordsRecovered ?? 0) + records;
   }
 
   alerted(count: number): void {

@@ -108,6 +108,9 @@ export function mergeRunSummaries(
     deadLettered: sum((s) => s.deadLettered),
     tombstonesSkipped: sum((s) => s.tombstonesSkipped),
     ...(sum((s) => s.filtered ?? 0) > 0 ? { filtered: sum((s) => s.filtered ?? 0) } : {}),
+    ...(sum((s) => s.recordsRecovered ?? 0) > 0
+      ? { recordsRecovered: sum((s) => s.recordsRecovered ?? 0) }
+      : {}),
     alerts: sum((s) => s.alerts),
     commits: sum((s) => s.commits),
     lag: sum((s) => s.lag),

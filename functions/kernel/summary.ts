@@ -72,6 +72,11 @@ export interface RunSummary {
   tombstonesSkipped: number;
   /** Records the routes' transforms dropped: read, accounted in the ledger, not written; absent when none. */
   filtered?: number;
+  /**
+   * Records an earlier run read and this run's recovery committed (a load job that outlasted that run):
+   * not in `recordsRead`; the dispatcher counts both. Absent when none.
+   */
+  recordsRecovered?: number;
   alerts: number;
   commits: number;
   durationMs: number;

@@ -6,7 +6,9 @@
  * not call durable, or a settle that fails, commits nothing and the next run reads it again: each record
  * once in the end.
  */
+import { Timestamp } from '@google-cloud/firestore';
 import { describe, expect, test } from 'vitest';
+import { runRateOf } from '../../functions/dispatch/observe.js';
 import { createMemoryLogger } from '../../functions/kernel/logger.js';
 import type { Lease, Writer } from '../../functions/kernel/ports.js';
 import { type KafkaRecord, partitionId } from '../../functions/kernel/records.js';
@@ -150,5 +152,39 @@ describe('batches a writer defers', () => {
     const again = deferringWriter();
     expect(await run(again.writer, 'run-2')).toMatchObject({ recordsRead: 500, rowsWritten: 500 });
     expect([...again.table.values()].map((o) => o.length)).toEqual([250, 250]);
+  });
+
+  test('a load that outlasted its run, committed by the next run: counted as recovered, and a rate for the dispatcher', async () => {
+    const { run } = setup(logOf(2, 300));
+    // Run 1 takes every batch; its job outlasts it: nothing durable, nothing committed, nothing counted.
+    const first = await run(deferringWriter(() => new Map()).writer, 'run-1');
+    expect(first.recordsRead).toBe(0);
+    // Run 2 finds the job done: its recovery commits what run 1 read.
+    const done: Writer = {
+      ...deferringWriter().writer,
+      recover: async (lease) =>
+        (lease.nextOffset ?? 0) === 0
+          ? {
+              commit: {
+                streams: [],
+                fromOffset: 0,
+                nextOffset: 300,
+                records: 300,
+                rows: 300,
+                deadLetters: 0,
+                tombstones: 0,
+                lastRecordTimestamp: null,
+              },
+            }
+          : { startAt: lease.nextOffset },
+    };
+    const second = await run(done, 'run-2');
+    expect(second).toMatchObject({ recordsRead: 0, recordsRecovered: 600, stopReason: 'caught_up' });
+    // What the dispatcher reads of the run's document: the records it drained, read or recovered.
+    const rate = runRateOf({ ...second, recordedAt: Timestamp.fromMillis(1_700_000_100_000) });
+    expect(rate).toMatchObject({ recordsRead: 600, stopReason: 'caught_up' });
+    expect(
+      runRateOf({ recordsRead: 5, durationMs: 1_000, stopReason: 'budget', recordedAt: Timestamp.now() }),
+    ).toMatchObject({ recordsRead: 5 });
   });
 });
