@@ -120,3 +120,65 @@ test('back to back, and a run killed in the middle: every record once, each run 
       `a partition's gap at a handover ${gaps(false)} s, after the kill (TTL 4 s) ${gaps(true)} s`,
   );
 }, 120_000);
+
+test('wider than a lease group (40 partitions), three executions overlapping: none skipped, every record once before any run to the end', async () => {
+  // Before #78's fix the second execution skipped the 24 partitions past its first lease group of 16 as
+  // "past the end" (taken at the first try, the end it had seen at its start behind their checkpoints).
+  const partitions = 40;
+  const pipeline = await createPipeline(clients, partitions, {
+    BQ_WRITE_MODE: 'storage-write',
+    DRAIN_UNTIL: 'budget',
+    DRAIN_BUDGET_SECONDS: '10',
+    LEASE_TTL_SECONDS: '6',
+    FLUSH_LINGER_MS: '500',
+  });
+  const producer = startProducer(pipeline.topic, partitions, {
+    batch: 2,
+    pauseMs: 200,
+    malformedEvery: 1_000_000,
+  });
+  const run = (execution: string) => startJob({ ...pipeline.env, CLOUD_RUN_EXECUTION: execution });
+  // Each execution starts 6 s after the one before (budgets of 10 s): each waits for the one before.
+  const jobs = [run('w1')];
+  await sleep(6_000);
+  jobs.push(run('w2'));
+  await sleep(6_000);
+  jobs.push(run('w3'));
+  // The producer stops 5 s into the last execution, which has its partitions from about 4 s on.
+  await sleep(5_000);
+  const produced = await producer.stop();
+  const summaries = [];
+  for (const job of jobs) {
+    const { code } = await job.exited;
+    expect(code, JSON.stringify(job.lines.slice(-3))).toBe(0);
+    const pastEnd = job.lines.filter((l) => /past the end/.test(String(l.message)));
+    expect(pastEnd, 'partitions skipped as past the end').toEqual([]);
+    const summary = job.summary() as {
+      runId: string;
+      stopReason: string;
+      recordsRead: number;
+      lag: number;
+      latencyMs: { count: number; p50: number | null; p99: number | null };
+      partitions: { partition: number; skipped?: string }[];
+    };
+    expect(summary.stopReason).toBe('budget');
+    expect(summary.partitions.filter((p) => p.skipped !== undefined)).toEqual([]);
+    // Each run's latency counts the records it read and committed, once.
+    expect(summary.latencyMs.count, summary.runId).toBe(summary.recordsRead);
+    summaries.push(summary);
+  }
+  // No run to the end: the followers drained everything, each record once.
+  const table = await tableOffsets(clients, pipeline);
+  for (let p = 0; p < partitions; p++) {
+    const rows = table.get(p) ?? [];
+    expect(rows.length, `partition ${p}: rows twice`).toBe(new Set(rows).size);
+    expect(new Set(rows), `partition ${p}`).toEqual(new Set(produced.offsets.get(p)!.keys()));
+  }
+  expect(summaries.reduce((n, s) => n + s.recordsRead, 0)).toBe(produced.total);
+  // The last one's lag is against the live end: nothing left.
+  expect(summaries.at(-1)!.lag).toBe(0);
+  console.log(
+    `follow, 40 partitions: ${produced.total} records; runs read ${summaries.map((s) => s.recordsRead).join(' / ')}; ` +
+      `latency p50/p99 ${summaries.map((s) => `${s.latencyMs.p50}/${s.latencyMs.p99}`).join(', ')} ms`,
+  );
+}, 120_000);

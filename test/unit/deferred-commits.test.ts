@@ -176,7 +176,7 @@ describe('batches a writer defers', () => {
                 lastRecordTimestamp: null,
               },
             }
-          : { startAt: lease.nextOffset },
+          : { startAt: lease.nextOffset ?? 0 },
     };
     const second = await run(done, 'run-2');
     expect(second).toMatchObject({ recordsRead: 0, recordsRecovered: 600, stopReason: 'caught_up' });
