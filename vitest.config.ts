@@ -41,6 +41,7 @@ export default defineConfig({
           isolate: false,
           // Beside end-to-end files that keep the cores busy, a pure test can take longer than its 5 s.
           testTimeout: 20_000,
+          hookTimeout: 60_000,
           maxWorkers: workers,
           sequence: { groupOrder: 0 },
         },
@@ -50,6 +51,8 @@ export default defineConfig({
           name: 'unit-isolated',
           include: isolatedUnitFiles,
           testTimeout: 20_000,
+          // A Pulumi program under mocks in a beforeAll: 10 s was too little once on two busy cores.
+          hookTimeout: 60_000,
           maxWorkers: workers,
           sequence: { groupOrder: 0 },
         },

@@ -45,7 +45,7 @@ const values = (partition: number, from: number, count: number) =>
   }));
 
 test('idle: one alert however many runs see it, one resolved when records come back; idle runs are quick', async () => {
-  const { pipeline, pull } = await withAlerts(1, { IDLE_ALERT_SECONDS: '2' });
+  const { pipeline, pull } = await withAlerts(1, { IDLE_ALERT_SECONDS: '2', DRAIN_BUDGET_SECONDS: '60' });
   await produce(pipeline.topic, values(0, 0, 5));
   expect((await runJob(pipeline.env)).code).toBe(0);
   const pausedAt = Date.now();
@@ -53,7 +53,9 @@ test('idle: one alert however many runs see it, one resolved when records come b
   for (let i = 0; i < 3; i++) {
     const idle = await runJob(pipeline.env);
     expect(idle.summary.stopReason).toBe('caught_up');
-    expect(idle.summary.durationMs as number).toBeLessThan(5_000);
+    // Quick: it ends on finding nothing, never waiting out its budget (how quick is the machine's: 5 s
+    // failed once on two busy cores, at 5.4 s).
+    expect(idle.summary.durationMs as number).toBeLessThan(20_000);
   }
   expect(await pull()).toEqual(['idle:open:0']);
 
