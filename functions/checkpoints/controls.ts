@@ -1,5 +1,6 @@
 import { Timestamp } from '@google-cloud/firestore';
 import type { CheckpointControls } from '../kernel/ports.js';
+import { seekUndrained } from '../kernel/undrained.js';
 import type { CheckpointStore } from './checkpoint-store.js';
 import { assertHeld, ledgerEntryDoc } from './partition-doc.js';
 
@@ -13,11 +14,14 @@ export function createCheckpointControls(store: CheckpointStore): CheckpointCont
       return compareAndSwap('reset checkpoint', ref, (data, now) => {
         assertHeld(data, lease, now);
         const from = data!.nextOffset;
+        // A forward seek passes a range over; a seek back puts the ranges above it in the replay's way.
+        const undrained = seekUndrained(data?.undrained ?? [], from ?? null, toOffset);
         return {
           result: undefined,
           write: {
             nextOffset: toOffset,
             lastResetAt: Timestamp.fromMillis(now),
+            ...(undrained.length > 0 || (data?.undrained?.length ?? 0) > 0 ? { undrained } : {}),
             // Back over offsets written before: storage-write mode writes again only what the tables lack.
             ...(from !== null && from !== undefined && toOffset < from
               ? { replayUntil: Math.max(data?.replayUntil ?? 0, from) }

@@ -9,6 +9,7 @@ import type { LivenessState } from '../kernel/liveness.js';
 import type { CommitIntent, Lease, PartitionState } from '../kernel/ports.js';
 import type { PartitionRef } from '../kernel/records.js';
 import { partitionId } from '../kernel/records.js';
+import type { UndrainedRange } from '../kernel/undrained.js';
 
 export interface PartitionDoc extends Partial<LivenessState> {
   topic: string;
@@ -22,6 +23,8 @@ export interface PartitionDoc extends Partial<LivenessState> {
   intent?: CommitIntent | null;
   /** Where the checkpoint stood before an operator moved it back (seek): replayed offsets end here. */
   replayUntil?: number | null;
+  /** Ranges an operator's forward seek passed over (kernel/undrained.ts), kept by the seeks. */
+  undrained?: UndrainedRange[];
   /** Ledger entries written since the last roll-up. */
   ledgerEntries?: number;
   /** What its commits moved, in all. */
@@ -83,6 +86,7 @@ export function leaseOf(
     lastProgressAt: data?.lastProgressAt?.toMillis() ?? null,
     intent: data?.intent ?? null,
     replayUntil: data?.replayUntil ?? null,
+    ...(data?.undrained?.length ? { undrained: data.undrained } : {}),
     liveness: livenessOf(data),
   };
 }

@@ -2,6 +2,7 @@ import { LatencySketch } from '../kernel/freshness.js';
 import type { Lease } from '../kernel/ports.js';
 import type { KafkaRecord, PartitionRef, Watermarks } from '../kernel/records.js';
 import type { PartitionSummary } from '../kernel/summary.js';
+import { neverDrained, replayEnd, settleUndrained, type UndrainedRange } from '../kernel/undrained.js';
 
 /** Why a run left a partition before its end: for its summary line. */
 export interface Leaving {
@@ -53,6 +54,8 @@ export class PartitionLease {
   readonly #latency = new LatencySketch();
   /** Offsets below it were committed before an operator's seek: a replay, left out of latency. */
   readonly #replayUntil: number;
+  /** Ranges below `#replayUntil` never drained (an operator's forward seek): no replay, though below it. */
+  readonly #undrained: readonly UndrainedRange[];
   /** Following the log: the partition's end seen at the run's end (the live end, for lag and alerts). */
   #liveEnd = 0;
   #renewing = false;
@@ -73,7 +76,9 @@ export class PartitionLease {
     this.#read = init.position;
     this.#lastRenewedAt = init.at;
     this.#replayUntil = init.lease.replayUntil ?? 0;
-    if (this.#replayUntil > init.position) this.#summary.replayUntil = this.#replayUntil;
+    this.#undrained = settleUndrained(init.lease.undrained ?? [], init.position);
+    const replayEnds = replayEnd(this.#replayUntil, this.#undrained, init.position);
+    if (replayEnds > init.position) this.#summary.replayUntil = replayEnds;
     this.#onLeft = onLeft;
   }
 
@@ -85,7 +90,7 @@ export class PartitionLease {
   /** The timestamp of the record at the checkpoint, if this run fetched it (undefined: not known here). */
   get headTimestamp(): number | undefined {
     // A replayed record's age is not the partition's freshness (measureFreshness reads past the replay).
-    if (this.#position < this.#replayUntil) return undefined;
+    if (this.#position < replayEnd(this.#replayUntil, this.#undrained, this.#position)) return undefined;
     return this.#head?.position === this.#position ? this.#head.timestamp : undefined;
   }
 
@@ -266,7 +271,9 @@ export class PartitionLease {
 
   /** The timestamps of the records whose latency counts (a seek's replay left out). */
   latencyTimestamps(records: readonly KafkaRecord[]): number[] {
-    return records.filter((r) => r.offset >= this.#replayUntil).map((r) => r.timestamp);
+    return records
+      .filter((r) => r.offset >= this.#replayUntil || neverDrained(this.#undrained, r.offset))
+      .map((r) => r.timestamp);
   }
 
   /** Committed batches a deferring writer took: their latency at `committedAt`, their counts in the line. */

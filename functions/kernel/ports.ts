@@ -10,6 +10,7 @@ import type {
   Watermarks,
 } from './records.js';
 import type { RunSummary } from './summary.js';
+import type { UndrainedRange } from './undrained.js';
 
 /** The drain's ports: what it reads from, writes to and keeps its state in. Adapters implement them. */
 
@@ -65,6 +66,8 @@ export interface Lease extends PartitionRef {
    * storage-write mode those the tables still hold are not written again.
    */
   readonly replayUntil?: number | null;
+  /** Ranges an operator's forward seek passed over (kernel/undrained.ts): no replay when drained later. */
+  readonly undrained?: readonly UndrainedRange[];
 }
 
 /** A partition's share of a flush, recorded before its streams are committed (storage-write mode). */

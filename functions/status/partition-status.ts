@@ -1,10 +1,11 @@
 import type { Firestore } from '@google-cloud/firestore';
-import { leaseHeld, partitionDocOf, partitionsOf } from '../checkpoints/partition-doc.js';
+import { leaseHeld, type PartitionDoc, partitionDocOf, partitionsOf } from '../checkpoints/partition-doc.js';
 import { replaysOf } from '../checkpoints/replay-log.js';
 import { type RoutedTopics, tableName } from '../config/routes.js';
 import { ageSeconds } from '../kernel/freshness.js';
 import type { Source } from '../kernel/ports.js';
 import { type Position, partitionId } from '../kernel/records.js';
+import { replayEnd, settleUndrained } from '../kernel/undrained.js';
 
 export interface PartitionStatus {
   topic: string;
@@ -74,10 +75,7 @@ export async function partitionStatus(
       // A partition never drained starts at its log start, so that is its lag.
       lag: mark.end - (checkpoint ?? mark.logStart),
       freshnessSeconds: null as number | null,
-      replayUntil:
-        doc?.replayUntil != null && checkpoint !== null && checkpoint < doc.replayUntil
-          ? doc.replayUntil
-          : null,
+      replayUntil: replayingTo(doc, checkpoint),
       paused: doc?.paused === true,
       leaseOwner: held ? doc!.leaseOwner : null,
       leaseExpiresAt: held ? doc!.leaseExpiresAt!.toDate().toISOString() : null,
@@ -114,4 +112,14 @@ async function headsWithin(source: Source, positions: readonly Position[]) {
   });
   const read = source.headTimestamps(positions).catch(() => new Map<string, number | null>());
   return Promise.race([read, late]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * Where a partition's replay after an operator's seek back ends, for its freshness: `replayUntil`, or the
+ * first offset the replay reaches that was never drained (a forward seek passed it over); null when none.
+ */
+function replayingTo(doc: PartitionDoc | undefined, checkpoint: number | null): number | null {
+  if (doc?.replayUntil == null || checkpoint === null) return null;
+  const end = replayEnd(doc.replayUntil, settleUndrained(doc.undrained ?? [], checkpoint), checkpoint);
+  return checkpoint < end ? end : null;
 }

@@ -26,6 +26,7 @@ import type {
 } from '../../functions/kernel/records.js';
 import { partitionId } from '../../functions/kernel/records.js';
 import type { RunSummary } from '../../functions/kernel/summary.js';
+import { seekUndrained, type UndrainedRange } from '../../functions/kernel/undrained.js';
 import { rowKey } from '../../functions/records/records.js';
 import type { EncodedRow, StreamSink } from '../../functions/sinks/contracts.js';
 
@@ -130,6 +131,7 @@ interface MemoryPartition {
   leaseExpiresAt: number;
   intent?: CommitIntent | null;
   replayUntil?: number | null;
+  undrained?: UndrainedRange[];
   /** An operator paused it: runs leave it alone. */
   paused?: boolean;
 }
@@ -160,6 +162,7 @@ export function createMemoryCheckpoints(now: () => number) {
       const p = partitions.get(partitionId(ref))!;
       if (p.nextOffset !== null && to < p.nextOffset)
         p.replayUntil = Math.max(p.replayUntil ?? 0, p.nextOffset);
+      p.undrained = seekUndrained(p.undrained ?? [], p.nextOffset, to);
       p.nextOffset = to;
     },
     async peek(refs) {
@@ -203,6 +206,7 @@ export function createMemoryCheckpoints(now: () => number) {
         lastProgressAt: p.lastProgressAt ?? null,
         intent: p.intent ?? null,
         replayUntil: p.replayUntil ?? null,
+        ...(p.undrained?.length ? { undrained: p.undrained } : {}),
         ...(p.paused ? { paused: true } : {}),
       };
     },

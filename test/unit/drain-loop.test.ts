@@ -712,6 +712,23 @@ describe('freshness and latency in the run summary', () => {
     expect(summary.latencyMs).toEqual({ count: 1, p50: 0, p99: 0, max: 0 });
   });
 
+  test('a seek forward, then back: what was never drained is no replay, its latency counts (#78)', async () => {
+    // 5 records drained; 15 more arrive; an operator seeks forward to 15 ([5, 15) never drained), then back
+    // to 2: the replay of [2, 15) goes through records the tables never had.
+    const log = agedLog(1, 5, 5_000, start);
+    const { ports, checkpoints, context } = setup(log, start);
+    await runDrain(ports, options, context);
+    for (let n = 5; n < 20; n++)
+      log.get('t~0')!.push({ ...record('t', 0, n, { n }), timestamp: start - 5_000 });
+    checkpoints.seek({ topic: 't', partition: 0 }, 15);
+    checkpoints.seek({ topic: 't', partition: 0 }, 2);
+
+    const summary = await runDrain(ports, { ...options, runId: 'run-2' }, context);
+    expect(summary.recordsRead).toBe(18);
+    // [2, 5) is the replay; [5, 15) was never drained and [15, 20) is new: 15 records' latency.
+    expect(summary.latencyMs.count).toBe(15);
+  });
+
   test('the times of waiting records cannot be read: unknown, counted, and left out of the run figure', async () => {
     const log = agedLog(2, 10, 0, start);
     const { ports, checkpoints, context } = setup(log, start);
