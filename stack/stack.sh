@@ -69,8 +69,10 @@ KAFKA_LIBS=$CACHE_DIR/kafka-$KAFKA_VERSION-$(sha256sum "$ROOT/stack/kafka/pom.xm
 # loading nothing, an upload cut on its way making no job, one arrived whole running to its end though its
 # client is gone); resumable-upload.patch, a load job by resumable upload as BigQuery takes one (opening the
 # session makes no job, chunks answered 308 with the range received, the chunk naming the total makes the
-# job, an upload never completed makes none). They are part of the binary's name: a changed patch builds a
-# new binary.
+# job, an upload never completed makes none); load-hold.patch, KBD_BQ_LOAD_JOB_SECONDS (unset: 0) in the
+# emulator's environment holds every load job RUNNING that long, its rows in the table only once DONE, as
+# BigQuery's jobs take seconds to minutes (a test file sets it before its emulator starts: loads that
+# outlast the run that made them). They are part of the binary's name: a changed patch builds a new binary.
 BQ_PATCHES=(
   "$ROOT/stack/bigquery-emulator/storage-write.patch"
   "$ROOT/stack/bigquery-emulator/insert-all.patch"
@@ -80,6 +82,7 @@ BQ_PATCHES=(
   "$ROOT/stack/bigquery-emulator/dataset-duplicate.patch"
   "$ROOT/stack/bigquery-emulator/load-jobs.patch"
   "$ROOT/stack/bigquery-emulator/resumable-upload.patch"
+  "$ROOT/stack/bigquery-emulator/load-hold.patch"
 )
 # And one to the SQL engine under it (github.com/goccy/googlesqlite, the version the emulator's go.mod pins):
 # googlesqlite-merge.patch, a MERGE whose ON clause joins columns by equality costs about one lookup per
