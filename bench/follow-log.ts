@@ -1,6 +1,7 @@
 /**
  * The follow-the-log bench of issue #68 (part of `npm run bench`; alone: `npm run bench:follow`): a steady
- * producer (kafkajs, 4 partitions, `small` records of ~180 bytes) at each rate of BENCH_FOLLOW_RATES
+ * producer (kafkajs, BENCH_FOLLOW_PARTITIONS partitions, 4 by default: 40 is wider than a run's lease group
+ * of 16, issue #78; `small` records of ~180 bytes) at each rate of BENCH_FOLLOW_RATES
  * (records/s; `100,1000,5000` by default) for BENCH_FOLLOW_SECONDS (300 at 1,000/s, 90 at the others, by
  * default), storage-write, DRAIN_UNTIL=budget, runs of the image's job fired on a schedule (every
  * BENCH_FOLLOW_PERIOD seconds, 60 by default, each with the period and a 15 s handover as its budget: they
@@ -20,7 +21,7 @@ import { stackClients } from '../test/support/stack.js';
 import { runImage } from './image-run.js';
 import { small } from './shapes.js';
 
-const partitions = 4;
+const partitions = Number(process.env.BENCH_FOLLOW_PARTITIONS ?? 4);
 const period = Number(process.env.BENCH_FOLLOW_PERIOD ?? 60);
 const handover = 15;
 const rates = (process.env.BENCH_FOLLOW_RATES ?? '100,1000,5000').split(',').map(Number);
@@ -116,13 +117,19 @@ async function atRate(rate: number): Promise<string> {
         if (entries[i]!.owner !== entries[i - 1]!.owner) gaps.push(entries[i]!.at - entries[i - 1]!.at);
     }
     const read = followed.reduce((n, r) => n + (r.summary?.recordsRead ?? 0), 0);
+    // Partitions a follower skipped (issue #78: past its first lease group, as "past the end").
+    const skipped = followed.reduce(
+      (n, r) => n + (r.summary?.partitions ?? []).filter((p) => p.skipped !== undefined).length,
+      0,
+    );
     const cpu = followed.reduce((n, r) => n + r.cpuSeconds, 0);
     const perRun = followed.map(
       (r) =>
         `${r.summary?.stopReason}: ${r.summary?.recordsRead} read, p50 ${((r.summary?.latencyMs?.p50 ?? 0) / 1000).toFixed(2)} s, p99 ${((r.summary?.latencyMs?.p99 ?? 0) / 1000).toFixed(2)} s`,
     );
     return (
-      `follow at ${rate} records/s for ${seconds} s (runs every ${period} s, budget ${period + handover} s): ${produced} produced, ` +
+      `follow at ${rate} records/s on ${partitions} partitions for ${seconds} s (runs every ${period} s, budget ${period + handover} s): ${produced} produced, ` +
+      `${skipped} partitions skipped by the followers, ` +
       `${Number(counts!.n)} rows, ${Number(counts!.n) - Number(counts!.d)} twice; runs [${perRun.join('; ')}], the last run's rest ${rest.summary?.recordsRead}; ` +
       `handover gap per partition: median ${(median(gaps) / 1000).toFixed(1)} s, max ${(Math.max(0, ...gaps) / 1000).toFixed(1)} s; ` +
       `${streams.size} write streams, ${Math.round((streams.size / seconds) * 3600)} an hour; ` +

@@ -73,6 +73,8 @@ export async function runImage(env: Record<string, string>) {
           durationMs?: number;
           runId?: string;
           latencyMs?: { count: number; p50: number | null; p99: number | null; max: number | null };
+          /** The partitions the line names (all up to 50; those skipped always). */
+          partitions?: { partition: number; skipped?: string }[];
         };
       } catch {
         return {};
