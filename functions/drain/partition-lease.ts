@@ -52,12 +52,10 @@ export class PartitionLease {
   /** The first record fetched at a position (for the partition's freshness at the run's end). */
   #head: { position: number; timestamp: number } | undefined;
   readonly #latency = new LatencySketch();
-  /** Offsets below it were committed before an operator's seek: a replay, left out of latency. */
+  /** Offsets below it (but `#undrained`'s) were committed before an operator's seek: a replay. */
   readonly #replayUntil: number;
-  /** Ranges below `#replayUntil` never drained (an operator's forward seek): no replay, though below it. */
   readonly #undrained: readonly UndrainedRange[];
-  /** Following the log: the partition's end seen at the run's end (the live end, for lag and alerts). */
-  #liveEnd = 0;
+  #liveEnd = 0; // following the log: the end read at the run's end
   #renewing = false;
   #done = false;
   readonly #abandon = new AbortController();
@@ -184,20 +182,16 @@ export class PartitionLease {
     return this.#abandon.signal;
   }
 
-  /** The latest end seen of the partition: at the start, or at the run's end when following the log. */
+  /** The latest end seen: at the start, or at the run's end when following the log. */
   get latestEnd(): number {
     return Math.max(this.end, this.#liveEnd);
   }
-
   /** Records left between the checkpoint and the latest end seen. */
   get lag(): number {
     return Math.max(0, this.latestEnd - this.#position);
   }
 
-  /**
-   * Following the log, the end moves while the run reads: seen again at its end, the partition's lag (and
-   * the `backlog` alert) are measured against it, not against the end seen at its start (issue #78).
-   */
+  /** Following the log, the end read again at the run's end: lag and `backlog` against it (issue #78). */
   seesEnd(end: number): void {
     this.#liveEnd = Math.max(this.#liveEnd, end);
     if (this.#summary.skipped === undefined && this.#summary.to !== null) this.#summary.lag = this.lag;
