@@ -15,7 +15,12 @@ export function createCheckpointControls(store: CheckpointStore): CheckpointCont
         assertHeld(data, lease, now);
         const from = data!.nextOffset;
         // A forward seek passes a range over; a seek back puts the ranges above it in the replay's way.
-        const undrained = seekUndrained(data?.undrained ?? [], from ?? null, toOffset);
+        const undrained = seekUndrained(
+          data?.undrained ?? [],
+          from ?? null,
+          toOffset,
+          data?.replayUntil ?? 0,
+        );
         return {
           result: undefined,
           write: {

@@ -14,6 +14,11 @@ export interface Observation {
   now: number;
   logStart: number;
   end: number;
+  /**
+   * Following the log: the end read at the run's end. Only the backlog threshold reads it: a follower
+   * always leaves its last linger's records, so growth and stall keep to the end seen at the start.
+   */
+  liveEnd?: number;
   /** The checkpoint when the run started and when it ended. */
   checkpointBefore: number | null;
   checkpointAfter: number | null;
@@ -126,9 +131,10 @@ export function evaluateEpisodes(
     lagHistory.length === thresholds.backlogGrowingRuns + 1 &&
     lagHistory.every((l, i) => i === 0 || l > lagHistory[i - 1]!);
   const heldBack = seen.heldBack;
+  const liveLag = Math.max(lag, (seen.liveEnd ?? seen.end) - checkpoint);
   transition(
     'backlog',
-    lag > 0 && (lag >= thresholds.backlogRecords || growing || heldBack !== undefined),
+    liveLag > 0 && (liveLag >= thresholds.backlogRecords || (lag > 0 && (growing || heldBack !== undefined))),
     () => ({
       since: seen.now,
       detail:
@@ -136,7 +142,7 @@ export function evaluateEpisodes(
           ? `${lag} records held back: ${heldBack}`
           : growing
             ? `lag grew over ${thresholds.backlogGrowingRuns} runs to ${lag}`
-            : `${lag} records left after the run`,
+            : `${liveLag} records left after the run`,
     }),
   );
 

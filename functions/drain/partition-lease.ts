@@ -2,7 +2,7 @@ import { LatencySketch } from '../kernel/freshness.js';
 import type { Lease } from '../kernel/ports.js';
 import type { KafkaRecord, PartitionRef, Watermarks } from '../kernel/records.js';
 import type { PartitionSummary } from '../kernel/summary.js';
-import { neverDrained, replayEnd, settleUndrained, type UndrainedRange } from '../kernel/undrained.js';
+import { replayOf } from '../kernel/undrained.js';
 
 /** Why a run left a partition before its end: for its summary line. */
 export interface Leaving {
@@ -52,9 +52,8 @@ export class PartitionLease {
   /** The first record fetched at a position (for the partition's freshness at the run's end). */
   #head: { position: number; timestamp: number } | undefined;
   readonly #latency = new LatencySketch();
-  /** Offsets below it (but `#undrained`'s) were committed before an operator's seek: a replay. */
-  readonly #replayUntil: number;
-  readonly #undrained: readonly UndrainedRange[];
+  /** Offsets committed before an operator's seek back (kernel/undrained.ts): a replay. */
+  readonly #replay: ReturnType<typeof replayOf>;
   #liveEnd = 0; // following the log: the end read at the run's end
   #renewing = false;
   #done = false;
@@ -73,10 +72,8 @@ export class PartitionLease {
     this.#position = init.position;
     this.#read = init.position;
     this.#lastRenewedAt = init.at;
-    this.#replayUntil = init.lease.replayUntil ?? 0;
-    this.#undrained = settleUndrained(init.lease.undrained ?? [], init.position);
-    const replayEnds = replayEnd(this.#replayUntil, this.#undrained, init.position);
-    if (replayEnds > init.position) this.#summary.replayUntil = replayEnds;
+    this.#replay = replayOf(init.lease.replayUntil ?? 0, init.lease.undrained ?? [], init.position);
+    this.#replay.mark(this.#summary, init.position);
     this.#onLeft = onLeft;
   }
 
@@ -88,7 +85,7 @@ export class PartitionLease {
   /** The timestamp of the record at the checkpoint, if this run fetched it (undefined: not known here). */
   get headTimestamp(): number | undefined {
     // A replayed record's age is not the partition's freshness (measureFreshness reads past the replay).
-    if (this.#position < replayEnd(this.#replayUntil, this.#undrained, this.#position)) return undefined;
+    if (this.#position < this.#replay.endFrom(this.#position)) return undefined;
     return this.#head?.position === this.#position ? this.#head.timestamp : undefined;
   }
 
@@ -223,6 +220,7 @@ export class PartitionLease {
     this.#lastRenewedAt = at;
     this.#summary.to = nextOffset;
     this.#summary.lag = this.lag;
+    this.#replay.mark(this.#summary, nextOffset);
   }
 
   /** A flush's intent was recorded under the lease (storage-write): the commit goes under the lease it left. */
@@ -265,9 +263,7 @@ export class PartitionLease {
 
   /** The timestamps of the records whose latency counts (a seek's replay left out). */
   latencyTimestamps(records: readonly KafkaRecord[]): number[] {
-    return records
-      .filter((r) => r.offset >= this.#replayUntil || neverDrained(this.#undrained, r.offset))
-      .map((r) => r.timestamp);
+    return records.filter((r) => !this.#replay.replayed(r.offset)).map((r) => r.timestamp);
   }
 
   /** Committed batches a deferring writer took: their latency at `committedAt`, their counts in the line. */

@@ -10,7 +10,8 @@ import type { DrainRun } from './run-state.js';
  */
 export async function releaseAll(run: DrainRun): Promise<void> {
   const { logger } = run;
-  if (run.options.follow !== undefined) await seeLiveEnds(run);
+  // Not at a signal's stop, where time is short (as freshness-phase.ts): the lag then is against the start.
+  if (run.options.follow !== undefined && run.stop.reason !== 'signal') await seeLiveEnds(run);
   await forEachLimited(run.record.partitions.values(), run.options.firestoreConcurrency, async (entry) => {
     if (entry.summary.skipped === 'fenced') return;
     const liveness = await alertsFor(run, entry).catch((error: unknown) => {
@@ -40,7 +41,8 @@ async function alertsFor(run: DrainRun, entry: PartitionLease): Promise<Liveness
       partition: mark.partition,
       now,
       logStart: mark.logStart,
-      end: entry.latestEnd,
+      end: mark.end,
+      ...(entry.latestEnd > mark.end ? { liveEnd: entry.latestEnd } : {}),
       checkpointBefore: entry.startCheckpoint,
       checkpointAfter: entry.position,
       lastProgressAt: moved ? now : (lease.lastProgressAt ?? null),

@@ -30,15 +30,32 @@ export function settleUndrained(ranges: readonly UndrainedRange[], checkpoint: n
   return settled;
 }
 
-/** An operator's seek from `from` (null: never drained) to `to`, as the ranges record it. */
+/**
+ * An operator's seek from `from` (null: never drained) to `to`, as the ranges record it. `replayUntil`:
+ * offsets below it were drained before (a replay's), so a forward seek within a replay passes over only
+ * what lies beyond it, and the pending ranges it jumps.
+ */
 export function seekUndrained(
   ranges: readonly UndrainedRange[],
   from: number | null,
   to: number,
+  replayUntil = 0,
 ): UndrainedRange[] {
   if (from === null || to === from) return [...ranges];
   const settled = settleUndrained(ranges, from);
-  if (to > from) return [...settled, { from, to, pending: false }].slice(-undrainedKept);
+  if (to > from) {
+    const passed: UndrainedRange[] = [];
+    for (const r of settled) {
+      if (!r.pending || r.from >= to) passed.push(r);
+      else {
+        passed.push({ from: r.from, to: Math.min(r.to, to), pending: false });
+        if (r.to > to) passed.push({ from: to, to: r.to, pending: true });
+      }
+    }
+    const start = Math.max(from, replayUntil);
+    if (start < to) passed.push({ from: start, to, pending: false });
+    return passed.slice(-undrainedKept);
+  }
   const after: UndrainedRange[] = [];
   for (const range of settled) {
     if (range.pending || range.to <= to) after.push(range);
@@ -46,6 +63,18 @@ export function seekUndrained(
     else after.push({ from: range.from, to, pending: false }, { from: to, to: range.to, pending: true });
   }
   return after;
+}
+
+/** A partition's line says where its replay ends while it lies ahead of `position` (freshness-phase.ts). */
+export function markReplay(
+  line: { replayUntil?: number },
+  replayUntil: number,
+  ranges: readonly UndrainedRange[],
+  position: number,
+): void {
+  const end = replayEnd(replayUntil, ranges, position);
+  if (end > position) line.replayUntil = end;
+  else delete line.replayUntil;
 }
 
 /** Whether the record at `offset` was never drained (a pending range holds it). */
@@ -61,4 +90,17 @@ export function replayEnd(replayUntil: number, ranges: readonly UndrainedRange[]
   let end = replayUntil;
   for (const r of ranges) if (r.pending && r.to > position) end = Math.min(end, Math.max(r.from, position));
   return end;
+}
+
+/** A partition's replay as a run sees it from its lease at `position` (partition-lease.ts). */
+export function replayOf(replayUntil: number, ranges: readonly UndrainedRange[], position: number) {
+  const pending = settleUndrained(ranges, position);
+  return {
+    /** The record at `offset` was written before an operator's seek back (left out of latency). */
+    replayed: (offset: number) => offset < replayUntil && !neverDrained(pending, offset),
+    /** The line's `replayUntil`: where the replay from `from` ends, while it lies ahead. */
+    mark: (line: { replayUntil?: number }, from: number) => markReplay(line, replayUntil, pending, from),
+    /** Where the replay from `from` ends. */
+    endFrom: (from: number) => replayEnd(replayUntil, pending, from),
+  };
 }

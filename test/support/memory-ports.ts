@@ -162,7 +162,7 @@ export function createMemoryCheckpoints(now: () => number) {
       const p = partitions.get(partitionId(ref))!;
       if (p.nextOffset !== null && to < p.nextOffset)
         p.replayUntil = Math.max(p.replayUntil ?? 0, p.nextOffset);
-      p.undrained = seekUndrained(p.undrained ?? [], p.nextOffset, to);
+      p.undrained = seekUndrained(p.undrained ?? [], p.nextOffset, to, p.replayUntil ?? 0);
       p.nextOffset = to;
     },
     async peek(refs) {

@@ -87,6 +87,28 @@ describe('alert episodes', () => {
     ]);
   });
 
+  test('following the log: the live end opens backlog above the threshold; its noise never grows a backlog or a stall', () => {
+    // A follower leaves its last linger's records: lag against the end read at the run's end, 1-40 of them.
+    let state = emptyLiveness;
+    // Each run reads past the end it saw at its start (records keep coming) and leaves 1-40 behind.
+    for (const [i, live] of [1, 5, 12, 40].entries()) {
+      const [now, end, after] = [at(1_000 + i * 60), 100 * i + 50, 100 * (i + 1)];
+      const observed = { now, end, checkpointBefore: 100 * i, checkpointAfter: after, lastProgressAt: now };
+      const r = evaluateEpisodes(state, seen({ ...observed, liveEnd: after + live }), thresholds);
+      expect(r.alerts).toEqual([]);
+      state = r.state;
+    }
+    // Falling behind: past the threshold against the live end, though the end seen at the start is met.
+    const behind = evaluateEpisodes(
+      state,
+      seen({ now: at(2_000), end: 450, checkpointBefore: 400, checkpointAfter: 500, liveEnd: 2_000 }),
+      thresholds,
+    );
+    expect(behind.alerts).toEqual([
+      expect.objectContaining({ kind: 'backlog', state: 'open', detail: '1500 records left after the run' }),
+    ]);
+  });
+
   test('backlog opens above the threshold or when the lag grows run after run, and resolves when drained', () => {
     const big = evaluateEpisodes(
       emptyLiveness,
