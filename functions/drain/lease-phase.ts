@@ -41,9 +41,12 @@ export async function leasePartition(
   // the run before released them, their checkpoints past the end this run saw (issue #78: 24 of 40 were
   // skipped as "past the end").
   const behind = lease?.nextOffset != null && lease.nextOffset > mark.end;
+  // A read that fails keeps the end seen at the start (the lease is registered below and released).
   if ((waited || behind) && lease !== undefined)
     mark =
-      (await run.ports.source.watermarks([mark.topic])).find((m) => m.partition === mark.partition) ?? mark;
+      (await run.ports.source.watermarks([mark.topic]).catch(() => [])).find(
+        (m) => m.partition === mark.partition,
+      ) ?? mark;
   const summary = emptySummary(mark, shared);
   run.record.lookedAt(summary);
   if (lease === undefined) {
